@@ -1,0 +1,82 @@
+"""What the store remembers: a session's lasting state, each run, each task, each event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentherd.sessions.states import State
+
+
+class Event(BaseModel):
+    """One line of the append-only event log; `seq` is the cursor clients follow."""
+
+    seq: int = 0
+    at: str
+    session: str | None = None
+    run: int | None = None
+    kind: str
+    message: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `herd events --json` object."""
+        return self.model_dump(include={"seq", "at", "session", "run", "kind", "message", "data"})
+
+
+class RunRecord(BaseModel):
+    """One launch of `command` or `resume`: its identity, so a new daemon can find it, and its end."""
+
+    session: str
+    run: int
+    handle: str
+    argv: list[str]
+    mode: str = "command"
+    pid: int | None = None
+    pgid: int | None = None
+    create_time: float | None = None
+    tag: str = ""
+    started_at: str | None = None
+    ended_at: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    outcome: str | None = None
+    agent_session_id: str | None = None
+    usage: dict[str, Any] = Field(default_factory=dict)
+    stop_requested: bool = False
+
+    @property
+    def live(self) -> bool:
+        """True until the run's end has been recorded."""
+        return self.ended_at is None and self.pid is not None
+
+
+class TaskRecord(BaseModel):
+    """What one `start` began: its first run plus every automatic restart; ends once."""
+
+    handle: str
+    session: str
+    first_run: int
+    state: State = State.STARTING
+    reason: str | None = None
+    started_at: str
+    ended_at: str | None = None
+
+
+class SessionRecord(BaseModel):
+    """A session's lasting state: survives the daemon and drives `herd status`."""
+
+    name: str
+    state: State = State.IDLE
+    reason: str | None = None
+    handle: str | None = None
+    run: int = 0
+    restarts: int = 0
+    backoff_step: int = 0
+    backoff_until: str | None = None
+    crash_times: list[float] = Field(default_factory=list)
+    agent_session_id: str | None = None
+    task_started_at: str | None = None
+    checkpoint_note: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)

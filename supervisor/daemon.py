@@ -1,0 +1,337 @@
+"""The supervisor daemon: owns the sessions and the store, serves the control API."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.records import Event, SessionRecord
+from agentherd.sessions.states import TERMINAL_STATES, WAIT_EXIT_CODES, State, task_state
+from agentherd.supervisor import server
+from agentherd.supervisor.paths import prepare_state_dir, run_dir, socket_path_for
+from agentherd.supervisor.procs import OUTPUT_FILE
+from agentherd.supervisor.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.session import Context, SessionError, SessionSupervisor, Timings
+from agentherd.supervisor.store import Change, Store, iso, utc_now
+
+log = logging.getLogger("herd.daemon")
+
+SNAPSHOT_INTERVAL_S = 0.05
+"""Subscribers get at most 20 snapshots a second, each replacing the last."""
+
+RECONCILE_INTERVAL_S = 5.0
+"""The slow pass that re-checks log caps (and, later, files the watcher may have missed)."""
+
+DOWN_TIMEOUT_S = 60.0
+"""`herd down` gives every session this long to stop before the daemon exits anyway."""
+
+
+class DaemonAlreadyRunning(Exception):
+    """Another daemon holds this state folder's lock."""
+
+
+class Daemon:
+    """One per state folder: the single writer of state, and the control API's server."""
+
+    def __init__(self, config: HerdConfig, socket_path: Path | None = None,
+                 timings: Timings | None = None) -> None:
+        self.config = config
+        self.state_dir = config.state_dir
+        self.socket_path = socket_path or socket_path_for(self.state_dir)
+        self.timings = timings or Timings()
+        self.sessions: dict[str, SessionSupervisor] = {}
+        self.store: Store | None = None
+        self._shutdown = anyio.Event()
+        self._changed = anyio.Event()
+        self._lock_fd: int | None = None
+        self._tg: TaskGroup | None = None
+        self.started_at = iso(utc_now())
+
+    # ----- life --------------------------------------------------------------------------
+
+    def _take_lock(self) -> None:
+        prepare_state_dir(self.state_dir)
+        fd = os.open(self.state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DaemonAlreadyRunning(
+                f"a herd daemon already runs for {self.state_dir}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until `down` or `shutdown`; agents keep running when the daemon exits."""
+        self._take_lock()
+        try:
+            self.store = Store(self.state_dir / "state.db")
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                ctx = Context(self.store, self.state_dir, tg, self.timings, self._announce)
+                records = self.store.sessions()
+                for session_config in self.config.sessions:
+                    record = records.get(session_config.name) or SessionRecord(
+                        name=session_config.name)
+                    self.sessions[session_config.name] = SessionSupervisor(
+                        session_config, record, ctx)
+                listener = await server.listen(self.socket_path)
+                tg.start_soon(server.serve, listener, self.handle)
+                for supervisor in self.sessions.values():
+                    await supervisor.reconcile()
+                self._commit_daemon_event("daemon-started",
+                                          f"daemon {HERD_VERSION} started (pid {os.getpid()})")
+                tg.start_soon(self._reconcile_loop)
+                log.info("daemon ready on %s", self.socket_path)
+                task_status.started()
+                await self._shutdown.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            if self.store is not None:
+                self.store.close()
+            if self.socket_path.exists():
+                self.socket_path.unlink(missing_ok=True)
+            self._release_lock()
+            log.info("daemon stopped")
+
+    def request_shutdown(self) -> None:
+        """Leave the serve loop; agents keep running (a new daemon will adopt them)."""
+        self._shutdown.set()
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await anyio.sleep(RECONCILE_INTERVAL_S)
+            for supervisor in self.sessions.values():
+                supervisor.check_log_cap()
+
+    def _announce(self, events: list[Event]) -> None:
+        for event in events:
+            log.info("%s %s: %s", event.session or "-", event.kind, event.message)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _commit_daemon_event(self, kind: str, message: str) -> None:
+        assert self.store is not None
+        event = Event(at=iso(utc_now()) or "", kind=kind, message=message)
+        self._announce(self.store.commit(Change(events=(event,))))
+
+    # ----- the API ----------------------------------------------------------------------
+
+    def _session(self, name: Any) -> SessionSupervisor:
+        if not isinstance(name, str) or name not in self.sessions:
+            known = ", ".join(sorted(self.sessions)) or "none"
+            raise ApiError("unknown-session", f"no session named {name!r} (sessions: {known})")
+        return self.sessions[name]
+
+    async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Answer one request; streaming ops call `send` repeatedly."""
+        op = request.get("op")
+        method = getattr(self, f"op_{str(op).replace('-', '_')}", None)
+        if method is None:
+            raise ApiError("bad-request", f"unknown operation {op!r}")
+        try:
+            await method(request, send)
+        except SessionError as exc:
+            raise ApiError("bad-state", str(exc)) from None
+
+    async def op_ls(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=[s.status() for s in self.sessions.values()])
+
+    async def op_status(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = request.get("target")
+        if not target:
+            await send(result=[s.status() for s in self.sessions.values()])
+            return
+        await send(result=self._target_status(str(target)))
+
+    def _target_status(self, target: str) -> dict[str, Any]:
+        """A session's status, or a task's when given a handle like api/3."""
+        if "/" not in target:
+            return self._session(target).status()
+        name, _, number = target.partition("/")
+        supervisor = self._session(name)
+        if supervisor.record.handle == target:
+            return supervisor.status()
+        assert self.store is not None
+        task = self.store.task(target)
+        if task is None:
+            raise ApiError("unknown-handle", f"no task {target!r}; `herd status {name}` shows "
+                           "the current one")
+        return {"session": name, "handle": target, "run": task.first_run, "state": task.state,
+                "task_state": task_state(task.state), "reason": task.reason,
+                "started_at": task.started_at, "ended_at": task.ended_at}
+
+    async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        handle = await supervisor.start()
+        await send(result={"handle": handle, "session": supervisor.config.name,
+                           "state": str(supervisor.record.state)})
+
+    async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        names = request.get("names") or [
+            s.config.name for s in self.sessions.values() if s.config.autostart]
+        started = []
+        for name in names:
+            supervisor = self._session(name)
+            started.append({"session": name, "handle": await supervisor.start()})
+        await send(result=started)
+
+    async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        kill = bool(request.get("kill"))
+        if request.get("no_wait"):
+            assert self._tg is not None
+            self._tg.start_soon(lambda: supervisor.stop(kill=kill))
+        else:
+            await supervisor.stop(kill=kill)
+        await send(result=supervisor.status())
+
+    async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        source = request.get("from")
+        try:
+            handle = await supervisor.restart(source)
+        except ValueError as exc:
+            raise ApiError("bad-request", str(exc)) from None
+        await send(result={"handle": handle, "session": supervisor.config.name,
+                           "state": str(supervisor.record.state)})
+
+    async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.pause()
+        await send(result=supervisor.status())
+
+    async def op_resume(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.resume_run()
+        await send(result=supervisor.status())
+
+    async def op_wait(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = str(request.get("target") or "")
+        timeout_s = request.get("timeout_s")
+        name = target.partition("/")[0]
+        supervisor = self._session(name)
+        handle = target if "/" in target else supervisor.record.handle
+        if handle is None:
+            raise ApiError("bad-state", f"{name} has never been started; `herd start {name}`")
+        assert self.store is not None
+        deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+        while True:
+            task = self.store.task(handle)
+            if task is None:
+                raise ApiError("unknown-handle", f"no task {handle!r}")
+            if task.state in TERMINAL_STATES:
+                await send(result={"handle": handle, "state": str(task.state),
+                                   "reason": task.reason,
+                                   "exit": WAIT_EXIT_CODES[State(task.state)]})
+                return
+            changed = self._changed
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                await send(result={"handle": handle, "state": str(task.state),
+                                   "reason": task.reason, "exit": 124})
+                return
+            with anyio.move_on_after(min(remaining or 1.0, 1.0)):
+                await changed.wait()
+
+    async def op_events(self, request: dict[str, Any], send: server.Sender) -> None:
+        assert self.store is not None
+        since = int(request.get("since") or 0)
+        session = request.get("session")
+        if session is not None:
+            self._session(session)
+        follow = bool(request.get("follow"))
+        limit = int(request.get("limit") or 1000)
+        if not follow:
+            events = self.store.events(since, session, limit=limit)
+            await send(result=[e.to_json() for e in events])
+            return
+        while True:
+            changed = self._changed
+            events = self.store.events(since, session, limit=limit)
+            for event in events:
+                await send(stream=event.to_json())
+                since = event.seq or since
+            if not events:
+                await changed.wait()
+
+    async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S."""
+        last_version = -1
+        while True:
+            version = sum(s.version for s in self.sessions.values())
+            if version != last_version:
+                last_version = version
+                await send(stream={"sessions": [s.status() for s in self.sessions.values()],
+                                   "at": iso(utc_now())})
+            await anyio.sleep(SNAPSHOT_INTERVAL_S)
+
+    async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        number = request.get("run") or supervisor.record.run
+        if not number:
+            raise ApiError("bad-state", f"{supervisor.config.name} has no runs yet")
+        path = run_dir(self.state_dir, supervisor.config.name, int(number)) / OUTPUT_FILE
+        progress = supervisor.config.progress
+        live = supervisor.run is not None and not supervisor.run.exited.is_set()
+        await send(result={
+            "run": int(number), "path": str(path), "current_run": supervisor.record.run,
+            "live": live and int(number) == supervisor.record.run,
+            "progress": str(supervisor.config.cwd / progress) if progress else None,
+            "state": str(supervisor.record.state)})
+
+    async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Stop every session gracefully, then the daemon."""
+        with anyio.move_on_after(DOWN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+                for supervisor in self.sessions.values():
+                    tg.start_soon(lambda s=supervisor: s.stop(reason="down"))
+        self._commit_daemon_event("daemon-stopping", "daemon stopping (herd down)")
+        await send(result={"stopped": [s.status() for s in self.sessions.values()]})
+        self.request_shutdown()
+
+    async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Exit the daemon and leave the agents running."""
+        await send(result={"pid": os.getpid()})
+        self.request_shutdown()
+
+    async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result={"version": HERD_VERSION, "pid": os.getpid(),
+                           "config": str(self.config.path), "state_dir": str(self.state_dir),
+                           "started_at": self.started_at,
+                           "sessions": sorted(self.sessions)})
+
+
+def run_foreground(config: HerdConfig, socket_path: Path | None = None) -> None:
+    """`herd daemon`: serve until `herd down`, SIGTERM or SIGINT (which leave agents running)."""
+    daemon = Daemon(config, socket_path)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            async def on_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        daemon.request_shutdown()
+                        return
+
+            tg.start_soon(on_signals)
+            await daemon.serve()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)

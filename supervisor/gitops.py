@@ -1,0 +1,382 @@
+"""Git access for herd: checkpoints, rescue commits, resets and scratch worktrees.
+
+Every function is synchronous and meant for a worker thread (`anyio.to_thread.run_sync`).
+Reads go through GitPython with a short-lived `git.Repo` that is closed at once (a long-lived
+one leaks `git cat-file` processes). Writes run git plumbing as argv lists with an environment
+herd controls: no hook, pager, editor, prompt, signing or inherited GIT_DIR/GIT_INDEX_FILE
+matters, and no user.name/user.email is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import git
+from agentherd.sessions.checkpoint import Checkpoint, GitPaths
+
+GIT_TIMEOUT_S = 600.0
+"""Upper bound for one git command: an `add -A` or checkout of a large tree takes minutes, but
+no command may hold a worker thread forever."""
+
+RESCUE_IDENTITY = {
+    "GIT_AUTHOR_NAME": "herd",
+    "GIT_AUTHOR_EMAIL": "herd@localhost",
+    "GIT_COMMITTER_NAME": "herd",
+    "GIT_COMMITTER_EMAIL": "herd@localhost",
+}
+"""Author and committer of rescue commits, so no user.name/user.email is needed."""
+
+# Variables that would point git at another repository, index or identity than the one we
+# name, or inject config: dropped from the environment of every command herd runs itself.
+_INHERITED_GIT_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+)
+
+# No prompt, pager or editor can block a worker thread; reads take no optional index lock
+# (so they never race an agent's own git); messages are in English for the error text.
+_QUIET_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "GIT_MERGE_AUTOEDIT": "no",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "LC_ALL": "C",
+    "LANGUAGE": "C",
+}
+
+# Config that must not change what herd's commands do, whatever the user's or repo's config
+# says. `-c` is passed on to git's own child processes (e.g. the checkout of `worktree add`).
+_CONFIG_ARGS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "advice.detachedHead=false",
+)
+
+# One commit of `git log -z`: "/" marks a record (a path never starts with "/").
+_LOG_FORMAT = "--format=/%H%x00%ct%x00%s"
+_SHORTSTAT_RE = {
+    "files": re.compile(rb"(\d+) files? changed"),
+    "insertions": re.compile(rb"(\d+) insertions?\(\+\)"),
+    "deletions": re.compile(rb"(\d+) deletions?\(-\)"),
+}
+
+
+class NotAGitRepo(Exception):
+    """The folder is not inside a git worktree (or does not exist)."""
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message is one line naming the command, folder and cause."""
+
+
+def _first_line(stderr: bytes | str | None) -> str:
+    """The most telling line of git's error output, for a one-line message."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or ["no error output"])[0]
+
+
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a git command herd runs itself."""
+    env = {k: v for k, v in os.environ.items() if k not in _INHERITED_GIT_VARS}
+    env.update(_QUIET_ENV)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _run_raw(
+    cwd: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git <args>` in `cwd` and return the result whatever its exit status."""
+    return subprocess.run(
+        ["git", *_CONFIG_ARGS, *args],
+        cwd=cwd,
+        env=_env(env),
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=GIT_TIMEOUT_S,
+        check=False,
+    )
+
+
+def _run(
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    ok_codes: Sequence[int] = (0,),
+) -> bytes:
+    """Run `git <args>` in `cwd`; its stdout, or GitError with a one-line message."""
+    result = _run_raw(cwd, *args, env=env, stdin=stdin)
+    if result.returncode not in ok_codes:
+        raise GitError(f"git {args[0]} failed in {cwd}: {_first_line(result.stderr)}")
+    return result.stdout
+
+
+@contextmanager
+def _open_repo(worktree: Path) -> Iterator[git.Repo]:
+    """A GitPython Repo for the worktree holding `worktree`, closed when the block ends."""
+    try:
+        repo = git.Repo(worktree, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise NotAGitRepo(f"not a git repository: {worktree}") from exc
+    with repo:
+        if repo.bare or repo.working_tree_dir is None:
+            raise NotAGitRepo(f"not a git worktree (a bare repository): {worktree}")
+        yield repo
+
+
+def _read(repo: git.Repo, *args: str, ok_codes: Sequence[int] = (0,)) -> tuple[int, bytes]:
+    """Run a read-only `git <args>` through the Repo; (exit status, stdout)."""
+    # GIT_DIR/GIT_WORK_TREE pin the command to this Repo whatever the daemon inherited.
+    pins = {**_QUIET_ENV, "GIT_DIR": str(repo.git_dir), "GIT_WORK_TREE": str(repo.working_tree_dir)}
+    result = repo.git.execute(
+        ["git", *_CONFIG_ARGS, *args],
+        env=pins,
+        with_extended_output=True,
+        with_exceptions=False,
+        stdout_as_string=False,
+        kill_after_timeout=GIT_TIMEOUT_S,
+    )
+    status, stdout, stderr = result
+    if status not in ok_codes:
+        raise GitError(f"git {args[0]} failed in {repo.working_tree_dir}: {_first_line(stderr)}")
+    return status, stdout
+
+
+def _check_rev(rev: str) -> None:
+    """Refuse a revision that git would read as an option."""
+    if not rev or rev.startswith("-") or "\0" in rev:
+        raise ValueError(f"not a revision: {rev!r}")
+
+
+def _parse_log(raw: bytes) -> list[Checkpoint]:
+    """Checkpoints from `git log -z --name-only` in `_LOG_FORMAT`, in git's order."""
+    tokens = raw.split(b"\0")
+    found: list[Checkpoint] = []
+    i = 0
+    while i + 2 < len(tokens):
+        if not tokens[i].startswith(b"/"):
+            i += 1
+            continue
+        sha = tokens[i][1:].decode("ascii")
+        at = datetime.fromtimestamp(int(tokens[i + 1]), UTC)
+        subject = tokens[i + 2].decode("utf-8", "replace")
+        i += 3
+        files: list[str] = []
+        while i < len(tokens) and not tokens[i].startswith(b"/"):
+            # git separates the name list from the header with a newline.
+            name = tokens[i][1:] if not files and tokens[i].startswith(b"\n") else tokens[i]
+            if name:
+                files.append(os.fsdecode(name))
+            i += 1
+        found.append(Checkpoint(sha=sha, at=at, subject=subject, files=tuple(files)))
+    return found
+
+
+def _log(repo: git.Repo, revs: Sequence[str], limit: int) -> list[Checkpoint]:
+    """Up to `limit` commits of `git log <revs>`, newest first, each with its files."""
+    _, raw = _read(
+        repo,
+        "log",
+        "-z",
+        _LOG_FORMAT,
+        "--name-only",
+        "--no-renames",
+        "--diff-merges=first-parent",
+        f"--max-count={limit}",
+        "--ignore-missing",
+        *revs,
+        "--",
+    )
+    return _parse_log(raw)
+
+
+def git_paths(worktree: Path) -> GitPaths:
+    """Where the git data of the worktree holding `worktree` lives; raises NotAGitRepo."""
+    path = Path(worktree).absolute()
+    if not path.is_dir():
+        raise NotAGitRepo(f"not a git repository: {path} (no such folder)")
+    result = _run_raw(
+        path, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"
+    )
+    lines = result.stdout.split(b"\n")
+    if result.returncode != 0 or len(lines) < 3:
+        raise NotAGitRepo(f"not a git worktree: {path} ({_first_line(result.stderr)})")
+    top, git_dir, common = (Path(os.fsdecode(line)) for line in lines[:3])
+    return GitPaths(
+        worktree=top.resolve(),
+        git_dir=git_dir.resolve(),
+        common_dir=(path / common).resolve(),  # relative to `path` when git prints it so
+    )
+
+
+def is_git_repo(path: Path) -> bool:
+    """True when `path` is inside a git worktree."""
+    try:
+        git_paths(path)
+    except NotAGitRepo:
+        return False
+    return True
+
+
+def head_checkpoint(worktree: Path) -> Checkpoint | None:
+    """The commit HEAD points at, with the files it changed; None before the first commit."""
+    with _open_repo(worktree) as repo:
+        found = _log(repo, ["HEAD"], limit=1)
+    return found[0] if found else None
+
+
+def commits_between(
+    worktree: Path, old_sha: str | None, new_sha: str, limit: int = 50
+) -> list[Checkpoint]:
+    """Commits reachable from `new_sha` and not from `old_sha`, oldest first (at most `limit`).
+
+    When `old_sha` is not an ancestor of `new_sha` (after a reset, a rebase, or once it is
+    gone), history was rewritten: only the checkpoint of `new_sha` is returned.
+    """
+    _check_rev(new_sha)
+    with _open_repo(worktree) as repo:
+        if old_sha is None:
+            return list(reversed(_log(repo, [new_sha], limit)))
+        _check_rev(old_sha)
+        status, _ = _read(
+            repo, "merge-base", "--is-ancestor", old_sha, new_sha, ok_codes=(0, 1, 128)
+        )
+        if status != 0:
+            return _log(repo, [new_sha], limit=1)
+        return list(reversed(_log(repo, [new_sha, f"^{old_sha}"], limit)))
+
+
+def resolve_commit(worktree: Path, rev: str) -> str:
+    """The full sha of the commit `rev` names; ValueError when there is none."""
+    _check_rev(rev)
+    with _open_repo(worktree) as repo:
+        status, out = _read(
+            repo, "rev-parse", "-q", "--verify", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
+        )
+        where = repo.working_tree_dir
+    if status != 0 or not out.strip():
+        raise ValueError(f"no commit {rev!r} in {where}")
+    return out.strip().decode("ascii")
+
+
+def diffstat(worktree: Path, base_sha: str, head_sha: str) -> tuple[int, int, int]:
+    """(files changed, insertions, deletions) from `base_sha` to `head_sha` (renames unpaired)."""
+    _check_rev(base_sha)
+    _check_rev(head_sha)
+    with _open_repo(worktree) as repo:
+        args = ("--shortstat", "--no-renames", "--no-ext-diff", "--no-textconv")
+        _, raw = _read(repo, "diff", *args, base_sha, head_sha, "--")
+    counts = [m.group(1) if (m := rx.search(raw)) else b"0" for rx in _SHORTSTAT_RE.values()]
+    return int(counts[0]), int(counts[1]), int(counts[2])
+
+
+def files_touched(worktree: Path, base_sha: str, head_sha: str) -> list[str]:
+    """Paths added, changed or deleted from `base_sha` to `head_sha` (both sides of a rename)."""
+    _check_rev(base_sha)
+    _check_rev(head_sha)
+    with _open_repo(worktree) as repo:
+        _, raw = _read(repo, "diff", "--name-only", "-z", "--no-renames", base_sha, head_sha, "--")
+    return [os.fsdecode(name) for name in raw.split(b"\0") if name]
+
+
+def _head_or_none(top: Path) -> str | None:
+    """The sha HEAD points at, or None before the first commit."""
+    out = _run(top, "rev-parse", "-q", "--verify", "HEAD^{commit}", ok_codes=(0, 1)).strip()
+    return out.decode("ascii") if out else None
+
+
+def save_rescue(worktree: Path, ref: str, message: str) -> str | None:
+    """Commit the dirty tree (staged, modified, untracked; not ignored) to `ref`.
+
+    The real index, the worktree and HEAD are left exactly as they are, no hook runs and no
+    user identity is needed: the tree is built in a temporary index. Returns the rescue
+    commit's sha, or None when the tree is clean and there is nothing to save.
+    """
+    paths = git_paths(worktree)
+    top = paths.worktree
+    if not ref.startswith("refs/") or _run_raw(top, "check-ref-format", ref).returncode != 0:
+        raise ValueError(f"not a ref name for a rescue: {ref!r} (e.g. refs/herd/api/rescue/3)")
+    head = _head_or_none(top)
+    with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        try:
+            # A copy keeps what is staged and the cached stat data (no full re-hash).
+            shutil.copyfile(paths.git_dir / "index", Path(tmp) / "index")
+        except FileNotFoundError:
+            if head is not None:
+                _run(top, "read-tree", head, env=index)
+        # --ignore-errors: an unreadable file must not lose the rest (exit 1 then).
+        _run(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1))
+        tree = _run(top, "write-tree", env=index).strip().decode("ascii")
+    if head is None:
+        base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"")
+    else:
+        base_tree = _run(top, "rev-parse", f"{head}^{{tree}}")
+    if tree == base_tree.strip().decode("ascii"):
+        return None
+    parent = ["-p", head] if head is not None else []
+    commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
+    sha = _run(top, *commit_args, env=RESCUE_IDENTITY).strip().decode("ascii")
+    _run(top, "update-ref", "-m", "herd rescue", ref, sha)
+    return sha
+
+
+def reset_worktree(worktree: Path, sha: str) -> None:
+    """`git reset --hard sha` then `git clean -fd`: ignored files stay, untracked ones go."""
+    full = resolve_commit(worktree, sha)
+    top = git_paths(worktree).worktree
+    _run(top, "reset", "--hard", "--quiet", full)
+    _run(top, "clean", "-f", "-d", "--quiet")
+
+
+@contextmanager
+def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path]:
+    """A detached worktree of `sha` at `dest` for the block, removed and pruned afterwards."""
+    full = resolve_commit(repo_worktree, sha)
+    top = git_paths(repo_worktree).worktree
+    where = Path(dest).absolute()
+    _run(top, "worktree", "add", "--detach", "--quiet", str(where), full)
+    try:
+        yield where
+    finally:
+        if _run_raw(top, "worktree", "remove", "--force", str(where)).returncode != 0:
+            shutil.rmtree(where, ignore_errors=True)
+        _run_raw(top, "worktree", "prune")

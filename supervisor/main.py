@@ -1,0 +1,46 @@
+"""`python -m agentherd.supervisor.main CONFIG`: the daemon entry point that `herd up` spawns."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from agentherd.sessions.config import ConfigError, load_config
+from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
+from agentherd.supervisor.paths import prepare_state_dir
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(state_dir: Path, to_stderr: bool) -> None:
+    """Log to `.herd/daemon.log` (and stderr when in the foreground)."""
+    prepare_state_dir(state_dir)
+    handlers: list[logging.Handler] = [logging.FileHandler(state_dir / "daemon.log")]
+    if to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, handlers=handlers, force=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load the config, take the lock, serve; exit 2 on a person's error."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m agentherd.supervisor.main PATH/TO/herd.toml", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(Path(args[0]))
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    configure_logging(config.state_dir, to_stderr=False)
+    try:
+        run_foreground(config)
+    except DaemonAlreadyRunning as exc:
+        logging.getLogger("herd.daemon").info("%s; this one exits", exc)
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The control API's wire format: JSON objects, one per line, over a private Unix socket."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+PROTOCOL = 1
+"""Bumped when a request or reply changes shape; a client and daemon must agree on it."""
+
+MAX_MESSAGE_BYTES = 16 << 20
+"""A reply carrying a report or a long event page stays far below this."""
+
+try:
+    HERD_VERSION = version("agentherd")
+except PackageNotFoundError:  # running from a source tree without an install
+    HERD_VERSION = "0.0.0"
+
+
+class ApiError(Exception):
+    """An error reply: `code` tells scripts what happened, `message` tells people."""
+
+    PERSON_CODES = frozenset(
+        {"unknown-session", "unknown-handle", "bad-request", "bad-state", "no-daemon",
+         "version-mismatch", "bad-config", "permission"}
+    )
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    @property
+    def person_error(self) -> bool:
+        """True when a person can fix it (exit 2); otherwise it is herd's own failure (70)."""
+        return self.code in self.PERSON_CODES
+
+    def to_json(self) -> dict[str, Any]:
+        """The `error` object of a reply."""
+        return {"code": self.code, "message": self.message}
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as a JSON line."""
+    return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one line; raise ApiError for anything that is not a JSON object."""
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise ApiError("bad-request", f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ApiError("bad-request", "expected a JSON object")
+    return value

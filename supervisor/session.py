@@ -1,0 +1,664 @@
+"""One session's supervisor: launches runs, watches them end, restarts, stops, remembers."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process, TaskGroup
+
+from agentherd.sessions.agent_output import OutputParser, make_parser, valid_session_id
+from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.lines import LineSplitter
+from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.sessions.sanitize import inert_line
+from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.supervisor import gitops, procs
+from agentherd.supervisor.paths import run_dir
+from agentherd.supervisor.store import Change, Store, iso, utc_now
+from agentherd.supervisor.tailer import LogTailer
+
+log = logging.getLogger("herd.session")
+
+LAST_LINE_CHARS = 400
+"""The dashboard shows one line per session; longer lines are cut before they are stored."""
+
+WARNING_KINDS = frozenset(
+    {"plan-invalid", "plan-tampered", "claims-done-but-fails", "stalled", "repeated-failure",
+     "out-of-scope", "burn-without-progress", "early-exit", "budget-warning", "rate-limited",
+     "notify-failed", "resume-refused", "not-a-git-repo", "log-capped"}
+)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
+
+    tail_poll_s: float = 0.25
+    """A run's log is re-read at least this often even when no watcher event arrives."""
+    adopt_poll_s: float = 0.5
+    """An adopted run (not our child) is checked for exit this often."""
+    stop_poll_s: float = 0.05
+    """How often a stopping run is re-checked for leftover processes."""
+    kill_wait_s: float = 5.0
+    """After SIGKILL, how long to wait before calling a run unkillable."""
+    drain_wait_s: float = 2.0
+    """After the leader exits, how long to wait for its last output before moving on."""
+    jitter: Callable[[], float] = field(default=lambda: __import__("random").uniform(0.8, 1.0))
+    """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
+
+
+class Context:
+    """What a session needs from the daemon: the store, the task group, and a way to announce."""
+
+    def __init__(
+        self,
+        store: Store,
+        state_dir: Path,
+        task_group: TaskGroup,
+        timings: Timings,
+        announce: Callable[[list[Event]], None],
+    ) -> None:
+        self.store = store
+        self.state_dir = state_dir
+        self.tg = task_group
+        self.timings = timings
+        self.announce = announce
+
+
+class LiveRun:
+    """A run this daemon is watching: its record, identity, output reader and exit."""
+
+    def __init__(self, record: RunRecord, identity: procs.RunIdentity, folder: Path,
+                 parser: OutputParser, process: Process | None) -> None:
+        self.record = record
+        self.identity = identity
+        self.folder = folder
+        self.parser = parser
+        self.process = process
+        self.tailer = LogTailer(folder / procs.OUTPUT_FILE)
+        self.splitter = LineSplitter()
+        self.last_line = ""
+        self.exit: procs.ExitInfo | None = None
+        self.exited = anyio.Event()
+        self.drained = anyio.Event()
+        self.wake = anyio.Event()
+        self.started_monotonic = time.monotonic()
+        self.handled = False
+        self.paused = False
+
+
+class SessionSupervisor:
+    """Owns one session: the only writer of its record; every change goes through `_commit`."""
+
+    def __init__(self, config: SessionConfig, record: SessionRecord, ctx: Context) -> None:
+        self.config = config
+        self.record = record
+        self.ctx = ctx
+        self.run: LiveRun | None = None
+        self.warnings: deque[Event] = deque(maxlen=20)
+        self._lock = anyio.Lock()
+        self._backoff_generation = 0
+        self._git_warned = False
+        self.version = 0
+        """Bumped on every visible change, so snapshot pushers know what is new."""
+
+    # ----- state changes -------------------------------------------------------------------
+
+    def _event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        return Event(at=iso(utc_now()) or "", session=self.config.name, run=run, kind=kind,
+                     message=message, data=data)
+
+    def _commit(self, *events: Event, run: RunRecord | None = None,
+                task: TaskRecord | None = None) -> None:
+        written = self.ctx.store.commit(
+            Change(session=self.record, run=run, task=task, events=tuple(events))
+        )
+        for event in written:
+            if event.kind in WARNING_KINDS:
+                self.warnings.append(event)
+        self.version += 1
+        self.ctx.announce(written)
+
+    def _set_state(self, state: State, reason: str | None = None) -> None:
+        self.record.state = state
+        self.record.reason = reason
+
+    def _task(self) -> TaskRecord | None:
+        return self.ctx.store.task(self.record.handle) if self.record.handle else None
+
+    def _end_task(self, state: State, reason: str | None, message: str) -> None:
+        """Record how the current task ended, with its event, in one transaction."""
+        self._set_state(state, reason)
+        task = self._task()
+        if task is not None and task.ended_at is None:
+            task = task.model_copy(update={"state": state, "reason": reason,
+                                           "ended_at": iso(utc_now())})
+        kind = {State.COMPLETED: "completed", State.FAILED: "failed"}.get(state, "stopped")
+        self._commit(self._event(kind, message, self.record.run, reason=reason,
+                                 handle=self.record.handle), task=task)
+
+    # ----- commands ------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Begin a task (or return the running one's handle)."""
+        async with self._lock:
+            if self.record.state in ACTIVE_STATES and self.record.handle:
+                return self.record.handle
+            await self._begin_task()
+            return self.record.handle or ""
+
+    async def _begin_task(self, env_extra: dict[str, str] | None = None,
+                          mode: str = "command") -> None:
+        first_run = self.record.run + 1
+        handle = f"{self.config.name}/{first_run}"
+        self.record.handle = handle
+        self.record.restarts = 0
+        self.record.backoff_step = 0
+        self.record.crash_times = []
+        self.record.task_started_at = iso(utc_now())
+        self.warnings.clear()
+        task = TaskRecord(handle=handle, session=self.config.name, first_run=first_run,
+                          state=State.STARTING, started_at=self.record.task_started_at or "")
+        self._set_state(State.STARTING)
+        self._commit(self._event("task-started", f"task {handle} started", first_run,
+                                 handle=handle), task=task)
+        await self._launch(mode=mode, env_extra=env_extra or {})
+
+    async def stop(self, kill: bool = False, reason: str = "user") -> None:
+        """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
+        async with self._lock:
+            await self._stop_locked(kill=kill, reason=reason)
+
+    async def _stop_locked(self, kill: bool, reason: str, end_task: bool = True) -> bool:
+        """Stop the current run if any; returns False when it could not be killed."""
+        self._backoff_generation += 1  # cancels a pending restart
+        run = self.run
+        if run is not None and not run.exited.is_set():
+            run.record.stop_requested = True
+            self._set_state(State.STOPPING, reason)
+            self._commit(self._event("stopping", f"stopping run {run.record.run} ({reason})",
+                                     run.record.run, kill=kill), run=run.record)
+            signum = 9 if kill else self.config.stop_signal_number
+            gone = await procs.stop_tree(
+                run.identity, signum, self.config.stop_grace, self.ctx.timings.kill_wait_s,
+                self.ctx.timings.stop_poll_s, continue_first=run.paused,
+            )
+            with anyio.move_on_after(self.ctx.timings.kill_wait_s):
+                await run.exited.wait()
+            run.handled = True
+            await self._record_exit(run)
+            if not gone:
+                self._end_task(State.FAILED, "unkillable",
+                               f"run {run.record.run} could not be killed; processes remain")
+                return False
+        if end_task and self.record.state not in TERMINAL_STATES | {State.IDLE}:
+            self._end_task(State.STOPPED, reason, f"stopped ({reason})")
+        return True
+
+    async def restart(self, from_rev: str | None = None) -> str:
+        """Stop (gracefully), then begin a new task; with `from_rev`, rescue and reset first."""
+        async with self._lock:
+            if not await self._stop_locked(kill=False, reason="user", end_task=True):
+                return self.record.handle or ""
+            if from_rev is None:
+                await self._begin_task()
+            else:
+                env_extra, mode = await self._prepare_restart(from_rev, self.record.run)
+                await self._begin_task(env_extra, mode)
+            return self.record.handle or ""
+
+    async def pause(self) -> None:
+        """SIGSTOP the whole run."""
+        async with self._lock:
+            run = self.run
+            if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
+                raise SessionError(f"{self.config.name} is {self.record.state}, not running")
+            await anyio.to_thread.run_sync(procs.signal_run, run.identity, 19)
+            run.paused = True
+            self._set_state(State.PAUSED, "user")
+            self._commit(self._event("paused", "paused (SIGSTOP)", run.record.run))
+
+    async def resume_run(self) -> None:
+        """SIGCONT the whole run."""
+        async with self._lock:
+            run = self.run
+            if run is None or self.record.state != State.PAUSED:
+                raise SessionError(f"{self.config.name} is {self.record.state}, not paused")
+            await anyio.to_thread.run_sync(procs.signal_run, run.identity, 18)
+            run.paused = False
+            self._set_state(State.RUNNING)
+            self._commit(self._event("resumed", "resumed (SIGCONT)", run.record.run))
+
+    # ----- launching -------------------------------------------------------------------------
+
+    def _fill(self, argv: list[str], values: dict[str, str]) -> list[str]:
+        filled = []
+        for element in argv:
+            for key, value in values.items():
+                element = element.replace("{" + key + "}", value)
+            filled.append(element)
+        return filled
+
+    async def _launch(self, mode: str, env_extra: dict[str, str]) -> None:
+        """Start the next run: `resume` when asked and possible, else `command`."""
+        number = self.record.run + 1
+        values = {
+            "session_id": self.record.agent_session_id or "",
+            "checkpoint": env_extra.get("HERD_CHECKPOINT", ""),
+            "run": str(number),
+            "progress": self.config.progress or "",
+            "plan": self.config.plan or "",
+            "rescue_ref": env_extra.get("HERD_RESCUE_REF", ""),
+        }
+        if mode == "resume" and self.config.resume is not None and self.record.agent_session_id:
+            argv = self._fill(self.config.argv(self.config.resume), values)
+        else:
+            mode = "command"
+            argv = self._fill(self.config.argv(self.config.command), values)
+        folder = run_dir(self.ctx.state_dir, self.config.name, number)
+        tag = uuid.uuid4().hex
+        env = {
+            **__import__("os").environ,
+            **self.config.env,
+            "HERD_SESSION": self.config.name,
+            "HERD_RUN": str(number),
+            "HERD_RESTART_COUNT": str(self.record.restarts),
+            "HERD_CHECKPOINT": "",
+            "HERD_LAST_EXIT": "",
+            "HERD_RESCUE_REF": "",
+            **env_extra,
+        }
+        record = RunRecord(session=self.config.name, run=number, handle=self.record.handle or "",
+                           argv=argv, mode=mode, tag=tag, started_at=iso(utc_now()))
+        self.record.run = number
+        self._set_state(State.STARTING)
+        try:
+            launched = await procs.launch(argv, self.config.cwd, env, folder, tag)
+        except OSError as exc:
+            record.ended_at = iso(utc_now())
+            record.outcome = "spawn-failed"
+            self._commit(run=record)
+            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}")
+            return
+        record.pid = launched.identity.pid
+        record.pgid = launched.identity.pgid
+        record.create_time = launched.identity.create_time
+        self._set_state(State.RUNNING)
+        task = self._task()
+        if task is not None and task.state != State.RUNNING:
+            task = task.model_copy(update={"state": State.RUNNING})
+        self._commit(self._event("run-started", f"run {number} started ({mode}): pid {record.pid}",
+                                 number, pid=record.pid, argv=argv, mode=mode),
+                     run=record, task=task)
+        live = LiveRun(record, launched.identity, folder, make_parser(self.config.agent),
+                       launched.process)
+        self._watch(live)
+        self._enforce_log_cap()
+
+    def _watch(self, live: LiveRun) -> None:
+        self.run = live
+        self.ctx.tg.start_soon(self._follow_output, live)
+        self.ctx.tg.start_soon(self._wait_exit, live)
+
+    # ----- watching a run --------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        if self.run is not None:
+            self.run.wake.set()
+
+    async def _follow_output(self, live: LiveRun) -> None:
+        """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
+        while True:
+            self._read_output(live)
+            if live.exited.is_set() and not live.tailer.has_more():
+                tail = live.splitter.flush()
+                if tail is not None:
+                    self._take_line(live, tail)
+                live.drained.set()
+                return
+            with anyio.move_on_after(self.ctx.timings.tail_poll_s):
+                await live.wake.wait()
+            live.wake = anyio.Event()
+
+    def _read_output(self, live: LiveRun) -> None:
+        known_id = live.parser.session_id
+        for _ in range(8):  # bounded work per wake-up
+            data = live.tailer.read_new()
+            if not data:
+                break
+            for line in live.splitter.feed(data):
+                self._take_line(live, line)
+        new_id = live.parser.session_id
+        if new_id and new_id != known_id and new_id != self.record.agent_session_id:
+            # Persist the agent's session id the moment it appears: a crash is when it is needed.
+            self.record.agent_session_id = new_id
+            live.record.agent_session_id = new_id
+            self._commit(run=live.record)
+        elif live.last_line:
+            self.version += 1
+
+    def _take_line(self, live: LiveRun, line: bytes) -> None:
+        live.parser.feed_line(line)
+        if line.strip():
+            live.last_line = inert_line(line, LAST_LINE_CHARS)
+
+    async def _wait_exit(self, live: LiveRun) -> None:
+        """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
+        if live.process is not None:
+            status = await live.process.wait()
+            info = procs.decode_status(status)
+        else:
+            while await anyio.to_thread.run_sync(procs.leader_alive, live.identity):
+                await anyio.sleep(self.ctx.timings.adopt_poll_s)
+            info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
+        live.exit = info
+        live.exited.set()
+        live.wake.set()
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        async with self._lock:
+            if live.handled or self.run is not live:
+                return
+            live.handled = True
+            await self._record_exit(live)
+            await self._after_exit(live)
+
+    async def _record_exit(self, live: LiveRun) -> None:
+        """Write the run's end, once, and sweep anything of it still alive."""
+        if live.record.ended_at is not None:
+            return
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        info = live.exit or procs.ExitInfo(None, None)
+        outcome = live.parser.outcome
+        live.record.ended_at = iso(utc_now())
+        live.record.exit_code = info.exit_code
+        live.record.signal = info.signal
+        live.record.usage = live.parser.usage.to_json()
+        live.record.outcome = _outcome_name(outcome, self.config.agent, info)
+        self._commit(
+            self._event("run-exited", f"run {live.record.run} ended: {info.describe()}, "
+                        f"{live.record.outcome}", live.record.run, exit_code=info.exit_code,
+                        signal=info.signal, outcome=live.record.outcome),
+            run=live.record,
+        )
+        if not live.record.stop_requested:
+            leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
+            if leftovers:
+                await procs.stop_tree(live.identity, self.config.stop_signal_number,
+                                      self.config.stop_grace, self.ctx.timings.kill_wait_s,
+                                      self.ctx.timings.stop_poll_s)
+
+    # ----- restart policy --------------------------------------------------------------------
+
+    async def _after_exit(self, live: LiveRun) -> None:
+        """Decide what a run's end means for the task: completed, failed, or restart."""
+        outcome = live.record.outcome
+        succeeded = outcome == "success"
+        policy = self.config.restart
+        ran_s = time.monotonic() - live.started_monotonic
+        if ran_s >= self.config.stable_after:
+            self.record.backoff_step = 0
+        if succeeded:
+            if policy in ("never", "on-failure"):
+                self._end_task(State.COMPLETED, None, f"completed (run {live.record.run})")
+                return
+            if policy == "until-done" and self._plan_all_passing():
+                self._end_task(State.COMPLETED, None, "completed: every plan item passes")
+                return
+            await self._schedule_restart(live, crashed=False)
+            return
+        if policy == "never":
+            self._end_task(State.FAILED, outcome, f"failed: run {live.record.run} {outcome}")
+            return
+        now = time.time()
+        window = self.config.crash_window
+        self.record.crash_times = [t for t in self.record.crash_times if now - t < window] + [now]
+        if len(self.record.crash_times) >= self.config.max_crashes:
+            self._end_task(State.FAILED, "crash-loop",
+                           f"failed: {len(self.record.crash_times)} crashes within "
+                           f"{window:g}s (max_crashes {self.config.max_crashes})")
+            return
+        await self._schedule_restart(live, crashed=True)
+
+    def _plan_all_passing(self) -> bool:
+        """True when the session's plan file exists and every item passes."""
+        if not self.config.plan:
+            return True
+        from agentherd.sessions.plan import PlanError, parse_plan
+
+        try:
+            data = (self.config.cwd / self.config.plan).read_bytes()
+            return parse_plan(data).all_passing
+        except (OSError, PlanError):
+            return False
+
+    def backoff_delay_s(self, step: int) -> float:
+        """The delay before restart number `step` (0-based): doubling, capped, jittered."""
+        base = self.config.restart_delay
+        if base <= 0:
+            return 0.0
+        raw = base * math.pow(2, min(step, 62))
+        return min(raw, self.config.restart_delay_max) * self.ctx.timings.jitter()
+
+    async def _schedule_restart(self, live: LiveRun, crashed: bool) -> None:
+        delay_s = self.backoff_delay_s(self.record.backoff_step)
+        self.record.backoff_step += 1
+        self.record.backoff_until = iso(utc_now()) if delay_s <= 0 else iso(
+            __import__("datetime").datetime.fromtimestamp(time.time() + delay_s,
+                                                          __import__("datetime").UTC))
+        self._set_state(State.BACKOFF, "crashed" if crashed else "exited")
+        self._commit(self._event(
+            "restart-scheduled", f"restart in {delay_s:.2f}s after run {live.record.run} "
+            f"({live.record.outcome})", live.record.run, delay_s=round(delay_s, 3),
+            crashed=crashed, step=self.record.backoff_step))
+        self._backoff_generation += 1
+        generation = self._backoff_generation
+        self.ctx.tg.start_soon(self._restart_after, delay_s, generation, crashed,
+                               live.record.run, live.exit)
+
+    async def _restart_after(self, delay_s: float, generation: int, crashed: bool,
+                             last_run: int, last_exit: procs.ExitInfo | None) -> None:
+        await anyio.sleep(delay_s)
+        async with self._lock:
+            if generation != self._backoff_generation or self.record.state != State.BACKOFF:
+                return
+            self.record.restarts += 1
+            env_extra: dict[str, str] = {}
+            mode = "command"
+            if crashed:
+                env_extra, mode = await self._prepare_restart(None, last_run)
+            env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
+            await self._launch(mode=mode, env_extra=env_extra)
+
+    async def _prepare_restart(self, target: str | None, last_run: int) -> tuple[dict[str, str],
+                                                                                 str]:
+        """Rescue the dirty tree, reset to the restart target; say whether to resume."""
+        env_extra: dict[str, str] = {}
+        cwd = self.config.cwd
+        if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
+            if not self._git_warned:
+                self._git_warned = True
+                self._commit(self._event("not-a-git-repo", f"{cwd} is not a git repository: "
+                                         "restarting without rescue or reset", last_run))
+            return env_extra, self._resume_mode(last_run)
+        ref = f"refs/herd/{self.config.name}/rescue/{last_run}"
+        try:
+            rescue_sha = await anyio.to_thread.run_sync(
+                gitops.save_rescue, cwd, ref, f"herd: rescue of run {last_run}")
+            if rescue_sha:
+                env_extra["HERD_RESCUE_REF"] = ref
+                self._commit(self._event("rescue-saved", f"uncommitted work saved on {ref}",
+                                         last_run, ref=ref, sha=rescue_sha))
+            target_sha = await self._restart_target(target)
+            if target_sha:
+                await anyio.to_thread.run_sync(gitops.reset_worktree, cwd, target_sha)
+                env_extra["HERD_CHECKPOINT"] = target_sha
+                self._commit(self._event("worktree-reset", f"worktree reset to {target_sha[:12]}",
+                                         last_run, sha=target_sha))
+        except Exception as exc:  # a git failure must not stop the restart itself
+            log.exception("restart preparation failed for %s", self.config.name)
+            self._commit(self._event("rescue-failed", f"could not rescue/reset: {exc}", last_run))
+        return env_extra, self._resume_mode(last_run)
+
+    async def _restart_target(self, target: str | None) -> str | None:
+        cwd = self.config.cwd
+        if target in (None, "last", "verified"):
+            # "verified" falls back to the last checkpoint until verification records one.
+            checkpoint = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
+            return checkpoint.sha if checkpoint else None
+        return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, target)
+
+    def _resume_mode(self, last_run: int) -> str:
+        sid = self.record.agent_session_id
+        if self.config.resume is None or not sid:
+            return "command"
+        if not valid_session_id(sid):
+            self._commit(self._event("resume-refused", f"session id {sid[:40]!r} does not look "
+                                     "like one; running command instead", last_run))
+            self.record.agent_session_id = None
+            return "command"
+        return "resume"
+
+    # ----- daemon restart --------------------------------------------------------------------
+
+    async def reconcile(self) -> None:
+        """After a daemon restart: adopt a live run, or record a dead one and apply policy."""
+        async with self._lock:
+            state = self.record.state
+            last = self.ctx.store.run(self.config.name, self.record.run) if self.record.run else None
+            if last is not None and last.ended_at is None and last.pid is not None:
+                identity = procs.RunIdentity(last.pid, last.pgid or last.pid,
+                                             last.create_time or 0.0, last.tag)
+                folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
+                live = LiveRun(last, identity, folder, make_parser(self.config.agent), None)
+                alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
+                if alive and await anyio.to_thread.run_sync(procs.leader_alive, identity):
+                    live.paused = state == State.PAUSED
+                    if state not in (State.RUNNING, State.PAUSED, State.STOPPING):
+                        self._set_state(State.RUNNING)
+                    self._commit(self._event("adopted", f"re-adopted run {last.run} (pid "
+                                             f"{last.pid})", last.run, pid=last.pid))
+                    self._watch(live)
+                    if state == State.STOPPING:
+                        self.ctx.tg.start_soon(self.stop)
+                    return
+                # It ended while no daemon watched: read what it wrote, then apply policy.
+                live.exit = procs.read_exit_file(folder) or procs.ExitInfo(None, None)
+                self.run = live
+                self._read_output(live)
+                tail = live.splitter.flush()
+                if tail is not None:
+                    self._take_line(live, tail)
+                live.exited.set()
+                live.drained.set()
+                live.handled = True
+                await self._record_exit(live)
+                if state == State.STOPPING or last.stop_requested:
+                    self._end_task(State.STOPPED, "user", "stopped (while no daemon ran)")
+                else:
+                    await self._after_exit(live)
+                return
+            if state == State.BACKOFF:
+                self._set_state(State.BACKOFF, self.record.reason)
+                self._backoff_generation += 1
+                self.ctx.tg.start_soon(self._restart_after, 0.0, self._backoff_generation, True,
+                                       self.record.run, None)
+            elif state in (State.STARTING, State.RUNNING, State.STOPPING, State.PAUSED):
+                # The store says active but no live run is recorded: the daemon died mid-launch.
+                self._end_task(State.FAILED, "lost", "the daemon stopped before the run started")
+
+    # ----- logs ------------------------------------------------------------------------------
+
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs."""
+        folder = self.ctx.state_dir / "runs" / self.config.name
+        total = 0
+        for path in folder.glob(f"*/{procs.OUTPUT_FILE}"):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+        return total
+
+    def _enforce_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes`."""
+        folder = self.ctx.state_dir / "runs" / self.config.name
+        logs = sorted(
+            (int(p.parent.name), p) for p in folder.glob(f"*/{procs.OUTPUT_FILE}")
+            if p.parent.name.isdigit()
+        )
+        total = sum(p.stat().st_size for _, p in logs if p.exists())
+        for number, path in logs:
+            if total <= self.config.log_max_bytes or number == self.record.run:
+                break
+            size = path.stat().st_size
+            path.unlink()
+            total -= size
+            self._commit(self._event("log-capped", f"deleted the log of run {number} "
+                                     f"({size} bytes) to stay under log_max_bytes", number))
+
+    def check_log_cap(self) -> None:
+        """Slow-path check: delete old logs if the session's logs grew past the cap."""
+        if self.log_bytes() > self.config.log_max_bytes:
+            self._enforce_log_cap()
+
+    # ----- status ----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The `herd status --json` object for this session."""
+        run = self.run
+        record = run.record if run is not None else None
+        usage = run.parser.usage.to_json() if run is not None else None
+        alive = run is not None and not run.exited.is_set()
+        return {
+            "session": self.config.name,
+            "handle": self.record.handle,
+            "run": self.record.run or None,
+            "state": str(self.record.state),
+            "task_state": task_state(self.record.state),
+            "reason": self.record.reason,
+            "pid": record.pid if record is not None and alive else None,
+            "exit_code": record.exit_code if record is not None else None,
+            "signal": record.signal if record is not None else None,
+            "restarts": self.record.restarts,
+            "started_at": record.started_at if record is not None else None,
+            "ended_at": record.ended_at if record is not None else None,
+            "agent_session_id": self.record.agent_session_id,
+            "plan": None,
+            "progress": None,
+            "checkpoint": None,
+            "usage": usage,
+            "budget": None,
+            "logs": {"bytes": self.log_bytes(), "cap_bytes": self.config.log_max_bytes},
+            "warnings": [{"seq": w.seq, "kind": w.kind, "message": w.message, "at": w.at}
+                         for w in self.warnings],
+            "last_line": run.last_line if run is not None else "",
+            "agent": self.config.agent,
+        }
+
+
+class SessionError(Exception):
+    """A command that does not fit the session's state; shown to the person as one line."""
+
+
+def _outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
+    """success | agent-error | no-result | exit N | signal SIGX | exit unknown."""
+    if outcome is not None:
+        if outcome.is_error:
+            return "rate-limit" if getattr(outcome, "rate_limited", False) else "agent-error"
+        if outcome.finished and info.exit_code in (0, None) and info.signal is None:
+            return "success"
+    if info.clean:
+        # A structured agent that exits 0 without its final result line did not finish.
+        return "no-result" if agent in ("claude", "amp") else "success"
+    return info.describe()

@@ -1,0 +1,212 @@
+"""The SQLite memory: session and run records, tasks, and the append-only event log (WAL)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+
+SCHEMA_VERSION = 1
+"""Bump with a migration in `_MIGRATIONS` whenever the tables change."""
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(name TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks(
+    handle TEXT PRIMARY KEY, session TEXT NOT NULL, first_run INTEGER NOT NULL,
+    data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs(
+    session TEXT NOT NULL, run INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY(session, run));
+CREATE TABLE IF NOT EXISTS events(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, session TEXT, run INTEGER,
+    kind TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_session ON events(session, seq);
+"""
+
+_MIGRATIONS: dict[int, str] = {}
+"""Statements that take the schema from version N-1 to N."""
+
+
+class StoreError(Exception):
+    """The database cannot be used (newer schema, corruption); the message says what to do."""
+
+
+def utc_now() -> datetime:
+    """Now, in UTC."""
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO-8601 UTC with a Z, as the JSON contract shows times."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class Change:
+    """Everything one state change writes, committed in one transaction before it is announced."""
+
+    session: SessionRecord | None = None
+    run: RunRecord | None = None
+    task: TaskRecord | None = None
+    events: tuple[Event, ...] = ()
+
+
+class Store:
+    """One writer over `.herd/state.db`; the daemon's event loop is its only user."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._transaction():
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer herd (schema {version}, this herd knows "
+                    f"{SCHEMA_VERSION}); upgrade herd or move .herd/ aside"
+                )
+            if version == 0:
+                for statement in _SCHEMA_V1.strip().split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                version = 1
+            while version < SCHEMA_VERSION:
+                version += 1
+                for statement in _MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self._db)
+
+    def close(self) -> None:
+        """Close the database file."""
+        self._db.close()
+
+    def commit(self, change: Change) -> list[Event]:
+        """Write a change and its events atomically; returns the events with their seq."""
+        written: list[Event] = []
+        with self._transaction():
+            if change.session is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO sessions(name, data) VALUES(?, ?)",
+                    (change.session.name, change.session.model_dump_json()),
+                )
+            if change.run is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO runs(session, run, data) VALUES(?, ?, ?)",
+                    (change.run.session, change.run.run, change.run.model_dump_json()),
+                )
+            if change.task is not None:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO tasks(handle, session, first_run, data) "
+                    "VALUES(?, ?, ?, ?)",
+                    (change.task.handle, change.task.session, change.task.first_run,
+                     change.task.model_dump_json()),
+                )
+            for event in change.events:
+                cursor = self._db.execute(
+                    "INSERT INTO events(at, session, run, kind, message, data) "
+                    "VALUES(?, ?, ?, ?, ?, ?)",
+                    (event.at, event.session, event.run, event.kind, event.message,
+                     json.dumps(event.data)),
+                )
+                written.append(event.model_copy(update={"seq": cursor.lastrowid}))
+        return written
+
+    def sessions(self) -> dict[str, SessionRecord]:
+        """Every session record, by name."""
+        rows = self._db.execute("SELECT data FROM sessions").fetchall()
+        records = (SessionRecord.model_validate_json(row[0]) for row in rows)
+        return {record.name: record for record in records}
+
+    def run(self, session: str, run: int) -> RunRecord | None:
+        """One run's record."""
+        row = self._db.execute(
+            "SELECT data FROM runs WHERE session=? AND run=?", (session, run)
+        ).fetchone()
+        return RunRecord.model_validate_json(row[0]) if row else None
+
+    def runs(self, session: str) -> list[RunRecord]:
+        """All runs of a session, oldest first."""
+        rows = self._db.execute(
+            "SELECT data FROM runs WHERE session=? ORDER BY run", (session,)
+        ).fetchall()
+        return [RunRecord.model_validate_json(row[0]) for row in rows]
+
+    def task(self, handle: str) -> TaskRecord | None:
+        """One task by its handle."""
+        row = self._db.execute("SELECT data FROM tasks WHERE handle=?", (handle,)).fetchone()
+        return TaskRecord.model_validate_json(row[0]) if row else None
+
+    def tasks(self, session: str) -> list[TaskRecord]:
+        """All tasks of a session, oldest first."""
+        rows = self._db.execute(
+            "SELECT data FROM tasks WHERE session=? ORDER BY first_run", (session,)
+        ).fetchall()
+        return [TaskRecord.model_validate_json(row[0]) for row in rows]
+
+    def events(
+        self,
+        since_seq: int = 0,
+        session: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """Events after `since_seq`, oldest first, optionally of one session or some kinds."""
+        query = "SELECT seq, at, session, run, kind, message, data FROM events WHERE seq > ?"
+        params: list[Any] = [since_seq]
+        if session is not None:
+            query += " AND session = ?"
+            params.append(session)
+        kind_list = list(kinds or ())
+        if kind_list:
+            query += f" AND kind IN ({','.join('?' * len(kind_list))})"
+            params.extend(kind_list)
+        query += " ORDER BY seq LIMIT ?"
+        params.append(limit)
+        return [
+            Event(seq=r[0], at=r[1], session=r[2], run=r[3], kind=r[4], message=r[5],
+                  data=json.loads(r[6]))
+            for r in self._db.execute(query, params).fetchall()
+        ]
+
+    def last_seq(self) -> int:
+        """The newest event's seq (0 when there is none)."""
+        row = self._db.execute("SELECT MAX(seq) FROM events").fetchone()
+        return int(row[0] or 0)
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK when the body raised."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -1,0 +1,401 @@
+"""The `herd` command line: a thin client of the daemon's control API."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from agentherd.sessions.config import (
+    ConfigError,
+    HerdConfig,
+    environment_problems,
+    find_config,
+    load_config,
+)
+from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
+from agentherd.supervisor.client import Client
+from agentherd.supervisor.launcher import client_for, ensure_daemon
+from agentherd.supervisor.protocol import HERD_VERSION, ApiError
+from agentherd.tui import render
+from agentherd.tui.follow import follow_log, print_file
+from agentherd.tui.templates import init_text, session_block
+
+EXIT_PERSON = 2
+EXIT_INTERNAL = 70
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Failure(Exception):
+    """Ends the command with one line on stderr and an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_PERSON) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _debug() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("debug"))
+
+
+def guarded(func: F) -> F:
+    """Turn every error into one line and an exit code; tracebacks only with --debug."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                click.echo(str(problem), err=True)
+            sys.exit(EXIT_PERSON)
+        except ApiError as exc:
+            if _debug():
+                raise
+            click.echo(f"herd: {exc.message}", err=True)
+            sys.exit(EXIT_PERSON if exc.person_error else EXIT_INTERNAL)
+        except Failure as exc:
+            click.echo(f"herd: {exc}", err=True)
+            sys.exit(exc.code)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(0)
+        except click.exceptions.Exit:
+            raise
+        except Exception as exc:
+            if _debug():
+                raise
+            click.echo(f"herd: internal error: {type(exc).__name__}: {exc} (run with --debug "
+                       "for the traceback; the daemon log is .herd/daemon.log)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _config() -> HerdConfig:
+    ctx = click.get_current_context()
+    explicit = ctx.find_root().params.get("config")
+    return load_config(find_config(explicit))
+
+
+def _client() -> Client:
+    client = client_for(_config())
+    _warn_version(client)
+    return client
+
+
+def _warn_version(client: Client) -> None:
+    if client.daemon_version is None:
+        try:
+            client.call("info")
+        except ApiError:
+            return
+    if client.daemon_version and client.daemon_version != HERD_VERSION:
+        click.echo(f"herd: warning: this herd is {HERD_VERSION} but the daemon runs "
+                   f"{client.daemon_version}; restart it with `herd down && herd up`", err=True)
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config", type=click.Path(dir_okay=False), envvar=None,
+              help="herd.toml to use (default: $HERD_CONFIG, else the nearest upward).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(HERD_VERSION, prog_name="herd")
+def main(config: str | None, debug: bool) -> None:
+    """herd: supervise long-running AI coding agents."""
+
+
+@main.command()
+@click.option("--agent", default=None, help="Agent preset: claude, codex, gemini, aider, plain.")
+@guarded
+def init(agent: str | None) -> None:
+    """Write a commented herd.toml here."""
+    path = Path.cwd() / "herd.toml"
+    if path.exists():
+        if agent:
+            click.echo(session_block(agent))
+            return
+        raise Failure(f"{path} already exists; edit it, or run `herd init --agent NAME` to "
+                      "print a session block to add")
+    try:
+        text = init_text(agent or "claude")
+    except KeyError as exc:
+        raise Failure(str(exc.args[0])) from None
+    path.write_text(text)
+    click.echo(f"wrote {path}; edit it, then `herd check` and `herd up`")
+
+
+@main.command()
+@guarded
+def check() -> None:
+    """Validate herd.toml."""
+    config = _config()
+    problems = environment_problems(config)
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    if any(not p.warning for p in problems):
+        sys.exit(EXIT_PERSON)
+    click.echo(f"{config.path}: ok ({len(config.sessions)} sessions)")
+
+
+@main.command()
+@guarded
+def daemon() -> None:
+    """Run the supervisor in the foreground (for systemd, tmux, containers)."""
+    from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
+    from agentherd.supervisor.main import configure_logging
+
+    config = _config()
+    configure_logging(config.state_dir, to_stderr=True)
+    try:
+        run_foreground(config)
+    except DaemonAlreadyRunning as exc:
+        raise Failure(f"{exc}; `herd down` stops it") from None
+
+
+def _checked_config() -> HerdConfig:
+    config = _config()
+    problems = environment_problems(config)
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    if any(not p.warning for p in problems):
+        sys.exit(EXIT_PERSON)
+    return config
+
+
+@main.command()
+@click.option("--no-tui", is_flag=True, help="Do not open the dashboard.")
+@click.argument("names", nargs=-1)
+@guarded
+def up(no_tui: bool, names: tuple[str, ...]) -> None:
+    """Start the daemon if none runs, start autostart (or named) sessions, open the dashboard."""
+    config = _checked_config()
+    unknown = [n for n in names if config.session(n) is None]
+    if unknown:
+        raise Failure(f"no session named {unknown[0]!r} in {config.path}")
+    client, started = ensure_daemon(config)
+    _warn_version(client)
+    result = client.call("up", names=list(names) or None)
+    if no_tui or not sys.stdout.isatty():
+        word = "started the daemon; " if started else ""
+        click.echo(f"herd: {word}{len(result)} session(s) running")
+        for item in result:
+            click.echo(f"  {item['handle']}")
+        return
+    _open_tui(config)
+
+
+def _open_tui(config: HerdConfig) -> None:
+    from agentherd.tui.app import run_dashboard
+
+    run_dashboard(config)
+
+
+@main.command()
+@guarded
+def tui() -> None:
+    """Open the dashboard on the running daemon."""
+    config = _config()
+    if not client_for(config).ping():
+        raise ApiError("no-daemon", "no herd daemon is running here; start one with `herd up`")
+    _open_tui(config)
+
+
+@main.command()
+@guarded
+def down() -> None:
+    """Stop every session gracefully, then the daemon."""
+    client = _client()
+    result = client.call("down", socket_timeout_s=None)
+    for status in result["stopped"]:
+        click.echo(f"{status['session']}: {status['state']}")
+    click.echo("herd: daemon stopped")
+
+
+@main.command(name="ls")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def ls_(as_json: bool) -> None:
+    """Every session."""
+    statuses = _client().call("ls")
+    if as_json:
+        _print_json(statuses)
+    else:
+        click.echo(render.table(statuses))
+
+
+@main.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def start(name: str, as_json: bool) -> None:
+    """Begin a task; prints its handle at once."""
+    result = _client().call("start", name=name)
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(result["handle"])
+
+
+def _stop(name: str, kill: bool, no_wait: bool) -> None:
+    status = _client().call("stop", name=name, kill=kill, no_wait=no_wait, socket_timeout_s=None)
+    reason = f" ({status['reason']})" if status.get("reason") else ""
+    click.echo(f"{name}: {status['state']}{reason}")
+    if status["state"] == "failed" and status.get("reason") == "unkillable":
+        sys.exit(EXIT_INTERNAL)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--no-wait", is_flag=True, help="Return at once instead of waiting for the exit.")
+@guarded
+def stop(name: str, no_wait: bool) -> None:
+    """End the task: stop signal, grace period, then SIGKILL."""
+    _stop(name, kill=False, no_wait=no_wait)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--no-wait", is_flag=True, help="Return at once instead of waiting for the exit.")
+@guarded
+def kill(name: str, no_wait: bool) -> None:
+    """End the task with SIGKILL to every process of the run."""
+    _stop(name, kill=True, no_wait=no_wait)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--from", "from_rev", default=None, metavar="last|verified|SHA",
+              help="Rescue dirty work and reset the worktree to this checkpoint first.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def restart(name: str, from_rev: str | None, as_json: bool) -> None:
+    """Stop, then begin a new task."""
+    result = _client().call("restart", name=name, socket_timeout_s=None, **{"from": from_rev})
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(result["handle"])
+
+
+@main.command()
+@click.argument("name")
+@guarded
+def pause(name: str) -> None:
+    """SIGSTOP the whole run."""
+    status = _client().call("pause", name=name)
+    click.echo(f"{name}: {status['state']}")
+
+
+@main.command()
+@click.argument("name")
+@guarded
+def resume(name: str) -> None:
+    """SIGCONT the whole run."""
+    status = _client().call("resume", name=name)
+    click.echo(f"{name}: {status['state']}")
+
+
+@main.command()
+@click.argument("target", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def status(target: str | None, as_json: bool) -> None:
+    """One session or task (NAME or NAME/N); with none, every session."""
+    result = _client().call("status", target=target)
+    if as_json:
+        _print_json(result)
+    elif isinstance(result, list):
+        click.echo(render.table(result))
+    else:
+        click.echo(render.detail(result))
+
+
+@main.command()
+@click.argument("target")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Give up after S seconds.")
+@guarded
+def wait(target: str, timeout_s: float | None) -> None:
+    """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout."""
+    result = _client().call("wait", target=target, socket_timeout_s=None, timeout_s=timeout_s)
+    reason = f" ({result['reason']})" if result.get("reason") else ""
+    if result["exit"] == WAIT_TIMEOUT_EXIT:
+        click.echo(f"{result['handle']}: still {result['state']} after {timeout_s:g}s", err=True)
+    else:
+        click.echo(f"{result['handle']}: {result['state']}{reason}")
+    sys.exit(int(result["exit"]))
+
+
+@main.command()
+@click.argument("name")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new output, across runs.")
+@click.option("--run", "run_number", type=int, default=None, help="A run's output (default: latest).")
+@click.option("--progress", is_flag=True, help="The progress file instead of the run output.")
+@guarded
+def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> None:
+    """Run output (or the progress file); escapes made inert on a terminal, raw when piped."""
+    client = _client()
+    info = client.call("log_info", name=name, run=run_number)
+    inert = sys.stdout.isatty()
+    if progress:
+        if not info.get("progress"):
+            raise Failure(f'{name} has no progress file; set progress = "..." in herd.toml')
+        path = Path(info["progress"])
+        if follow:
+            follow_log(lambda: (path, True), inert)
+        else:
+            print_file(path, inert)
+        return
+    if not follow:
+        print_file(Path(info["path"]), inert)
+        return
+
+    def current() -> tuple[Path, bool]:
+        latest = client.call("log_info", name=name, run=run_number)
+        return Path(latest["path"]), bool(latest["live"]) or run_number is None
+
+    follow_log(current, inert)
+
+
+@main.command()
+@click.option("--since", type=int, default=0, help="Only events after this seq.")
+@click.option("--session", default=None, help="Only this session's events.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
+    """The event log."""
+    client = _client()
+
+    def show(event: dict[str, Any]) -> None:
+        click.echo(json.dumps(event) if as_json else render.event_line(event))
+
+    if follow:
+        for event in client.stream("events", since=since, session=session, follow=True):
+            show(event)
+            sys.stdout.flush()
+        return
+    while True:
+        page = client.call("events", since=since, session=session, limit=1000)
+        for event in page:
+            show(event)
+        if len(page) < 1000:
+            return
+        since = page[-1]["seq"]
+
+
+def run() -> None:
+    """Console-script entry point that keeps `os.environ` untouched."""
+    main(prog_name=os.path.basename(sys.argv[0]) or "herd")

@@ -1,0 +1,82 @@
+"""The commented herd.toml that `herd init` writes, with a session block per agent preset."""
+
+from __future__ import annotations
+
+_PRESETS: dict[str, tuple[str, str]] = {
+    "claude": (
+        '["claude", "-p", "--output-format", "stream-json", "--verbose", '
+        '"Read claude-progress.txt and feature_list.json, then implement the next failing '
+        'feature, verify it, commit, and update the progress file."]',
+        '["claude", "-p", "--resume", "{session_id}", "--output-format", "stream-json", '
+        '"--verbose", "Continue. Your uncommitted edits were saved on {rescue_ref} and the tree '
+        'was reset to {checkpoint}."]',
+    ),
+    "codex": (
+        '["codex", "exec", "--json", "--sandbox", "workspace-write", "Implement the next '
+        'failing feature in feature_list.json, verify it, commit, update the progress file."]',
+        '["codex", "exec", "--json", "--sandbox", "workspace-write", "resume", "{session_id}", '
+        '"Continue."]',
+    ),
+    "gemini": (
+        '["gemini", "-p", "Implement the next failing feature in feature_list.json, verify it, '
+        'commit, update the progress file.", "--output-format", "stream-json"]',
+        '["gemini", "--resume", "{session_id}", "-p", "Continue.", "--output-format", '
+        '"stream-json"]',
+    ),
+    "amp": (
+        '["amp", "-x", "Implement the next failing feature in feature_list.json.", '
+        '"--stream-json"]',
+        '["amp", "threads", "continue", "{session_id}", "-x", "Continue.", "--stream-json"]',
+    ),
+    "opencode": (
+        '["opencode", "run", "--format", "json", "Implement the next failing feature in '
+        'feature_list.json."]',
+        '["opencode", "run", "--format", "json", "--session", "{session_id}", "Continue."]',
+    ),
+    "aider": (
+        '["aider", "--yes-always", "--message", "Implement the next failing feature in '
+        'feature_list.json."]',
+        "",
+    ),
+    "plain": ('["./run-agent.sh"]', ""),
+}
+
+
+def session_block(agent: str, name: str = "main") -> str:
+    """A [[session]] block for `agent`, commented, ready to paste."""
+    if agent not in _PRESETS:
+        raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(_PRESETS)}")
+    command, resume = _PRESETS[agent]
+    resume_line = f"resume   = {resume}\n" if resume else (
+        "# resume = [...]                  # how to continue after a crash; {session_id} etc.\n")
+    return (
+        "[[session]]\n"
+        f'name     = "{name}"                 # letters, digits, - and _\n'
+        'cwd      = "."                    # the git worktree the agent works in\n'
+        f'agent    = "{agent}"\n'
+        f"command  = {command}\n"
+        f"{resume_line}"
+        'plan     = "feature_list.json"    # JSON feature list; items may only flip to passing\n'
+        'progress = "claude-progress.txt"  # the agent\'s progress notes\n'
+        '# verify = "pytest -q"            # run by herd against each new checkpoint\n'
+        '# scope  = ["src/**", "tests/**"] # commits outside these paths raise a warning\n'
+        "autostart = true                  # started by `herd up`\n"
+        '# budget = { tokens = 8_000_000, cost_usd = 25, stall = "20m" }\n'
+    )
+
+
+def init_text(agent: str) -> str:
+    """The whole commented herd.toml."""
+    return (
+        "# herd.toml: the agents herd supervises. Check it with `herd check`.\n"
+        "# Durations: 90s, 20m, 6h, 1h30m or seconds. Paths are relative to this file.\n\n"
+        "[defaults]                          # applies to every session below\n"
+        'restart = "on-failure"              # never | on-failure | always | until-done\n'
+        'restart_from = "last"               # last | verified checkpoint after a crash\n'
+        'restart_delay = "1s"                # first backoff; doubles up to restart_delay_max\n'
+        "max_crashes = 5                     # this many within crash_window -> failed\n"
+        'crash_window = "10m"\n'
+        'stop_grace = "10s"                  # after the stop signal, then SIGKILL\n'
+        'budget = { wall_time = "6h", warn_at = 0.8 }\n\n'
+        + session_block(agent)
+    )
