@@ -58,7 +58,7 @@ class Daemon:
 
     # ----- life --------------------------------------------------------------------------
 
-    def _take_lock(self) -> None:
+    def take_lock(self) -> None:
         prepare_state_dir(self.state_dir)
         fd = os.open(self.state_dir / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -79,12 +79,14 @@ class Daemon:
 
     async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run until `down` or `shutdown`; agents keep running when the daemon exits."""
-        self._take_lock()
+        if self._lock_fd is None:
+            self.take_lock()
         try:
             self.store = Store(self.state_dir / "state.db")
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                ctx = Context(self.store, self.state_dir, tg, self.timings, self._announce)
+                ctx = Context(self.store, self.state_dir, tg, self.timings, self._announce,
+                              self.config.path)
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
                     record = records.get(session_config.name) or SessionRecord(
@@ -321,6 +323,7 @@ class Daemon:
 def run_foreground(config: HerdConfig, socket_path: Path | None = None) -> None:
     """`herd daemon`: serve until `herd down`, SIGTERM or SIGINT (which leave agents running)."""
     daemon = Daemon(config, socket_path)
+    daemon.take_lock()  # before any task starts, so a second daemon exits at once
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import git
+
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
 
 GIT_TIMEOUT_S = 600.0
@@ -124,15 +125,18 @@ def _run_raw(
     cwd: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git <args>` in `cwd` and return the result whatever its exit status."""
-    return subprocess.run(
-        ["git", *_CONFIG_ARGS, *args],
-        cwd=cwd,
-        env=_env(env),
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=GIT_TIMEOUT_S,
-        check=False,
-    )
+    try:
+        return subprocess.run(
+            ["git", *_CONFIG_ARGS, *args],
+            cwd=cwd,
+            env=_env(env),
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {args[0]} took over {GIT_TIMEOUT_S:.0f}s in {cwd}; killed") from exc
 
 
 def _run(
@@ -153,7 +157,7 @@ def _run(
 def _open_repo(worktree: Path) -> Iterator[git.Repo]:
     """A GitPython Repo for the worktree holding `worktree`, closed when the block ends."""
     try:
-        repo = git.Repo(worktree, search_parent_directories=True)
+        repo = git.Repo(worktree, search_parent_directories=True, expand_vars=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise NotAGitRepo(f"not a git repository: {worktree}") from exc
     with repo:
@@ -269,7 +273,8 @@ def commits_between(
     """Commits reachable from `new_sha` and not from `old_sha`, oldest first (at most `limit`).
 
     When `old_sha` is not an ancestor of `new_sha` (after a reset, a rebase, or once it is
-    gone), history was rewritten: only the checkpoint of `new_sha` is returned.
+    gone), history was rewritten: only the checkpoint of `new_sha` is returned. An unknown
+    `new_sha` gives [].
     """
     _check_rev(new_sha)
     with _open_repo(worktree) as repo:
@@ -338,8 +343,9 @@ def save_rescue(worktree: Path, ref: str, message: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         try:
-            # A copy keeps what is staged and the cached stat data (no full re-hash).
-            shutil.copyfile(paths.git_dir / "index", Path(tmp) / "index")
+            # A copy keeps what is staged and the cached stat data (no full re-hash); copy2
+            # keeps the index's mtime too, which git's racy-entry check compares against.
+            shutil.copy2(paths.git_dir / "index", Path(tmp) / "index")
         except FileNotFoundError:
             if head is not None:
                 _run(top, "read-tree", head, env=index)
@@ -359,17 +365,34 @@ def save_rescue(worktree: Path, ref: str, message: str) -> str | None:
     return sha
 
 
-def reset_worktree(worktree: Path, sha: str) -> None:
-    """`git reset --hard sha` then `git clean -fd`: ignored files stay, untracked ones go."""
+def reset_worktree(worktree: Path, sha: str, keep: Sequence[Path] = ()) -> None:
+    """`git reset --hard sha` then `git clean -fd`: ignored files stay, untracked ones go.
+
+    Paths in `keep` (herd.toml when it lives in the worktree, untracked) are never cleaned.
+    Call only when no process of the run is alive: a stale `index.lock` is removed first.
+    """
     full = resolve_commit(worktree, sha)
-    top = git_paths(worktree).worktree
+    paths = git_paths(worktree)
+    top = paths.worktree
+    (paths.git_dir / "index.lock").unlink(missing_ok=True)
     _run(top, "reset", "--hard", "--quiet", full)
-    _run(top, "clean", "-f", "-d", "--quiet")
+    excludes: list[str] = []
+    for path in keep:
+        try:
+            excludes += ["-e", "/" + str(Path(path).resolve().relative_to(top.resolve()))]
+        except ValueError:
+            continue  # outside this worktree: nothing to protect here
+    _run(top, "clean", "-f", "-d", "--quiet", *excludes)
 
 
 @contextmanager
 def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path]:
-    """A detached worktree of `sha` at `dest` for the block, removed and pruned afterwards."""
+    """A detached worktree of `sha` at `dest` for the block, removed afterwards (also on error).
+
+    `git worktree prune` runs only when `remove` failed (the body deleted or broke `dest`):
+    prune also forgets every other worktree whose folder is missing right now, such as a
+    person's worktree on an unmounted disk, so it is not run when there is no need.
+    """
     full = resolve_commit(repo_worktree, sha)
     top = git_paths(repo_worktree).worktree
     where = Path(dest).absolute()
@@ -379,4 +402,4 @@ def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path
     finally:
         if _run_raw(top, "worktree", "remove", "--force", str(where)).returncode != 0:
             shutil.rmtree(where, ignore_errors=True)
-        _run_raw(top, "worktree", "prune")
+            _run_raw(top, "worktree", "prune")

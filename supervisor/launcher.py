@@ -57,3 +57,16 @@ def daemon_log_tail(config: HerdConfig, lines: int = 5) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def wait_for_exit(pid: int, timeout_s: float) -> bool:
+    """Wait until process `pid` is gone (or a zombie); False after `timeout_s`."""
+    import psutil
+
+    try:
+        psutil.Process(pid).wait(timeout_s)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return False
+    return True

@@ -67,7 +67,9 @@ class Context:
         task_group: TaskGroup,
         timings: Timings,
         announce: Callable[[list[Event]], None],
+        config_path: Path,
     ) -> None:
+        self.config_path = config_path
         self.store = store
         self.state_dir = state_dir
         self.tg = task_group
@@ -300,8 +302,9 @@ class SessionSupervisor:
         self._commit(self._event("run-started", f"run {number} started ({mode}): pid {record.pid}",
                                  number, pid=record.pid, argv=argv, mode=mode),
                      run=record, task=task)
-        live = LiveRun(record, launched.identity, folder, make_parser(self.config.agent),
-                       launched.process)
+        known_id = self.record.agent_session_id if mode == "resume" else None
+        live = LiveRun(record, launched.identity, folder,
+                       make_parser(self.config.agent, session_id=known_id), launched.process)
         self._watch(live)
         self._enforce_log_cap()
 
@@ -388,8 +391,9 @@ class SessionSupervisor:
         live.record.usage = live.parser.usage.to_json()
         live.record.outcome = _outcome_name(outcome, self.config.agent, info)
         self._commit(
-            self._event("run-exited", f"run {live.record.run} ended: {info.describe()}, "
-                        f"{live.record.outcome}", live.record.run, exit_code=info.exit_code,
+            self._event("run-exited", f"run {live.record.run} ended: {info.describe()}"
+                        + ("" if live.record.outcome == info.describe()
+                           else f" ({live.record.outcome})"), live.record.run, exit_code=info.exit_code,
                         signal=info.signal, outcome=live.record.outcome),
             run=live.record,
         )
@@ -503,7 +507,8 @@ class SessionSupervisor:
                                          last_run, ref=ref, sha=rescue_sha))
             target_sha = await self._restart_target(target)
             if target_sha:
-                await anyio.to_thread.run_sync(gitops.reset_worktree, cwd, target_sha)
+                await anyio.to_thread.run_sync(gitops.reset_worktree, cwd, target_sha,
+                                               [self.ctx.config_path])
                 env_extra["HERD_CHECKPOINT"] = target_sha
                 self._commit(self._event("worktree-reset", f"worktree reset to {target_sha[:12]}",
                                          last_run, sha=target_sha))
@@ -542,7 +547,8 @@ class SessionSupervisor:
                 identity = procs.RunIdentity(last.pid, last.pgid or last.pid,
                                              last.create_time or 0.0, last.tag)
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
-                live = LiveRun(last, identity, folder, make_parser(self.config.agent), None)
+                parser = make_parser(self.config.agent, session_id=last.agent_session_id)
+                live = LiveRun(last, identity, folder, parser, None)
                 alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
                 if alive and await anyio.to_thread.run_sync(procs.leader_alive, identity):
                     live.paused = state == State.PAUSED

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import psutil
 import pytest
+from pydantic import ValidationError
+
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
 from agentherd.supervisor.gitops import (
     NotAGitRepo,
@@ -23,7 +26,6 @@ from agentherd.supervisor.gitops import (
     save_rescue,
     scratch_worktree,
 )
-from pydantic import ValidationError
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@t"]
 RESCUE_REF = "refs/herd/api/rescue/3"
@@ -443,6 +445,14 @@ def test_scratch_worktree_removed_on_exception(repo: Path, tmp_path: Path) -> No
     assert str(dest) not in worktree_list(repo)
 
 
+def test_scratch_worktree_deleted_by_the_body(repo: Path, tmp_path: Path) -> None:
+    sha = commit(repo, "c", {"a": "a\n"})
+    dest = tmp_path / "scratch"
+    with scratch_worktree(repo, sha, dest):
+        shutil.rmtree(dest)
+    assert str(dest) not in worktree_list(repo)
+
+
 def test_scratch_worktree_from_linked_worktree(repo: Path, tmp_path: Path) -> None:
     sha = commit(repo, "c", {"a": "a\n"})
     linked = tmp_path / "linked"
@@ -481,3 +491,28 @@ def test_no_cat_file_left_behind(repo: Path) -> None:
     resolve_commit(repo, "HEAD")
     assert [c for c in git_children() if "cat-file" in c] == []
     assert git_children() == []
+
+
+def test_inherited_git_variables_do_not_redirect(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = commit(repo, "base", {"a": "a\n"})
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    other_head = commit(other, "other", {"o": "o\n"})
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    cp = head_checkpoint(repo)
+    assert cp is not None and cp.sha == base
+    assert git_paths(repo).worktree == repo.resolve()
+    write(repo, {"a": "dirty\n"})
+    sha = save_rescue(repo, RESCUE_REF, "rescue")
+    reset_worktree(repo, base)
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(var)
+    assert git(repo, "rev-parse", RESCUE_REF).strip() == sha
+    assert (repo / "a").read_text() == "a\n"
+    assert git(other, "rev-parse", "HEAD").strip() == other_head
+    assert git(other, "status", "--porcelain") == ""

@@ -21,7 +21,7 @@ from agentherd.sessions.config import (
 )
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
 from agentherd.supervisor.client import Client
-from agentherd.supervisor.launcher import client_for, ensure_daemon
+from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.tui import render
 from agentherd.tui.follow import follow_log, print_file
@@ -29,6 +29,8 @@ from agentherd.tui.templates import init_text, session_block
 
 EXIT_PERSON = 2
 EXIT_INTERNAL = 70
+DAEMON_EXIT_TIMEOUT_S = 15.0
+"""`herd down` waits this long for the daemon process to exit after its sessions stopped."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -218,9 +220,13 @@ def tui() -> None:
 def down() -> None:
     """Stop every session gracefully, then the daemon."""
     client = _client()
+    daemon_pid = client.call("info")["pid"]
     result = client.call("down", socket_timeout_s=None)
     for status in result["stopped"]:
         click.echo(f"{status['session']}: {status['state']}")
+    if not wait_for_exit(daemon_pid, DAEMON_EXIT_TIMEOUT_S):
+        raise Failure(f"the daemon (pid {daemon_pid}) is still running after "
+                      f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log", EXIT_INTERNAL)
     click.echo("herd: daemon stopped")
 
 

@@ -1,0 +1,191 @@
+"""Shared fixtures: a real daemon in a thread on its real socket, and a leftover-process check."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+
+from agentherd.sessions.config import load_config
+from agentherd.supervisor.client import Client
+from agentherd.supervisor.daemon import Daemon
+from agentherd.supervisor.session import Timings
+
+FAST = Timings(tail_poll_s=0.05, adopt_poll_s=0.05, stop_poll_s=0.02, kill_wait_s=3.0,
+               drain_wait_s=1.0, jitter=lambda: 1.0)
+"""Test timings: short polls, no jitter, so tests wait on conditions that come quickly."""
+
+PY = sys.executable
+HERD = str(Path(sys.executable).parent / "herd")
+TEST_ID_VAR = "HERD_TEST_ID"
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "") -> Any:
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate}")
+        time.sleep(0.02)
+
+
+def processes_of_test(test_id: str) -> list[psutil.Process]:
+    """Live processes started during one test (they inherit its HERD_TEST_ID)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(TEST_ID_VAR) == test_id:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Tag every process a test starts; after the test, assert none is still alive."""
+    test_id = uuid.uuid4().hex
+    monkeypatch.setenv(TEST_ID_VAR, test_id)
+    yield test_id
+    left = processes_of_test(test_id)
+    if left:
+        described = [f"{p.pid} {' '.join(p.cmdline())[:80]}" for p in left if p.is_running()]
+        for proc in left:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(left, timeout=5)
+        if described:
+            raise AssertionError(f"processes left running: {described}")
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git with a fixed identity; return stdout."""
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd, check=True, capture_output=True, text=True,
+    ).stdout
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    """A git repo with one commit of `files`."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in (files or {"README.md": "hello\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+class Herd:
+    """A herd.toml in a temp folder and a real daemon serving it from a thread."""
+
+    def __init__(self, root: Path, timings: Timings = FAST) -> None:
+        self.root = root
+        self.timings = timings
+        self.daemon: Daemon | None = None
+        self.thread: threading.Thread | None = None
+        self.errors: list[BaseException] = []
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "herd.toml"
+
+    def write(self, toml: str) -> Herd:
+        self.config_path.write_text(textwrap.dedent(toml))
+        return self
+
+    def start(self) -> Client:
+        """Start a daemon for the current herd.toml and return a client of it."""
+        config = load_config(self.config_path)
+        self.daemon = Daemon(config, timings=self.timings)
+
+        def serve() -> None:
+            try:
+                anyio.run(self.daemon.serve)  # type: ignore[union-attr]
+            except BaseException as exc:  # surfaced by the test through `errors`
+                self.errors.append(exc)
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        client = Client(self.daemon.socket_path)
+        wait_until(lambda: client.ping() or self.errors, what="daemon to answer")
+        assert not self.errors, self.errors
+        return client
+
+    @property
+    def client(self) -> Client:
+        assert self.daemon is not None
+        return Client(self.daemon.socket_path)
+
+    def stop_daemon(self) -> None:
+        """Exit the daemon, leaving agents running (as a crash of the daemon would)."""
+        if self.thread is None:
+            return
+        self.client.call("shutdown")
+        self.thread.join(10)
+        self.thread = None
+
+    def down(self) -> None:
+        """`herd down`: stop every session, then the daemon."""
+        if self.thread is None:
+            return
+        self.client.call("down", socket_timeout_s=None)
+        self.thread.join(30)
+        self.thread = None
+
+    def status(self, name: str) -> dict[str, Any]:
+        return self.client.call("status", target=name)  # type: ignore[no-any-return]
+
+    def wait_state(self, name: str, *states: str, timeout_s: float = 15.0) -> dict[str, Any]:
+        return wait_until(  # type: ignore[no-any-return]
+            lambda: (s := self.status(name))["state"] in states and s,
+            timeout_s, f"{name} to reach {states}")
+
+    def events(self, session: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        found = self.client.call("events", session=session)
+        return [e for e in found if kind is None or e["kind"] == kind]
+
+    def cli(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run the real `herd` command in this folder."""
+        return subprocess.run([HERD, *args], cwd=self.root, capture_output=True, text=True,
+                              timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def herd(tmp_path: Path) -> Iterator[Herd]:
+    """A Herd whose daemon is brought down after the test."""
+    instance = Herd(tmp_path)
+    yield instance
+    try:
+        instance.down()
+    finally:
+        if instance.daemon is not None:
+            shutil.rmtree(instance.root / ".herd", ignore_errors=True)
+
+
+def script(code: str) -> str:
+    """A TOML argv running `code` with this Python, for tiny real children."""
+    import json
+
+    return json.dumps([PY, "-c", textwrap.dedent(code)])

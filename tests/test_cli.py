@@ -1,0 +1,251 @@
+"""The real `herd` command against a real daemon: verbs, JSON, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import HERD, Herd, script, wait_until
+
+SLEEPER = script("""
+    import time
+    print("working", flush=True)
+    time.sleep(60)
+""")
+
+
+def run_herd(cwd: Path, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HERD, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+def test_init_writes_a_config_that_checks_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    first = run_herd(tmp_path, "init")
+    assert first.returncode == 0, first.stderr
+    text = (tmp_path / "herd.toml").read_text()
+    assert "[[session]]" in text and "# " in text
+    again = run_herd(tmp_path, "init")
+    assert again.returncode == 2 and "already exists" in again.stderr
+    block = run_herd(tmp_path, "init", "--agent", "codex")
+    assert block.returncode == 0 and '"codex"' in block.stdout
+    assert (tmp_path / "herd.toml").read_text() == text
+
+
+def test_check_prints_one_line_per_problem_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "herd.toml").write_text(
+        '[[session]]\nname = "api"\ncommand = ["x"]\nbudget = { cost_usd = -1 }\n')
+    result = run_herd(tmp_path, "check")
+    assert result.returncode == 2
+    assert result.stderr == 'herd.toml: session "api": budget.cost_usd: must be a positive number\n'
+    assert "Traceback" not in result.stderr
+
+
+def test_check_reports_a_missing_program_and_passes_a_good_file(tmp_path: Path) -> None:
+    (tmp_path / "herd.toml").write_text('[[session]]\nname = "a"\ncommand = ["nope-not-here"]\n')
+    bad = run_herd(tmp_path, "check")
+    assert bad.returncode == 2 and "'nope-not-here' is not on PATH" in bad.stderr
+    (tmp_path / "herd.toml").write_text('[[session]]\nname = "a"\ncommand = ["true"]\n')
+    good = run_herd(tmp_path, "check")
+    assert good.returncode == 0 and "ok (1 sessions)" in good.stdout
+
+
+def test_no_config_and_no_daemon_are_person_errors(tmp_path: Path) -> None:
+    env_free = run_herd(tmp_path, "ls")
+    assert env_free.returncode == 2 and "herd init" in env_free.stderr
+    (tmp_path / "herd.toml").write_text('[[session]]\nname = "a"\ncommand = ["true"]\n')
+    result = run_herd(tmp_path, "ls")
+    assert result.returncode == 2
+    assert result.stderr == ("herd: no herd daemon is running here; start one with `herd up`\n")
+
+
+def test_up_refuses_a_bad_fleet_before_starting_anything(tmp_path: Path) -> None:
+    (tmp_path / "herd.toml").write_text(
+        '[[session]]\nname = "a"\ncommand = ["true"]\n'
+        '[[session]]\nname = "b"\ncommand = ["true"]\ncwd = "missing"\n')
+    result = run_herd(tmp_path, "up", "--no-tui")
+    assert result.returncode == 2 and "does not exist" in result.stderr
+    assert not (tmp_path / ".herd" / "state.db").exists(), "nothing half-started"
+
+
+def test_verbs_json_and_wait_exit_codes(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "ok"
+        command = {script('print("fine")')}
+        autostart = false
+
+        [[session]]
+        name = "bad"
+        command = {script("import sys; sys.exit(2)")}
+        restart = "never"
+        autostart = false
+
+        [[session]]
+        name = "long"
+        command = {SLEEPER}
+        autostart = false
+    """)
+    herd.start()
+    started = herd.cli("start", "ok", "--json")
+    assert json.loads(started.stdout) == {"handle": "ok/1", "session": "ok",
+                                          "state": "running"} or "ok/1" in started.stdout
+    assert herd.cli("wait", "ok/1").returncode == 0
+    assert herd.cli("start", "bad").stdout.strip() == "bad/1"
+    failed = herd.cli("wait", "bad")
+    assert failed.returncode == 1 and "failed" in failed.stdout
+    assert herd.cli("start", "long").stdout.strip() == "long/1"
+    timed_out = herd.cli("wait", "long/1", "--timeout", "0.2")
+    assert timed_out.returncode == 124
+    herd.cli("stop", "long")
+    assert herd.cli("wait", "long/1").returncode == 3
+    status = json.loads(herd.cli("status", "ok", "--json").stdout)
+    for field in ("session", "handle", "run", "state", "task_state", "reason", "pid",
+                  "exit_code", "signal", "restarts", "started_at", "ended_at",
+                  "agent_session_id", "plan", "progress", "checkpoint", "usage", "budget",
+                  "logs", "warnings"):
+        assert field in status, field
+    assert status["state"] == "completed" and status["exit_code"] == 0
+    listing = json.loads(herd.cli("ls", "--json").stdout)
+    assert [s["session"] for s in listing] == ["ok", "bad", "long"]
+    table = herd.cli("ls").stdout
+    assert table.splitlines()[0].startswith("SESSION") and "completed" in table
+
+
+def test_unknown_session_is_a_person_error(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+    """)
+    herd.start()
+    result = herd.cli("start", "nope")
+    assert result.returncode == 2
+    assert result.stderr == "herd: no session named 'nope' (sessions: api)\n"
+    assert herd.cli("wait", "api/9").returncode == 2
+
+
+def test_logs_are_inert_on_a_terminal_and_raw_when_piped(herd: Herd) -> None:
+    noisy = script('print("\\x1b[31mred\\x1b[0m plain", flush=True)')
+    herd.write(f"""
+        [[session]]
+        name = "noisy"
+        command = {noisy}
+    """)
+    client = herd.start()
+    client.call("start", name="noisy")
+    herd.wait_state("noisy", "completed")
+    piped = herd.cli("logs", "noisy")
+    assert piped.stdout == "\x1b[31mred\x1b[0m plain\n", "piped output keeps the raw bytes"
+    assert herd.status("noisy")["last_line"] == "^[[31mred^[[0m plain"
+
+
+def test_logs_follow_prints_new_output_and_the_next_run(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "ticker"
+        command = {script('''
+            import os, time
+            for i in range(3):
+                print("run", os.environ["HERD_RUN"], "tick", i, flush=True)
+                time.sleep(0.05)
+        ''')}
+        restart = "always"
+        restart_delay = "0.2s"
+    """)
+    herd.start().call("start", name="ticker")
+    follower = subprocess.Popen([HERD, "logs", "ticker", "-f"], cwd=herd.root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen: list[str] = []
+
+        def saw_run_3() -> bool:
+            line = follower.stdout.readline()  # type: ignore[union-attr]
+            seen.append(line)
+            return line.startswith("run 3")
+
+        wait_until(saw_run_3, timeout_s=20)
+        assert "run 1 tick 0\n" in seen or "run 2 tick 0\n" in seen
+    finally:
+        follower.send_signal(signal.SIGINT)
+        follower.wait(10)
+        herd.client.call("stop", name="ticker", socket_timeout_s=None)
+
+
+def test_events_json_lines_and_since(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {script('print("ok")')}
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "completed")
+    lines = herd.cli("events", "--json").stdout.splitlines()
+    events = [json.loads(line) for line in lines]
+    assert all(set(e) == {"seq", "at", "session", "run", "kind", "message", "data"}
+               for e in events)
+    since = events[1]["seq"]
+    later = [json.loads(x) for x in herd.cli("events", "--json", "--since", str(since))
+             .stdout.splitlines()]
+    assert [e["seq"] for e in later] == [e["seq"] for e in events if e["seq"] > since]
+    human = herd.cli("events", "--session", "api").stdout
+    assert "api/1 run-started" in human
+
+
+@pytest.mark.timeout(120)
+def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
+    (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\n'
+                                        f'stop_grace = "2s"\n')
+    up = run_herd(tmp_path, "up", "--no-tui")
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "api/1" in up.stdout
+        again = run_herd(tmp_path, "up", "--no-tui")
+        assert again.returncode == 0 and "started the daemon" not in again.stdout
+        ls = run_herd(tmp_path, "ls")
+        assert "running" in ls.stdout
+        assert (tmp_path / ".herd" / "daemon.log").exists()
+        assert (tmp_path / ".herd" / ".gitignore").read_text() == "*\n"
+    finally:
+        down = run_herd(tmp_path, "down")
+    assert down.returncode == 0, down.stderr
+    assert "api: stopped" in down.stdout
+    assert run_herd(tmp_path, "ls").returncode == 2
+
+
+def test_two_ups_at_once_end_with_one_daemon(tmp_path: Path) -> None:
+    (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\n')
+    procs = [subprocess.Popen([HERD, "up", "--no-tui"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        for proc in procs:
+            proc.wait(30)
+            assert proc.returncode == 0, proc.stderr.read()  # type: ignore[union-attr]
+        pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        wait_until(lambda: len([p for p in _processes_running("agentherd.supervisor.main")
+                                if str(tmp_path) in " ".join(p)]) == 1, what="one daemon")
+        assert "Traceback" not in (tmp_path / ".herd" / "daemon.log").read_text()
+        assert os.path.exists(f"/proc/{pid}")
+        starts = [e for e in _events(tmp_path) if e["kind"] == "run-started"]
+        assert len(starts) == 1, "one agent, not two"
+    finally:
+        run_herd(tmp_path, "down")
+
+
+def _processes_running(needle: str) -> list[list[str]]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if any(needle in part for part in cmdline):
+            found.append(cmdline)
+    return found
+
+
+def _events(cwd: Path) -> list[dict[str, object]]:
+    out = run_herd(cwd, "events", "--json").stdout
+    return [json.loads(line) for line in out.splitlines()]

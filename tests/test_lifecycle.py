@@ -1,0 +1,239 @@
+"""Runs under the real daemon: start, exit detection, restart policies, backoff, stop, handles."""
+
+from __future__ import annotations
+
+import psutil
+from conftest import Herd, script, wait_until
+
+SLEEPER = script("""
+    import time
+    print("ready", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_start_runs_the_command_and_records_a_clean_exit(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "once"
+        command = {script('print("hello from the agent")')}
+        restart = "on-failure"
+    """)
+    client = herd.start()
+    started = client.call("start", name="once")
+    assert started["handle"] == "once/1"
+    status = herd.wait_state("once", "completed")
+    assert status["exit_code"] == 0 and status["signal"] is None
+    assert status["last_line"] == "hello from the agent"
+    assert status["task_state"] == "completed"
+    kinds = [e["kind"] for e in herd.events("once")]
+    assert kinds == ["task-started", "run-started", "run-exited", "completed"]
+
+
+def test_start_while_running_returns_the_current_handle(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+    """)
+    client = herd.start()
+    first = client.call("start", name="api")
+    herd.wait_state("api", "running")
+    again = client.call("start", name="api")
+    assert again["handle"] == first["handle"] == "api/1"
+    assert len(herd.events("api", "run-started")) == 1
+
+
+def test_restart_never_fails_the_task_on_a_crash(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "crash"
+        command = {script("import sys; sys.exit(7)")}
+        restart = "never"
+    """)
+    herd.start().call("start", name="crash")
+    status = herd.wait_state("crash", "failed")
+    assert status["exit_code"] == 7 and status["reason"] == "exit 7"
+    assert status["restarts"] == 0
+
+
+def test_on_failure_restarts_a_crash_and_completes_after_a_clean_run(herd: Herd) -> None:
+    marker = herd.root / "crashed-once"
+    herd.write(f"""
+        [[session]]
+        name = "flaky"
+        command = {script(f'''
+            import pathlib, sys
+            marker = pathlib.Path({str(marker)!r})
+            if not marker.exists():
+                marker.write_text("x")
+                sys.exit(1)
+            print("second time lucky")
+        ''')}
+        restart = "on-failure"
+        restart_delay = 0
+    """)
+    herd.start().call("start", name="flaky")
+    status = herd.wait_state("flaky", "completed")
+    assert status["handle"] == "flaky/1", "automatic restarts keep the task handle"
+    assert status["run"] == 2 and status["restarts"] == 1
+
+
+def test_always_restarts_even_a_clean_exit(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "loop"
+        command = {script('print("done")')}
+        restart = "always"
+        restart_delay = 0
+    """)
+    herd.start().call("start", name="loop")
+    wait_until(lambda: herd.status("loop")["run"] >= 3, what="three runs")
+    herd.client.call("stop", name="loop", socket_timeout_s=None)
+    status = herd.wait_state("loop", "stopped")
+    assert status["handle"] == "loop/1"
+    assert all(not e["data"]["crashed"] for e in herd.events("loop", "restart-scheduled"))
+
+
+def test_backoff_doubles_and_a_crash_loop_ends_failed(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "crashy"
+        command = {script("import sys; sys.exit(1)")}
+        restart_delay = "0.05s"
+        restart_delay_max = "0.3s"
+        max_crashes = 5
+    """)
+    herd.start().call("start", name="crashy")
+    status = herd.wait_state("crashy", "failed")
+    assert status["reason"] == "crash-loop"
+    delays = [e["data"]["delay_s"] for e in herd.events("crashy", "restart-scheduled")]
+    assert delays == [0.05, 0.1, 0.2, 0.3], "doubling, capped at restart_delay_max"
+    assert status["run"] == 5 and status["handle"] == "crashy/1"
+
+
+def test_stop_escalates_to_sigkill_for_a_child_that_ignores_sigterm(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "stubborn"
+        command = {script('''
+            import signal, subprocess, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            child = subprocess.Popen([sys.executable, "-c",
+                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "time.sleep(60)"])
+            print("child", child.pid, flush=True)
+            time.sleep(60)
+        ''')}
+        stop_grace = "0.3s"
+    """)
+    client = herd.start()
+    client.call("start", name="stubborn")
+    wait_until(lambda: herd.status("stubborn")["last_line"].startswith("child"))
+    child_pid = int(herd.status("stubborn")["last_line"].split()[1])
+    result = client.call("stop", name="stubborn", socket_timeout_s=None)
+    assert result["state"] == "stopped" and result["reason"] == "user"
+    assert result["signal"] == "SIGKILL"
+    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == "zombie"
+
+
+def test_kill_is_immediate(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+        stop_grace = "30s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "running")
+    result = client.call("stop", name="api", kill=True, socket_timeout_s=None)
+    assert result["state"] == "stopped" and result["signal"] == "SIGKILL"
+
+
+def test_stop_during_backoff_cancels_the_restart(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "crashy"
+        command = {script("import sys; sys.exit(1)")}
+        restart_delay = "30s"
+    """)
+    client = herd.start()
+    client.call("start", name="crashy")
+    herd.wait_state("crashy", "backoff")
+    client.call("stop", name="crashy", socket_timeout_s=None)
+    assert herd.status("crashy")["state"] == "stopped"
+    assert herd.status("crashy")["run"] == 1
+
+
+def test_spawn_failure_fails_that_session_and_the_others_run(herd: Herd) -> None:
+    (herd.root / "not-executable.sh").write_text("echo hi\n")
+    herd.write(f"""
+        [[session]]
+        name = "broken"
+        command = ["./not-executable.sh"]
+
+        [[session]]
+        name = "fine"
+        command = {SLEEPER}
+    """)
+    client = herd.start()
+    client.call("up")
+    broken = herd.wait_state("broken", "failed")
+    assert broken["reason"] == "spawn-failed"
+    assert "Permission denied" in herd.events("broken", "failed")[0]["message"]
+    assert herd.wait_state("fine", "running")["pid"]
+
+
+def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+        stop_grace = "2s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    pid = herd.wait_state("api", "running")["pid"]
+    client.call("pause", name="api")
+    assert psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    client.call("resume", name="api")
+    assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
+    client.call("pause", name="api")
+    stopped = client.call("stop", name="api", socket_timeout_s=None)
+    assert stopped["state"] == "stopped" and stopped["signal"] == "SIGTERM", (
+        "a paused run is continued so the stop signal lands")
+
+
+def test_a_handle_names_its_task_after_the_session_moved_on(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {script('print("ok")')}
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "completed")
+    second = client.call("start", name="api")
+    assert second["handle"] == "api/2"
+    herd.wait_state("api", "completed")
+    first = client.call("status", target="api/1")
+    assert first["state"] == "completed" and first["handle"] == "api/1"
+
+
+def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {script('print("ok")')}
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "completed")
+    before = herd.events()
+    herd.stop_daemon()
+    herd.start()
+    after = herd.events()
+    assert after[: len(before)] == before
+    assert after[-1]["kind"] == "daemon-started" and after[-1]["seq"] > before[-1]["seq"]
+    assert herd.status("api")["state"] == "completed"

@@ -1,0 +1,42 @@
+"""Messages the dashboard's workers post to the app; the app is the only writer of widgets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+
+class Snapshot(Message):
+    """The daemon's latest view of every session; a newer one replaces one not yet handled."""
+
+    def __init__(self, sessions: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.sessions = sessions
+
+    def can_replace(self, message: Message) -> bool:
+        """Only the newest snapshot matters, so a queued one is dropped for it."""
+        return isinstance(message, Snapshot)
+
+
+class DaemonLost(Message):
+    """The snapshot stream broke or could not connect; the feed keeps retrying."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def can_replace(self, message: Message) -> bool:
+        """Repeated failures while retrying say nothing new."""
+        return isinstance(message, DaemonLost)
+
+
+class LogLines(Message):
+    """A batch of inert output lines of one session, for the visible output view."""
+
+    def __init__(self, session: str, lines: list[str], title: str, reset: bool = False) -> None:
+        super().__init__()
+        self.session = session
+        self.lines = lines
+        self.title = title
+        self.reset = reset
