@@ -12,8 +12,14 @@ from pathlib import Path
 PLAN_FILE = "feature_list.json"
 PROGRESS_FILE = "claude-progress.txt"
 SIMAGENT = [sys.executable, "-m", "agentherd.supervisor.simagent"]
-GIT_IDENTITY = ["-c", "user.name=herd-demo", "-c", "user.email=demo@localhost",
-                "-c", "commit.gpgsign=false"]
+GIT_IDENTITY = [
+    "-c",
+    "user.name=herd-demo",
+    "-c",
+    "user.email=demo@localhost",
+    "-c",
+    "commit.gpgsign=false",
+]
 DEMO_JITTER = 0.3
 """Each feature takes its delay +-30 %, so the fleet's rows do not move in lockstep."""
 
@@ -31,53 +37,88 @@ class Behaviour:
 BEHAVIOURS: tuple[Behaviour, ...] = (
     Behaviour(
         "api-migration",
-        ("List endpoints return cursor pagination", "Create endpoint validates the payload",
-         "Errors use the RFC 7807 problem format", "Old /v1 routes redirect to /v2",
-         "Rate limit headers are sent on every response", "OpenAPI schema lists every route",
-         "Deprecated fields are removed from responses", "Health check reports the DB version",
-         "Request ids are logged with every line", "Integration tests cover the v2 routes"),
+        (
+            "List endpoints return cursor pagination",
+            "Create endpoint validates the payload",
+            "Errors use the RFC 7807 problem format",
+            "Old /v1 routes redirect to /v2",
+            "Rate limit headers are sent on every response",
+            "OpenAPI schema lists every route",
+            "Deprecated fields are removed from responses",
+            "Health check reports the DB version",
+            "Request ids are logged with every line",
+            "Integration tests cover the v2 routes",
+        ),
         ("--delay", "7"),
     ),
     Behaviour(
         "auth-refactor",
-        ("Passwords are hashed with argon2", "Sessions expire after 30 minutes idle",
-         "Login is rate limited per account", "Password reset tokens are single use",
-         "TOTP can be enabled in settings", "Logout revokes the refresh token",
-         "Audit log records every login"),
+        (
+            "Passwords are hashed with argon2",
+            "Sessions expire after 30 minutes idle",
+            "Login is rate limited per account",
+            "Password reset tokens are single use",
+            "TOTP can be enabled in settings",
+            "Logout revokes the refresh token",
+            "Audit log records every login",
+        ),
         ("--delay", "5", "--crash-at", "3", "--crash-once"),
         ('restart_delay = "2s"',),
     ),
     Behaviour(
         "search-index",
-        ("Documents are indexed on save", "Search matches word prefixes",
-         "Results are ranked by recency and score", "Deleted documents leave the index",
-         "Search highlights the matched words", "Index rebuild runs in the background"),
+        (
+            "Documents are indexed on save",
+            "Search matches word prefixes",
+            "Results are ranked by recency and score",
+            "Deleted documents leave the index",
+            "Search highlights the matched words",
+            "Index rebuild runs in the background",
+        ),
         ("--delay", "4", "--stall-at", "2"),
         ('budget = { stall = "30s" }',),
     ),
     Behaviour(
         "billing-export",
-        ("Invoices export to CSV", "Exports include tax lines", "Amounts use the account currency",
-         "Export runs for a date range", "Large exports stream instead of buffering",
-         "Exports are emailed when done", "Failed exports can be retried",
-         "Export history is kept for 90 days"),
+        (
+            "Invoices export to CSV",
+            "Exports include tax lines",
+            "Amounts use the account currency",
+            "Export runs for a date range",
+            "Large exports stream instead of buffering",
+            "Exports are emailed when done",
+            "Failed exports can be retried",
+            "Export history is kept for 90 days",
+        ),
         ("--delay", "16", "--flood", "2"),
     ),
     Behaviour(
         "docs-site",
-        ("Landing page lists the guides", "Guides render code blocks with highlighting",
-         "Search box finds guide titles", "Every page has an edit-on-GitHub link",
-         "API reference is generated from docstrings", "Dark mode follows the system setting",
-         "Broken links fail the build", "Sitemap is generated"),
+        (
+            "Landing page lists the guides",
+            "Guides render code blocks with highlighting",
+            "Search box finds guide titles",
+            "Every page has an edit-on-GitHub link",
+            "API reference is generated from docstrings",
+            "Dark mode follows the system setting",
+            "Broken links fail the build",
+            "Sitemap is generated",
+        ),
         ("--delay", "5", "--one-per-run"),
         ('restart = "until-done"', 'restart_delay = "1s"'),
     ),
     Behaviour(
         "mobile-sync",
-        ("Changes made offline sync on reconnect", "Conflicts keep the newest edit",
-         "Sync shows progress in the status bar", "Attachments sync over Wi-Fi only",
-         "Sync retries with backoff", "Deleted items sync as tombstones",
-         "Sync can be paused in settings", "Sync log can be exported"),
+        (
+            "Changes made offline sync on reconnect",
+            "Conflicts keep the newest edit",
+            "Sync shows progress in the status bar",
+            "Attachments sync over Wi-Fi only",
+            "Sync retries with backoff",
+            "Deleted items sync as tombstones",
+            "Sync can be paused in settings",
+            "Sync log can be exported",
+        ),
         ("--delay", "6", "--tamper-at", "3"),
     ),
 )
@@ -85,8 +126,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
 
 def _git(repo: Path, *args: str) -> None:
     """Run git in `repo`; raise with git's own message when it fails."""
-    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} in {repo} failed: {result.stderr.strip()}")
 
@@ -94,11 +134,16 @@ def _git(repo: Path, *args: str) -> None:
 def _plan(behaviour: Behaviour) -> list[dict[str, object]]:
     """The feature list in the long-running-harness shape, every item failing."""
     return [
-        {"category": "functional",
-         "description": description,
-         "steps": ["Step 1: Set up the scenario", f"Step 2: {description}",
-                   "Step 3: Verify the result"],
-         "passes": False}
+        {
+            "category": "functional",
+            "description": description,
+            "steps": [
+                "Step 1: Set up the scenario",
+                f"Step 2: {description}",
+                "Step 3: Verify the result",
+            ],
+            "passes": False,
+        }
         for description in behaviour.features
     ]
 
@@ -124,8 +169,15 @@ def _make_repo(folder: Path, behaviour: Behaviour) -> None:
     (folder / ".gitignore").write_text("__pycache__/\n*.pyc\n.herd/\n")
     _git(folder, "init", "-q", "-b", "main")
     _git(folder, "add", "--", PLAN_FILE, PROGRESS_FILE, "README.md", ".gitignore")
-    _git(folder, *GIT_IDENTITY, "commit", "-q", "--no-verify", "-m",
-         "Initial setup: feature_list.json and project structure")
+    _git(
+        folder,
+        *GIT_IDENTITY,
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        "Initial setup: feature_list.json and project structure",
+    )
 
 
 def _toml_list(values: list[str]) -> str:
@@ -175,9 +227,9 @@ def create_demo(root: Path, sessions: int = 6) -> Path:
         _make_repo(root / name, behaviour)
         blocks.append(_session_block(name, behaviour))
     header = (
-        "# herd demo: simulated coding agents (agentherd.supervisor.simagent), one git repo each.\n"
-        "# steady, crashes once mid-edit, stalls, slow, one feature per run, tampers with its plan.\n"
-        "\n[defaults]\nrestart = \"on-failure\"\nstop_grace = \"3s\"\n\n"
+        "# herd demo: simulated coding agents (agentherd.supervisor.simagent), a git repo each:\n"
+        "# steady, crashes once mid-edit, stalls, slow, one feature per run, tampers its plan.\n"
+        '\n[defaults]\nrestart = "on-failure"\nstop_grace = "3s"\n\n'
     )
     config_path.write_text(header + "\n".join(blocks))
     return config_path

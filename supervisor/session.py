@@ -210,6 +210,13 @@ class SessionSupervisor:
     async def restart(self, from_rev: str | None = None) -> str:
         """Stop (gracefully), then begin a new task; with `from_rev`, rescue and reset first."""
         async with self._lock:
+            if from_rev not in (None, "last", "verified"):
+                # Check the target before anything stops: a bad --from changes nothing.
+                if not await anyio.to_thread.run_sync(gitops.is_git_repo, self.config.cwd):
+                    raise SessionError(f"{self.config.cwd} is not a git repository; --from "
+                                       "needs one")
+                from_rev = await anyio.to_thread.run_sync(gitops.resolve_commit,
+                                                          self.config.cwd, from_rev)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:

@@ -38,8 +38,18 @@ STATE_STYLES = {
 }
 """How each state reads at a glance; failures shout, ends at rest are dim."""
 
-SUMMARY_ORDER = ("running", "starting", "backoff", "paused", "waiting-approval", "stopping",
-                 "failed", "completed", "stopped", "idle")
+SUMMARY_ORDER = (
+    "running",
+    "starting",
+    "backoff",
+    "paused",
+    "waiting-approval",
+    "stopping",
+    "failed",
+    "completed",
+    "stopped",
+    "idle",
+)
 """The order states are counted in the header: what needs attention comes before what rests."""
 
 Cell = tuple[str, str]
@@ -62,9 +72,12 @@ def _first_line(text: str) -> str:
 
 def _tool_call(block: dict[str, Any]) -> str:
     """`Write src/feature_1.py` for a tool_use block."""
-    arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
-    target = next((str(arguments[k]) for k in ("file_path", "command", "path", "pattern")
-                   if k in arguments), "")
+    given = block.get("input")
+    arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+    target = next(
+        (str(arguments[k]) for k in ("file_path", "command", "path", "pattern") if k in arguments),
+        "",
+    )
     return f"{block.get('name', 'tool')} {_first_line(target)}".strip()
 
 

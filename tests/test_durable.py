@@ -1,0 +1,378 @@
+"""Durable supervision: agents outlive the daemon, stops leave nothing, crashes resume from git."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import HERD, PY, Herd, git, make_repo, script, wait_until
+
+SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
+
+
+def sim_session(name: str, repo: Path, *options: str, restart: str = "on-failure") -> str:
+    """A [[session]] block running the simulated agent in `repo`."""
+    command = json.dumps([*SIMAGENT, *options])
+    resume = json.dumps([*SIMAGENT, "--resume", "{session_id}", *options])
+    return f"""
+[[session]]
+name = "{name}"
+cwd = "{repo}"
+agent = "claude"
+command = {command}
+resume = {resume}
+plan = "feature_list.json"
+progress = "claude-progress.txt"
+restart = "{restart}"
+restart_delay = 0
+stop_grace = "3s"
+"""
+
+
+def sim_repo(path: Path, features: int = 4, ignored: bool = False) -> Path:
+    """A git repo set up by the simulated agent's initializer (plan, progress, first commit)."""
+    make_repo(path)
+    subprocess.run([*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
+                   cwd=path, check=True, capture_output=True)
+    if ignored:
+        with open(path / ".gitignore", "a") as ignore:
+            ignore.write("*.log\n")
+        git(path, "commit", "-q", "-am", "ignore logs")
+        (path / "debug.log").write_text("ignored, must survive a reset\n")
+    return path
+
+
+def run_herd(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HERD, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def events_of(cwd: Path) -> list[dict[str, object]]:
+    out = run_herd(cwd, "events", "--json").stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_readopts_live_agents_and_restarts_a_dead_one(
+    tmp_path: Path,
+) -> None:
+    blocks = [sim_session(f"a{i}", sim_repo(tmp_path / f"a{i}"), "--delay", "1.5")
+              for i in range(5)]
+    crasher = sim_repo(tmp_path / "c")
+    blocks.append(sim_session("c", crasher, "--delay", "0.2", "--crash-at", "3", "--crash-once"))
+    (tmp_path / "herd.toml").write_text("".join(blocks))
+    assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
+    try:
+        def all_running() -> list[dict[str, object]] | None:
+            listing = json.loads(run_herd(tmp_path, "ls", "--json").stdout)
+            ready = all(s["state"] == "running" and s["agent_session_id"] for s in listing)
+            return listing if ready else None
+
+        statuses = wait_until(all_running, what="six running agents with session ids")
+        agent_pids = {s["session"]: s["pid"] for s in statuses}
+        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        os.kill(daemon_pid, signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(daemon_pid)
+                   or psutil.Process(daemon_pid).status() == "zombie")
+        # The crasher dies while no daemon runs; the others keep running and writing.
+        wait_until(lambda: (tmp_path / ".herd/runs/c/1/exit_status").exists(), timeout_s=30,
+                   what="the crasher to crash while the daemon is dead")
+        for name, pid in agent_pids.items():
+            if name != "c":
+                assert psutil.pid_exists(pid), f"{name} died with the daemon"
+        log_size = (tmp_path / ".herd/runs/a0/1/output.log").stat().st_size
+        wait_until(lambda: (tmp_path / ".herd/runs/a0/1/output.log").stat().st_size > log_size,
+                   what="output to keep landing while no daemon runs")
+
+        began = time.monotonic()
+        assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
+        def adoptions() -> list[dict[str, object]] | None:
+            found = [e for e in events_of(tmp_path) if e["kind"] == "adopted"]
+            return found if len(found) == 5 else None
+
+        adopted = wait_until(adoptions, what="five adoptions")
+        readopt_s = time.monotonic() - began
+        assert sorted(str(e["session"]) for e in adopted) == [f"a{i}" for i in range(5)]
+        print(f"re-adopted 5 agents {readopt_s:.2f}s after `herd up` began (CLI start included)")
+
+        for name in [f"a{i}" for i in range(5)] + ["c"]:
+            waited = subprocess.run([HERD, "wait", name, "--timeout", "60"], cwd=tmp_path,
+                                    capture_output=True, text=True, timeout=90)
+            assert waited.returncode == 0, (name, waited.stdout, waited.stderr)
+        events = events_of(tmp_path)
+        for i in range(5):
+            starts = [e for e in events if e["session"] == f"a{i}" and e["kind"] == "run-started"]
+            assert len(starts) == 1, f"a{i} was started twice"
+            exits = [e for e in events if e["session"] == f"a{i}" and e["kind"] == "run-exited"]
+            assert exits[-1]["data"]["exit_code"] == 0, "the wrapper told the new daemon"
+        c_events = [e for e in events if e["session"] == "c"]
+        kinds = [e["kind"] for e in c_events]
+        assert "rescue-saved" in kinds and "worktree-reset" in kinds
+        resumed = [e for e in c_events if e["kind"] == "run-started"][-1]
+        assert resumed["data"]["mode"] == "resume"
+        assert statuses and json.loads(crasher.joinpath("feature_list.json").read_text())
+        plan = json.loads((crasher / "feature_list.json").read_text())
+        assert all(item["passes"] for item in plan)
+    finally:
+        run_herd(tmp_path, "down")
+
+
+def test_a_crash_mid_edit_is_rescued_reset_and_resumed(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=3, ignored=True)
+    herd.write(sim_session("api", repo, "--delay", "0", "--crash-at", "2", "--crash-once"))
+    herd.start().call("start", name="api")
+    status = herd.wait_state("api", "completed", timeout_s=30)
+    first_id = herd.events("api", "run-started")[0]
+    assert first_id["data"]["mode"] == "command"
+    resumed = herd.events("api", "run-started")[1]
+    assert resumed["data"]["mode"] == "resume"
+    assert resumed["data"]["argv"][-2:] == ["--resume", status["agent_session_id"]] or (
+        status["agent_session_id"] in resumed["data"]["argv"])
+    rescue = herd.events("api", "rescue-saved")[0]["data"]
+    assert rescue["ref"] == "refs/herd/api/rescue/1"
+    files = git(repo, "ls-tree", "-r", "--name-only", rescue["ref"]).split()
+    assert "src/wip_2.py" in files, "the untracked edit is in the rescue ref"
+    tracked_diff = git(repo, "diff", "--name-only", f"{rescue['ref']}~1", rescue["ref"])
+    assert "src/wip_2.py" in tracked_diff and len(tracked_diff.split()) == 2, (
+        "the modified tracked file is in the rescue ref too")
+    assert "debug.log" not in files, "ignored files are not rescued"
+    assert (repo / "debug.log").read_text() == "ignored, must survive a reset\n"
+    reset = herd.events("api", "worktree-reset")[0]["data"]
+    assert reset["sha"] == git(repo, "rev-parse", f"{rescue['ref']}~1").strip()
+    second_log = (herd.root / ".herd/runs/api/2/output.log").read_text()
+    init = json.loads(second_log.splitlines()[0])
+    assert init["session_id"] == status["agent_session_id"]
+    assert init["rescue_ref"] == "refs/herd/api/rescue/1"
+    assert git(repo, "status", "--porcelain").strip() == ""
+
+
+def test_the_restarted_run_gets_its_environment_and_placeholders(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    dump = herd.root / "env.json"
+    agent = script(f"""
+        import json, os, pathlib, sys
+        out = pathlib.Path({str(dump)!r})
+        runs = json.loads(out.read_text()) if out.exists() else []
+        runs.append({{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
+                                                      if k.startswith("HERD_")}}}})
+        out.write_text(json.dumps(runs))
+        print(json.dumps({{"session_id": "sess-42"}}), flush=True)
+        pathlib.Path("scratch.txt").write_text("half done")
+        sys.exit(0 if len(runs) > 1 else 5)
+    """)
+    resume = json.loads(agent) + ["{session_id}", "{checkpoint}", "{rescue_ref}", "{run}"]
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {agent}
+        resume = {json.dumps(resume)}
+        restart_delay = 0
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "completed")
+    first, second = json.loads(dump.read_text())
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert second["argv"] == ["sess-42", head, "refs/herd/api/rescue/1", "2"]
+    env = second["env"]
+    assert env["HERD_SESSION"] == "api" and env["HERD_RUN"] == "2"
+    assert env["HERD_CHECKPOINT"] == head and env["HERD_RESCUE_REF"] == "refs/herd/api/rescue/1"
+    assert env["HERD_RESTART_COUNT"] == "1" and env["HERD_LAST_EXIT"] == "exit 5"
+    assert first["env"]["HERD_RESCUE_REF"] == ""
+
+
+def test_a_session_id_that_does_not_look_like_one_is_refused(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    marker = herd.root / "ran-once"
+    agent = script(f"""
+        import json, pathlib, sys
+        marker = pathlib.Path({str(marker)!r})
+        print(json.dumps({{"session_id": "$(rm -rf /)"}}), flush=True)
+        if not marker.exists():
+            marker.write_text("x")
+            sys.exit(1)
+    """)
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {agent}
+        resume = ["false", "{{session_id}}"]
+        restart_delay = 0
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "completed")
+    modes = [e["data"]["mode"] for e in herd.events("api", "run-started")]
+    assert modes == ["command", "command"]
+
+
+def test_not_a_git_repo_still_restarts_and_says_so_once(herd: Herd) -> None:
+    plain = herd.root / "plain"
+    plain.mkdir()
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{plain}"
+        command = {script("import sys; sys.exit(1)")}
+        restart_delay = 0
+        max_crashes = 3
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "failed")
+    assert len(herd.events("api", "not-a-git-repo")) == 1
+    assert len(herd.events("api", "run-started")) == 3
+
+
+def test_restart_from_a_sha_rescues_and_resets_on_demand(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "later.txt").write_text("later\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "later")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {script("import time; time.sleep(60)")}
+        stop_grace = "2s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "running")
+    (repo / "dirty.txt").write_text("unsaved\n")
+    result = client.call("restart", name="api", socket_timeout_s=None, **{"from": first[:10]})
+    assert result["handle"] == "api/2"
+    assert git(repo, "rev-parse", "HEAD").strip() == first
+    assert not (repo / "dirty.txt").exists() and not (repo / "later.txt").exists()
+    ref = herd.events("api", "rescue-saved")[0]["data"]["ref"]
+    assert "dirty.txt" in git(repo, "ls-tree", "-r", "--name-only", ref)
+    assert herd.status("api")["restarts"] == 0, "a restart a person asks for is no crash"
+    bad = herd.cli("restart", "api", "--from", "no-such-rev")
+    assert bad.returncode == 2 and "no commit" in bad.stderr
+
+
+def test_stop_leaves_no_setsid_or_double_forked_descendant(herd: Herd) -> None:
+    pids_file = herd.root / "pids"
+    herd.write(f"""
+        [[session]]
+        name = "forky"
+        command = {script(f'''
+            import os, subprocess, sys, time
+            escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                       start_new_session=True)
+            if os.fork() == 0:          # double fork: the grandchild is reparented to init
+                if os.fork() == 0:
+                    os.setsid()
+                    time.sleep(60)
+                os._exit(0)
+            open({str(pids_file)!r}, "w").write(str(escaped.pid))
+            print("spawned", flush=True)
+            time.sleep(60)
+        ''')}
+        stop_grace = "1s"
+    """)
+    client = herd.start()
+    client.call("start", name="forky")
+    wait_until(lambda: herd.status("forky")["last_line"] == "spawned")
+    tag_holders = _tagged()
+    assert len(tag_holders) >= 4, "wrapper, agent, setsid child, double-forked grandchild"
+    client.call("stop", name="forky", socket_timeout_s=None)
+    assert _tagged() == [], "nothing of the run survives a stop"
+
+
+def _tagged() -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if "HERD_RUN_TAG" in proc.environ():
+                found.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def test_leftovers_of_an_exited_run_are_swept_before_the_restart(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "leaky"
+        command = {script('''
+            import subprocess, sys
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             start_new_session=True)
+            print("leader exits, child lingers", flush=True)
+        ''')}
+        restart = "never"
+        stop_grace = "1s"
+    """)
+    herd.start().call("start", name="leaky")
+    herd.wait_state("leaky", "completed")
+    wait_until(lambda: _tagged() == [], what="the lingering child to be swept")
+
+
+WEIRD_OUTPUT = script("""
+    import sys
+    out = sys.stdout.buffer
+    out.write(b"x" * (1 << 20) + b"\\n")        # a 1 MB line
+    out.write(bytes(range(256)) + b"\\n")       # binary garbage
+    out.write(b"\\xff\\xfe invalid utf-8\\n")
+    out.write(b"last line without newline")
+    out.flush()
+""")
+
+
+def test_output_bounded_and_complete(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "weird"
+        command = {WEIRD_OUTPUT}
+        restart = "never"
+    """)
+    herd.start().call("start", name="weird")
+    status = herd.wait_state("weird", "completed")
+    assert status["last_line"] == "last line without newline"
+    log = (herd.root / ".herd/runs/weird/1/output.log").read_bytes()
+    assert log.endswith(b"last line without newline") and len(log) > 1 << 20
+
+
+def test_log_max_bytes_deletes_the_oldest_runs_first(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "chatty"
+        command = {script('print("y" * 3000)')}
+        restart = "always"
+        restart_delay = 0
+        log_max_bytes = 10000
+    """)
+    client = herd.start()
+    client.call("start", name="chatty")
+    wait_until(lambda: herd.status("chatty")["run"] >= 6, what="six runs")
+    client.call("stop", name="chatty", socket_timeout_s=None)
+    status = herd.status("chatty")
+    assert status["logs"]["cap_bytes"] == 10000
+    assert status["logs"]["bytes"] <= 10000 + 3001
+    runs = herd.root / ".herd/runs/chatty"
+    assert not (runs / "1" / "output.log").exists(), "the oldest run's log went first"
+    assert (runs / str(status["run"]) / "output.log").exists()
+    assert herd.events("chatty", "log-capped")
+
+
+def test_a_restart_storm_cannot_happen_with_zero_delay_and_a_crash_loop(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "storm"
+        command = {script("import sys; sys.exit(1)")}
+        restart_delay = 0
+        max_crashes = 4
+        crash_window = "1h"
+    """)
+    herd.start().call("start", name="storm")
+    status = herd.wait_state("storm", "failed")
+    assert status["reason"] == "crash-loop" and status["run"] == 4

@@ -1,0 +1,148 @@
+"""The dashboard's producers: the daemon's snapshot stream and one session's output file.
+
+They run as workers and only post messages; batching and pacing happen here, so the app
+handles at most a few messages per frame whatever the agents print.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+from textual.message import Message
+
+from agentherd.supervisor.client import AsyncClient
+from agentherd.supervisor.protocol import ApiError
+from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
+from agentherd.tui.rows import activity, cut
+
+Post = Callable[[Message], bool]
+
+RECONNECT_S = 1.0
+"""How often a lost daemon is tried again; quick enough that `herd up` elsewhere feels instant."""
+
+LOG_POLL_S = 0.1
+"""The output view reads the file at most ten times a second: smooth, and cheap when idle."""
+
+LOG_INFO_EVERY_S = 1.0
+"""How often the output view asks the daemon whether a newer run has started."""
+
+LOG_READ_MAX_BYTES = 256 << 10
+"""One read's worth; a flood is shown in slices rather than in one frame-stalling batch."""
+
+LOG_BACKLOG_BYTES = 64 << 10
+"""Opening the view shows the end of the run's output, not a multi-megabyte history."""
+
+LOG_LINE_CHARS = 1000
+"""A longer line is cut; the full text stays in the file for `herd logs`."""
+
+
+async def follow_snapshots(client: AsyncClient, post: Post) -> None:
+    """Post each snapshot of the fleet; on a broken or refused stream, say why and retry."""
+    while True:
+        try:
+            async for item in client.stream("subscribe"):
+                post(Snapshot(list(item.get("sessions") or [])))
+            reason = "the daemon closed the connection"
+        except ApiError as exc:
+            reason = exc.message
+        except (OSError, anyio.BrokenResourceError) as exc:
+            reason = str(exc) or type(exc).__name__
+        post(DaemonLost(reason))
+        await anyio.sleep(RECONNECT_S)
+
+
+def _read_chunk(path: Path, offset: int) -> tuple[bytes, int]:
+    """New bytes from `offset` and the file's size (a size below `offset` means truncation)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            if size <= offset:
+                return b"", size
+            handle.seek(offset)
+            return handle.read(LOG_READ_MAX_BYTES), size
+    except FileNotFoundError:
+        return b"", 0
+
+
+def _file_size(path: Path) -> int:
+    """The file's size, 0 when it does not exist yet."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _display(line: bytes) -> str:
+    """One output line as the view shows it: decoded leniently, summarised, inert, cut."""
+    text = line.decode("utf-8", errors="replace").removesuffix("\r")
+    return cut(activity(text), LOG_LINE_CHARS)
+
+
+class OutputTail:
+    """Splits one run's output file into lines as it grows (pure: no I/O, no loop)."""
+
+    def __init__(self, path: Path, run: int, skip_first_line: bool) -> None:
+        self.path = path
+        self.run = run
+        self.offset = 0
+        self._pending = b""
+        self._skip_first_line = skip_first_line
+
+    def feed(self, data: bytes) -> list[str]:
+        """Complete lines from the new bytes; a partial last line waits for its end."""
+        self.offset += len(data)
+        buffer = self._pending + data
+        *lines, self._pending = buffer.split(b"\n")
+        if len(self._pending) > LOG_READ_MAX_BYTES:
+            lines.append(self._pending)
+            self._pending = b""
+        if self._skip_first_line and lines:
+            lines = lines[1:]
+            self._skip_first_line = False
+        return [_display(line) for line in lines]
+
+
+async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | None:
+    """The output file of the session's latest run, or None before its first run."""
+    try:
+        info = await client.call("log_info", name=session)
+    except ApiError as exc:
+        if exc.code == "bad-state":  # no runs yet
+            return None
+        raise
+    return Path(info["path"]), int(info["run"])
+
+
+async def follow_output(client: AsyncClient, session: str, post: Post) -> None:
+    """Post new output lines of the session's latest run in batches, switching runs as they come."""
+    tail: OutputTail | None = None
+    next_check = 0.0
+    post(LogLines(session, [], f"{session}: waiting for output", reset=True))
+    while True:
+        if time.monotonic() >= next_check:
+            next_check = time.monotonic() + LOG_INFO_EVERY_S
+            current = await _current_run(client, session)
+            if current is not None and (tail is None or current[0] != tail.path):
+                path, run = current
+                first = tail is None
+                start = (
+                    max(0, await anyio.to_thread.run_sync(_file_size, path) - LOG_BACKLOG_BYTES)
+                    if first
+                    else 0
+                )
+                tail = OutputTail(path, run, skip_first_line=start > 0)
+                tail.offset = start
+                header = [] if first else [f"── run {run} ──"]
+                post(LogLines(session, header, f"{session}: run {run}", reset=first))
+        if tail is not None:
+            data, size = await anyio.to_thread.run_sync(_read_chunk, tail.path, tail.offset)
+            if size < tail.offset:
+                tail.offset = 0  # truncated: start over
+            if data:
+                lines = tail.feed(data)
+                if lines:
+                    post(LogLines(session, lines, f"{session}: run {tail.run}"))
+        await anyio.sleep(LOG_POLL_S)
