@@ -187,7 +187,10 @@ class Daemon:
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
         names = request.get("names") or [
-            s.config.name for s in self.sessions.values() if s.config.autostart]
+            s.config.name for s in self.sessions.values()
+            if s.config.autostart and (s.record.state == State.IDLE
+                                       or (s.record.state == State.STOPPED
+                                           and s.record.reason == "down"))]
         started = []
         for name in names:
             supervisor = self._session(name)

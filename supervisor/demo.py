@@ -49,7 +49,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Request ids are logged with every line",
             "Integration tests cover the v2 routes",
         ),
-        ("--delay", "7"),
+        ("--delay", "12"),
     ),
     Behaviour(
         "auth-refactor",
@@ -62,7 +62,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Logout revokes the refresh token",
             "Audit log records every login",
         ),
-        ("--delay", "5", "--crash-at", "3", "--crash-once"),
+        ("--delay", "8", "--crash-at", "3", "--crash-once"),
         ('restart_delay = "2s"',),
     ),
     Behaviour(
@@ -75,7 +75,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Search highlights the matched words",
             "Index rebuild runs in the background",
         ),
-        ("--delay", "4", "--stall-at", "2"),
+        ("--delay", "5", "--stall-at", "2"),
         ('budget = { stall = "30s" }',),
     ),
     Behaviour(
@@ -90,7 +90,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Failed exports can be retried",
             "Export history is kept for 90 days",
         ),
-        ("--delay", "16", "--flood", "2"),
+        ("--delay", "20", "--flood", "2"),
     ),
     Behaviour(
         "docs-site",
@@ -104,7 +104,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Broken links fail the build",
             "Sitemap is generated",
         ),
-        ("--delay", "5", "--one-per-run"),
+        ("--delay", "6", "--one-per-run"),
         ('restart = "until-done"', 'restart_delay = "1s"'),
     ),
     Behaviour(
@@ -119,7 +119,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Sync can be paused in settings",
             "Sync log can be exported",
         ),
-        ("--delay", "6", "--tamper-at", "3"),
+        ("--delay", "10", "--tamper-at", "3"),
     ),
 )
 

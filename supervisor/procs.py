@@ -206,6 +206,20 @@ def _has_tag(proc: psutil.Process, tag: str) -> bool:
         return False
 
 
+def find_leader(tag: str) -> RunIdentity | None:
+    """The wrapper (group leader) of the run carrying `tag`, if any process of it lives."""
+    for proc in psutil.process_iter(["pid", "create_time", "status"]):
+        info = proc.info
+        if info["status"] == psutil.STATUS_ZOMBIE or not _has_tag(proc, tag):
+            continue
+        try:
+            if os.getpgid(info["pid"]) == info["pid"]:
+                return RunIdentity(info["pid"], info["pid"], info["create_time"], tag)
+        except OSError:
+            continue
+    return None
+
+
 def signal_run(identity: RunIdentity, signum: int) -> int:
     """Send `signum` to every process of the run (each re-checked by psutil); returns how many."""
     sent = 0

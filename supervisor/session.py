@@ -291,6 +291,8 @@ class SessionSupervisor:
                            argv=argv, mode=mode, tag=tag, started_at=iso(utc_now()))
         self.record.run = number
         self._set_state(State.STARTING)
+        # Written before the spawn: a daemon killed right after it finds the run by its tag.
+        self._commit(run=record)
         try:
             launched = await procs.launch(argv, self.config.cwd, env, folder, tag)
         except OSError as exc:
@@ -550,6 +552,13 @@ class SessionSupervisor:
         async with self._lock:
             state = self.record.state
             last = self.ctx.store.run(self.config.name, self.record.run) if self.record.run else None
+            if last is not None and last.ended_at is None and last.pid is None:
+                # The daemon died between writing the run and recording its pid.
+                found = await anyio.to_thread.run_sync(procs.find_leader, last.tag)
+                if found is not None:
+                    last.pid, last.pgid, last.create_time = found.pid, found.pgid, found.create_time
+                else:
+                    last.pid = 0  # never started, or gone without a trace: ended, exit unknown
             if last is not None and last.ended_at is None and last.pid is not None:
                 identity = procs.RunIdentity(last.pid, last.pgid or last.pid,
                                              last.create_time or 0.0, last.tag)

@@ -145,7 +145,7 @@ class HerdApp(App[None]):
         banner.update(f"daemon not reachable: {message.reason} (retrying)")
         banner.add_class("-visible")
         self.query_one(SessionTable).add_class("-stale")
-        self._summary = f"herd  {self.config_label}"
+        self._summary = f"herd  {self.config_label}  ·  the last known state:"
         self.query_one("#summary", Static).update(self._summary)
 
     def on_log_lines(self, message: LogLines) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -103,7 +104,8 @@ def _summary(event: dict[str, Any]) -> str:
     """One line for a structured output event (Claude-style stream JSON and similar)."""
     kind = str(event.get("type", ""))
     if kind == "system":
-        return f"{event.get('subtype', 'system')}: session {event.get('session_id', '?')}"
+        model = f" (model {event['model']})" if event.get("model") else ""
+        return f"{event.get('subtype', 'system')}: agent session started{model}"
     if kind == "result":
         word = "error" if event.get("is_error") else "result"
         return f"{word}: {_first_line(str(event.get('result', '')))}"
@@ -113,6 +115,7 @@ def _summary(event: dict[str, Any]) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1024)
 def activity(line: str) -> str:
     """A person's view of one output line: JSON events summarised, anything else as it is."""
     stripped = line.strip()
@@ -127,10 +130,11 @@ def activity(line: str) -> str:
         return inert(summary) if summary else inert(line)
     found = _TEXT_FIELD.search(stripped)  # a line cut before its end is not valid JSON
     if found:
+        arrow = "→ " if '"tool_result"' in stripped[: found.start()] else ""
         try:
-            return inert(_first_line(json.loads(f'"{found.group(1)}"')))
+            return inert(arrow + _first_line(json.loads(f'"{found.group(1)}"')))
         except ValueError:
-            return inert(found.group(1))
+            return inert(arrow + found.group(1))
     return inert(line)
 
 
