@@ -78,5 +78,9 @@ class SessionRecord(BaseModel):
     crash_times: list[float] = Field(default_factory=list)
     agent_session_id: str | None = None
     task_started_at: str | None = None
-    checkpoint_note: str | None = None
+    plan_baseline: str | None = None
+    """The first plan seen (Plan.to_json()), against which every later change is judged."""
+    passing_at_run_start: int | None = None
+    idle_runs: int = 0
+    """until-done: consecutive clean runs that made no new plan item pass."""
     extra: dict[str, Any] = Field(default_factory=dict)

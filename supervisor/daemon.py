@@ -28,9 +28,6 @@ log = logging.getLogger("herd.daemon")
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
 
-RECONCILE_INTERVAL_S = 5.0
-"""The slow pass that re-checks log caps (and, later, files the watcher may have missed)."""
-
 DOWN_TIMEOUT_S = 60.0
 """`herd down` gives every session this long to stop before the daemon exits anyway."""
 
@@ -97,6 +94,8 @@ class Daemon:
                 tg.start_soon(server.serve, listener, self.handle)
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
+                for supervisor in self.sessions.values():
+                    await supervisor.observer.refresh_all()
                 self._commit_daemon_event("daemon-started",
                                           f"daemon {HERD_VERSION} started (pid {os.getpid()})")
                 tg.start_soon(self._reconcile_loop)
@@ -117,10 +116,13 @@ class Daemon:
         self._shutdown.set()
 
     async def _reconcile_loop(self) -> None:
+        """Catch what the watcher missed (inotify drops events silently) and cap logs."""
         while True:
-            await anyio.sleep(RECONCILE_INTERVAL_S)
+            await anyio.sleep(self.timings.reconcile_s)
             for supervisor in self.sessions.values():
                 supervisor.check_log_cap()
+                for kind in ("plan", "progress", "git"):
+                    supervisor.on_file_change(kind)
 
     def _announce(self, events: list[Event]) -> None:
         for event in events:

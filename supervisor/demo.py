@@ -62,7 +62,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Logout revokes the refresh token",
             "Audit log records every login",
         ),
-        ("--delay", "8", "--crash-at", "3", "--crash-once"),
+        ("--delay", "11", "--crash-at", "3", "--crash-once"),
         ('restart_delay = "2s"',),
     ),
     Behaviour(
@@ -119,7 +119,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Sync can be paused in settings",
             "Sync log can be exported",
         ),
-        ("--delay", "10", "--tamper-at", "3"),
+        ("--delay", "12", "--tamper-at", "3"),
     ),
 )
 

@@ -403,3 +403,11 @@ def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path
         if _run_raw(top, "worktree", "remove", "--force", str(where)).returncode != 0:
             shutil.rmtree(where, ignore_errors=True)
             _run_raw(top, "worktree", "prune")
+
+
+def read_at(worktree: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of `path` (relative to the worktree top) at commit `rev`; None if absent."""
+    _check_rev(rev)
+    top = git_paths(worktree).worktree
+    result = _run_raw(top, "show", f"{rev}:{path}")
+    return result.stdout if result.returncode == 0 else None

@@ -23,6 +23,7 @@ from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskReco
 from agentherd.sessions.sanitize import inert_line
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor import gitops, procs
+from agentherd.supervisor.observe import Observer
 from agentherd.supervisor.paths import run_dir
 from agentherd.supervisor.store import Change, Store, iso, utc_now
 from agentherd.supervisor.tailer import LogTailer
@@ -32,10 +33,14 @@ log = logging.getLogger("herd.session")
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
 
+UNTIL_DONE_IDLE_RUNS = 3
+"""until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
+
 WARNING_KINDS = frozenset(
     {"plan-invalid", "plan-tampered", "claims-done-but-fails", "stalled", "repeated-failure",
      "out-of-scope", "burn-without-progress", "early-exit", "budget-warning", "rate-limited",
-     "notify-failed", "resume-refused", "not-a-git-repo", "log-capped"}
+     "notify-failed", "resume-refused", "not-a-git-repo", "log-capped", "verify-failed",
+     "progress-invalid", "git-unavailable", "rescue-failed"}
 )
 
 
@@ -51,6 +56,8 @@ class Timings:
     """How often a stopping run is re-checked for leftover processes."""
     kill_wait_s: float = 5.0
     """After SIGKILL, how long to wait before calling a run unkillable."""
+    reconcile_s: float = 5.0
+    """The slow pass re-stats every session's files this often, for events inotify dropped."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
     jitter: Callable[[], float] = field(default=lambda: __import__("random").uniform(0.8, 1.0))
@@ -111,6 +118,9 @@ class SessionSupervisor:
         self._lock = anyio.Lock()
         self._backoff_generation = 0
         self._git_warned = False
+        self._refreshing: dict[str, bool] = {}
+        self.last_progress_monotonic = time.monotonic()
+        self.observer = Observer(self)
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
 
@@ -130,6 +140,49 @@ class SessionSupervisor:
                 self.warnings.append(event)
         self.version += 1
         self.ctx.announce(written)
+
+    def make_event(self, kind: str, message: str, **data: Any) -> Event:
+        """An event of this session's current run, for collaborators like the observer."""
+        return self._event(kind, message, self.record.run or None, **data)
+
+    def commit_events(self, *events: Event) -> None:
+        """Write events (and the session record) in one transaction, then announce them."""
+        self._commit(*events)
+
+    def touch(self) -> None:
+        """Something visible changed that needs no event: push a new snapshot."""
+        self.version += 1
+
+    def note_progress(self) -> None:
+        """The agent showed progress (a progress entry or a commit)."""
+        self.last_progress_monotonic = time.monotonic()
+        self.version += 1
+
+    def on_file_change(self, kind: str) -> None:
+        """The fleet watcher saw one of this session's files change."""
+        if kind == "log":
+            self.wake()
+            return
+        if self._refreshing.get(kind) is not None:
+            self._refreshing[kind] = True  # read again when the running read finishes
+            return
+        self._refreshing[kind] = False
+        self.ctx.tg.start_soon(self._refresh, kind)
+
+    async def _refresh(self, kind: str) -> None:
+        refresh = {"plan": self.observer.refresh_plan, "progress": self.observer.refresh_progress,
+                   "git": self.observer.refresh_git}[kind]
+        try:
+            while True:
+                try:
+                    await refresh()
+                except Exception:  # one file must never take the daemon down
+                    log.exception("refreshing %s of %s failed", kind, self.config.name)
+                if not self._refreshing.get(kind):
+                    return
+                self._refreshing[kind] = False
+        finally:
+            self._refreshing.pop(kind, None)
 
     def _set_state(self, state: State, reason: str | None = None) -> None:
         self.record.state = state
@@ -167,6 +220,7 @@ class SessionSupervisor:
         self.record.restarts = 0
         self.record.backoff_step = 0
         self.record.crash_times = []
+        self.record.idle_runs = 0
         self.record.task_started_at = iso(utc_now())
         self.warnings.clear()
         task = TaskRecord(handle=handle, session=self.config.name, first_run=first_run,
@@ -290,6 +344,8 @@ class SessionSupervisor:
         record = RunRecord(session=self.config.name, run=number, handle=self.record.handle or "",
                            argv=argv, mode=mode, tag=tag, started_at=iso(utc_now()))
         self.record.run = number
+        plan = self.observer.plan_current
+        self.record.passing_at_run_start = plan.passing if plan is not None else None
         self._set_state(State.STARTING)
         # Written before the spawn: a daemon killed right after it finds the run by its tag.
         self._commit(run=record)
@@ -427,9 +483,14 @@ class SessionSupervisor:
             if policy in ("never", "on-failure"):
                 self._end_task(State.COMPLETED, None, f"completed (run {live.record.run})")
                 return
-            if policy == "until-done" and self._plan_all_passing():
-                self._end_task(State.COMPLETED, None, "completed: every plan item passes")
-                return
+            if policy == "until-done":
+                await self.observer.refresh_plan()
+                plan = self.observer.plan_current
+                if plan is not None and plan.all_passing:
+                    self._end_task(State.COMPLETED, None, "completed: every plan item passes")
+                    return
+                if not self._until_done_progressed(plan):
+                    return
             await self._schedule_restart(live, crashed=False)
             return
         if policy == "never":
@@ -445,17 +506,24 @@ class SessionSupervisor:
             return
         await self._schedule_restart(live, crashed=True)
 
-    def _plan_all_passing(self) -> bool:
-        """True when the session's plan file exists and every item passes."""
-        if not self.config.plan:
-            return True
-        from agentherd.sessions.plan import PlanError, parse_plan
-
-        try:
-            data = (self.config.cwd / self.config.plan).read_bytes()
-            return parse_plan(data).all_passing
-        except (OSError, PlanError):
-            return False
+    def _until_done_progressed(self, plan: Any) -> bool:
+        """Count clean runs that passed nothing new; end the loop after too many in a row."""
+        passing_now = plan.passing if plan is not None else 0
+        before = self.record.passing_at_run_start
+        if before is not None and passing_now <= before:
+            self.record.idle_runs += 1
+            self._commit(self._event(
+                "early-exit", f"run {self.record.run} exited cleanly but no new plan item passes "
+                f"({passing_now} of {plan.total if plan else '?'}); "
+                f"{self.record.idle_runs}/{UNTIL_DONE_IDLE_RUNS} in a row", self.record.run))
+            if self.record.idle_runs >= UNTIL_DONE_IDLE_RUNS:
+                self._end_task(State.FAILED, "no-progress",
+                               f"failed: {UNTIL_DONE_IDLE_RUNS} runs in a row passed no new "
+                               "plan item")
+                return False
+        else:
+            self.record.idle_runs = 0
+        return True
 
     def backoff_delay_s(self, step: int) -> float:
         """The delay before restart number `step` (0-based): doubling, capped, jittered."""
@@ -501,7 +569,7 @@ class SessionSupervisor:
         env_extra: dict[str, str] = {}
         cwd = self.config.cwd
         if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
-            if not self._git_warned:
+            if not self._git_warned and self.observer.git_error is None:
                 self._git_warned = True
                 self._commit(self._event("not-a-git-repo", f"{cwd} is not a git repository: "
                                          "restarting without rescue or reset", last_run))
@@ -528,11 +596,17 @@ class SessionSupervisor:
 
     async def _restart_target(self, target: str | None) -> str | None:
         cwd = self.config.cwd
-        if target in (None, "last", "verified"):
-            # "verified" falls back to the last checkpoint until verification records one.
+        wanted = target or self.config.restart_from
+        if wanted == "verified":
+            verified = self.ctx.store.last_verified(self.config.name)
+            if verified is not None:
+                return verified
+            self._commit(self._event("no-verified-checkpoint", "no verified checkpoint yet; "
+                                     "restarting from the last checkpoint", self.record.run))
+        if wanted in ("last", "verified"):
             checkpoint = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
             return checkpoint.sha if checkpoint else None
-        return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, target)
+        return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, wanted)
 
     def _resume_mode(self, last_run: int) -> str:
         sid = self.record.agent_session_id
@@ -656,9 +730,7 @@ class SessionSupervisor:
             "started_at": record.started_at if record is not None else None,
             "ended_at": record.ended_at if record is not None else None,
             "agent_session_id": self.record.agent_session_id,
-            "plan": None,
-            "progress": None,
-            "checkpoint": None,
+            **self.observer.status_fields(),
             "usage": usage,
             "budget": None,
             "logs": {"bytes": self.log_bytes(), "cap_bytes": self.config.log_max_bytes},

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 
 SCHEMA_VERSION = 1
@@ -28,6 +29,9 @@ CREATE TABLE IF NOT EXISTS events(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, session TEXT, run INTEGER,
     kind TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_session ON events(session, seq);
+CREATE TABLE IF NOT EXISTS checkpoints(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, sha TEXT NOT NULL,
+    data TEXT NOT NULL, verified INTEGER, verification TEXT, UNIQUE(session, sha));
 """
 
 _MIGRATIONS: dict[int, str] = {}
@@ -192,6 +196,50 @@ class Store:
                   data=json.loads(r[6]))
             for r in self._db.execute(query, params).fetchall()
         ]
+
+    def add_checkpoint(self, session: str, checkpoint: Checkpoint) -> bool:
+        """Record a commit seen in the session's worktree; False when it was known already."""
+        with self._transaction():
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO checkpoints(session, sha, data) VALUES(?, ?, ?)",
+                (session, checkpoint.sha, checkpoint.model_dump_json()),
+            )
+        return cursor.rowcount > 0
+
+    def set_verification(self, session: str, sha: str, passed: bool,
+                         result: dict[str, Any]) -> None:
+        """Store a verification result for a checkpoint."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE checkpoints SET verified=?, verification=? WHERE session=? AND sha=?",
+                (int(passed), json.dumps(result), session, sha),
+            )
+
+    def checkpoints(self, session: str, limit: int = 10_000) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first, with their verification verdicts."""
+        rows = self._db.execute(
+            "SELECT data, verified FROM checkpoints WHERE session=? ORDER BY id DESC LIMIT ?",
+            (session, limit),
+        ).fetchall()
+        return [
+            Checkpoint.model_validate_json(data).model_copy(
+                update={"verified": None if verified is None else bool(verified)})
+            for data, verified in reversed(rows)
+        ]
+
+    def verifications(self, session: str) -> dict[str, dict[str, Any]]:
+        """Verification results by checkpoint sha."""
+        rows = self._db.execute(
+            "SELECT sha, verification FROM checkpoints WHERE session=? AND verification "
+            "IS NOT NULL", (session,)).fetchall()
+        return {sha: json.loads(result) for sha, result in rows}
+
+    def last_verified(self, session: str) -> str | None:
+        """The newest checkpoint whose verification passed."""
+        row = self._db.execute(
+            "SELECT sha FROM checkpoints WHERE session=? AND verified=1 ORDER BY id DESC LIMIT 1",
+            (session,)).fetchone()
+        return str(row[0]) if row else None
 
     def last_seq(self) -> int:
         """The newest event's seq (0 when there is none)."""

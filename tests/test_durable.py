@@ -62,7 +62,7 @@ def events_of(cwd: Path) -> list[dict[str, object]]:
 def test_kill_9_of_the_daemon_readopts_live_agents_and_restarts_a_dead_one(
     tmp_path: Path,
 ) -> None:
-    blocks = [sim_session(f"a{i}", sim_repo(tmp_path / f"a{i}"), "--delay", "1.5")
+    blocks = [sim_session(f"a{i}", sim_repo(tmp_path / f"a{i}"), "--delay", "2.5")
               for i in range(5)]
     crasher = make_repo(tmp_path / "c")
     go = tmp_path / "crash-now"

@@ -35,6 +35,9 @@ LOG_READ_MAX_BYTES = 256 << 10
 LOG_BACKLOG_BYTES = 64 << 10
 """Opening the view shows the end of the run's output, not a multi-megabyte history."""
 
+LOG_BATCH_MAX_LINES = 500
+"""More new lines than this in one read is a flood: the view shows the newest and a count."""
+
 LOG_LINE_CHARS = 1000
 """A longer line is cut; the full text stays in the file for `herd logs`."""
 
@@ -102,7 +105,11 @@ class OutputTail:
         if self._skip_first_line and lines:
             lines = lines[1:]
             self._skip_first_line = False
-        return [_display(line) for line in lines]
+        shown = [_display(line) for line in lines[-LOG_BATCH_MAX_LINES:]]
+        skipped = len(lines) - len(shown)
+        if skipped:
+            shown.insert(0, f"… {skipped:,} lines not shown (`herd logs` has every line)")
+        return shown
 
 
 async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | None:

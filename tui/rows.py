@@ -56,6 +56,9 @@ SUMMARY_ORDER = (
 Cell = tuple[str, str]
 """A cell's text and its Rich style ("" for none)."""
 
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+"""CSI (colours, cursor moves) and OSC (titles, links) sequences: dropped for display."""
+
 _TEXT_FIELD = re.compile(r'"(?:text|result|content)":"((?:[^"\\]|\\.)*)')
 """The first text-like string in a JSON line, even when the line was cut before its end."""
 
@@ -115,12 +118,17 @@ def _summary(event: dict[str, Any]) -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=1024)
+def _as_terminal_shows(line: str) -> str:
+    """Plain text without escape sequences, and only what follows the last carriage return."""
+    text = _ESCAPE_SEQUENCE.sub("", line).rstrip("\r")
+    return text.rsplit("\r", 1)[-1]
+
+
 def activity(line: str) -> str:
     """A person's view of one output line: JSON events summarised, anything else as it is."""
     stripped = line.strip()
     if not stripped.startswith("{"):
-        return inert(line)
+        return inert(_as_terminal_shows(line))
     try:
         event = json.loads(stripped)
     except ValueError:
@@ -138,6 +146,10 @@ def activity(line: str) -> str:
     return inert(line)
 
 
+_cached_activity = functools.lru_cache(maxsize=1024)(activity)
+"""Rows are redrawn a few times a second with mostly the same last lines."""
+
+
 def row_cells(status: dict[str, Any], last_width: int) -> dict[str, Cell]:
     """Every cell of one session's row, the last output cut to `last_width` characters."""
     state = str(status.get("state", "idle"))
@@ -151,7 +163,7 @@ def row_cells(status: dict[str, Any], last_width: int) -> dict[str, Cell]:
         "restarts": (str(status.get("restarts") or 0), "yellow" if status.get("restarts") else ""),
         "uptime": (uptime(status), ""),
         "plan": (plan_text(status), ""),
-        "last": (cut(activity(str(status.get("last_line") or "")), last_width), "dim"),
+        "last": (cut(_cached_activity(str(status.get("last_line") or "")), last_width), "dim"),
     }
 
 

@@ -1,0 +1,360 @@
+"""Where a session really stands, from its own files: plan, progress, checkpoints, verification."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentherd.sessions.checkpoint import Checkpoint, GitPaths
+from agentherd.sessions.plan import Plan, PlanDiff, PlanError, diff_plan, parse_plan
+from agentherd.sessions.progress import read_progress_tail
+from agentherd.sessions.sanitize import inert
+from agentherd.supervisor import gitops
+from agentherd.supervisor.store import iso
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.supervisor.verify import VerifyResult
+
+log = logging.getLogger("herd.observe")
+
+MAX_NEW_CHECKPOINTS = 50
+"""At most this many commits are recorded from one ref move (a rebase can bring hundreds)."""
+
+PROGRESS_ENTRIES = 5
+"""How many of the latest progress entries the status carries."""
+
+Submit = Callable[[str, str, Callable[[], Awaitable["VerifyResult"]],
+                   Callable[["VerifyResult"], Awaitable[None]]], None]
+
+
+@dataclass(frozen=True)
+class FileSignature:
+    """Enough of a file's stat to know it did not change since the last read."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+def _signature(path: Path) -> FileSignature | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return FileSignature(info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _read(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+class Observer:
+    """Reads a session's plan, progress file and git history when they change; never raises."""
+
+    def __init__(self, session: SessionSupervisor) -> None:
+        self.session = session
+        self.config = session.config
+        self.plan_current: Plan | None = None
+        self.plan_diff: PlanDiff | None = None
+        self.plan_error: str | None = None
+        self._plan_sig: FileSignature | None = None
+        self._reported_changes: tuple[Any, ...] = ()
+        self.progress_latest: tuple[str, ...] = ()
+        self.progress_updated_at: str | None = None
+        self.progress_error: str | None = None
+        self._progress_sig: FileSignature | None = None
+        self.checkpoint: Checkpoint | None = None
+        self.git_error: str | None = None
+        self._git_paths: GitPaths | None = None
+        self._head_log_sig: FileSignature | None = None
+        self._verify_submit: Submit | None = None
+        baseline = session.record.plan_baseline
+        self.plan_baseline = Plan.from_json(baseline) if baseline else None
+
+    @property
+    def plan_path(self) -> Path | None:
+        """The plan file, relative to the session's cwd."""
+        return self.config.cwd / self.config.plan if self.config.plan else None
+
+    @property
+    def progress_path(self) -> Path | None:
+        """The progress file, relative to the session's cwd."""
+        return self.config.cwd / self.config.progress if self.config.progress else None
+
+    def use_verifier(self, submit: Submit) -> None:
+        """Where to send new checkpoints for verification (the daemon's fleet-wide queue)."""
+        self._verify_submit = submit
+
+    async def refresh_all(self) -> None:
+        """Re-read everything that may have changed (start-up and the slow reconcile pass)."""
+        await self.refresh_plan()
+        await self.refresh_progress()
+        await self.refresh_git()
+
+    # ----- plan -----------------------------------------------------------------------------
+
+    async def refresh_plan(self) -> None:
+        """Parse the plan if it changed; keep the last good one when it is broken."""
+        path = self.plan_path
+        if path is None:
+            return
+        signature = _signature(path)
+        if signature is not None and signature == self._plan_sig:
+            return
+        self._plan_sig = signature
+        if signature is None:
+            self._plan_invalid(f"{self.config.plan}: deleted or unreadable; keeping the last "
+                               "good plan")
+            return
+        try:
+            data = await anyio.to_thread.run_sync(_read, path)
+            plan = parse_plan(data)
+        except (OSError, PlanError) as exc:
+            self._plan_invalid(f"{self.config.plan}: {exc}; keeping the last good plan")
+            return
+        self.plan_error = None
+        self.plan_current = plan
+        if self.plan_baseline is None:
+            self.plan_baseline = plan
+            self.session.record.plan_baseline = plan.to_json()
+            self.session.commit_events(self.session.make_event(
+                "plan-baseline", f"plan baseline: {plan.passing}/{plan.total} items pass",
+                passing=plan.passing, total=plan.total))
+        self.plan_diff = diff_plan(self.plan_baseline, plan)
+        changes = tuple(c.to_json() for c in self.plan_diff.changed_items)
+        if changes and changes != self._reported_changes:
+            self._reported_changes = changes
+            summary = ", ".join(f"{c['change']} [{c['index']}]" for c in changes[:5])
+            self.session.commit_events(self.session.make_event(
+                "plan-tampered", f"{self.config.plan} changed against its baseline: {summary}",
+                changed_items=list(changes)))
+        elif not changes:
+            self._reported_changes = ()
+        self.session.touch()
+
+    def _plan_invalid(self, message: str) -> None:
+        if message == self.plan_error:
+            return
+        self.plan_error = message
+        self.session.commit_events(self.session.make_event("plan-invalid", message))
+
+    def accept_plan(self) -> None:
+        """Adopt the current plan as the new baseline (a person approved the change)."""
+        if self.plan_current is not None:
+            self.plan_baseline = self.plan_current
+            self.session.record.plan_baseline = self.plan_current.to_json()
+            self.plan_diff = diff_plan(self.plan_baseline, self.plan_current)
+            self._reported_changes = ()
+
+    # ----- progress -------------------------------------------------------------------------
+
+    async def refresh_progress(self) -> None:
+        """Re-read the tail of the progress file if it changed."""
+        path = self.progress_path
+        if path is None:
+            return
+        signature = _signature(path)
+        if signature == self._progress_sig:
+            return
+        self._progress_sig = signature
+        if signature is None:
+            return
+        try:
+            data = await anyio.to_thread.run_sync(_read_tail, path)
+        except OSError as exc:
+            self._progress_invalid(f"{self.config.progress}: cannot read: {exc}")
+            return
+        read = read_progress_tail(data, max_entries=PROGRESS_ENTRIES)
+        if read.binary:
+            self._progress_invalid(f"{self.config.progress}: looks binary, not a progress "
+                                   "file; keeping the last entries")
+            return
+        self.progress_error = None
+        self.progress_latest = tuple(read.entries)
+        self.progress_updated_at = iso(_mtime(signature))
+        self.session.note_progress()
+
+    def _progress_invalid(self, message: str) -> None:
+        if message == self.progress_error:
+            return
+        self.progress_error = message
+        self.session.commit_events(self.session.make_event("progress-invalid", message))
+
+    # ----- git ------------------------------------------------------------------------------
+
+    async def git_paths(self) -> GitPaths | None:
+        """The session's git folders (cached), or None when cwd is not a git worktree."""
+        if self._git_paths is None:
+            try:
+                self._git_paths = await anyio.to_thread.run_sync(gitops.git_paths,
+                                                                 self.config.cwd)
+            except (gitops.NotAGitRepo, OSError):
+                return None
+        return self._git_paths
+
+    async def refresh_git(self) -> None:
+        """Record commits that appeared since the last look, and verify the newest.
+
+        `logs/HEAD` is appended on every commit and reset, so an unchanged stat of it means
+        nothing moved: the slow reconcile pass costs one stat per session.
+        """
+        cwd = self.config.cwd
+        paths = await self.git_paths()
+        if paths is not None:
+            signature = _signature(paths.head_log)
+            if signature is not None and signature == self._head_log_sig:
+                return
+            self._head_log_sig = signature
+        try:
+            head = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
+        except gitops.NotAGitRepo:
+            self._git_problem(f"{cwd} is not a git repository: no checkpoints, verification, "
+                              "rescue or reset", kind="not-a-git-repo")
+            return
+        except Exception as exc:  # git can fail in many ways; the session goes on
+            self._git_problem(f"cannot read git in {cwd}: {exc}")
+            return
+        if head is None:
+            self._git_problem(f"{cwd} has no commits yet: no checkpoint")
+            return
+        self.git_error = None
+        previous = self.checkpoint.sha if self.checkpoint else None
+        if head.sha == previous:
+            return
+        store = self.session.ctx.store
+        known = store.checkpoints(self.config.name, limit=1)
+        since = known[-1].sha if known else None
+        if since == head.sha:
+            self.checkpoint = known[-1]
+            self.session.touch()
+            return
+        try:
+            new = await anyio.to_thread.run_sync(
+                gitops.commits_between, cwd, since, head.sha, MAX_NEW_CHECKPOINTS)
+        except Exception:
+            new = [head]
+        for commit in new:
+            if store.add_checkpoint(self.config.name, commit):
+                self.session.commit_events(self.session.make_event(
+                    "checkpoint", f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
+                    sha=commit.sha, subject=commit.subject, files=list(commit.files[:50])))
+        self.checkpoint = store.checkpoints(self.config.name, limit=1)[-1]
+        self.session.note_progress()
+        self._submit_verification(self.checkpoint.sha)
+
+    def _git_problem(self, message: str, kind: str = "git-unavailable") -> None:
+        if message == self.git_error:
+            return
+        self.git_error = message
+        self.session.commit_events(self.session.make_event(kind, message))
+
+    def _submit_verification(self, sha: str) -> None:
+        if self.config.verify is None or self._verify_submit is None:
+            return
+        from agentherd.supervisor.verify import run_verification
+
+        folder = self.session.ctx.state_dir / "verify" / self.config.name
+
+        async def job() -> VerifyResult:
+            folder.mkdir(parents=True, exist_ok=True)
+            return await run_verification(
+                self.config.cwd, sha, self.config.verify or "", self.config.verify_setup,
+                self.config.verify_timeout, folder, env=self.config.env,
+                log_path=folder / f"{sha}.log")
+
+        self._verify_submit(self.config.name, sha, job, self._verified)
+
+    async def _verified(self, result: VerifyResult) -> None:
+        store = self.session.ctx.store
+        store.set_verification(self.config.name, result.sha, result.passed, result.to_json())
+        if self.checkpoint is not None and self.checkpoint.sha == result.sha:
+            self.checkpoint = self.checkpoint.model_copy(update={"verified": result.passed})
+        if result.passed:
+            event = self.session.make_event(
+                "verify-passed", f"checkpoint {result.sha[:7]} verified in "
+                f"{result.duration_s:.1f}s", sha=result.sha, duration_s=result.duration_s)
+            self.session.commit_events(event)
+            return
+        why = result.error or ("timed out" if result.timed_out else f"exit {result.exit_code}")
+        events = [self.session.make_event(
+            "verify-failed", f"checkpoint {result.sha[:7]} fails verification ({why})",
+            sha=result.sha, exit_code=result.exit_code, timed_out=result.timed_out,
+            output_tail=result.output_tail[-2000:])]
+        claimed = await self._claimed_at(result.sha)
+        if claimed:
+            events.append(self.session.make_event(
+                "claims-done-but-fails", f"checkpoint {result.sha[:7]} marks "
+                f"{len(claimed)} item(s) passing but fails verification: "
+                + "; ".join(inert(c)[:80] for c in claimed[:3]), sha=result.sha,
+                items=claimed))
+        self.session.commit_events(*events)
+
+    async def _claimed_at(self, sha: str) -> list[str]:
+        """Plan items that the commit `sha` flipped to passing (compared with its parent)."""
+        if not self.config.plan:
+            return []
+        plan_file = self.config.plan
+        try:
+            now_data = await anyio.to_thread.run_sync(gitops.read_at, self.config.cwd, sha,
+                                                      plan_file)
+            before_data = await anyio.to_thread.run_sync(gitops.read_at, self.config.cwd,
+                                                         f"{sha}~1", plan_file)
+        except Exception:
+            return []
+        if now_data is None:
+            return []
+        try:
+            now = parse_plan(now_data)
+            before = parse_plan(before_data) if before_data is not None else None
+        except PlanError:
+            return []
+        passing_before = {i.key for i in before.items if i.passes} if before else set()
+        return [i.description for i in now.items if i.passes and i.key not in passing_before]
+
+    # ----- status ---------------------------------------------------------------------------
+
+    def status_fields(self) -> dict[str, Any]:
+        """The `plan`, `progress` and `checkpoint` objects of `herd status --json`."""
+        plan: dict[str, Any] | None = None
+        if self.plan_diff is not None:
+            plan = self.plan_diff.to_json()
+            if self.plan_error:
+                plan["error"] = self.plan_error
+        elif self.plan_error:
+            plan = {"passing": 0, "total": 0, "changed_items": [], "error": self.plan_error}
+        progress = None
+        if self.progress_path is not None:
+            progress = {"updated_at": self.progress_updated_at,
+                        "latest": list(self.progress_latest)}
+            if self.progress_error:
+                progress["error"] = self.progress_error
+        checkpoint = self.checkpoint.to_status_json() if self.checkpoint else None
+        if checkpoint is None and self.git_error:
+            checkpoint = None
+        return {"plan": plan, "progress": progress, "checkpoint": checkpoint,
+                "git_note": self.git_error}
+
+
+PROGRESS_TAIL_BYTES = 256 * 1024
+"""Only the end of a long progress file is read: the latest entries live there."""
+
+
+def _read_tail(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(0, size - PROGRESS_TAIL_BYTES))
+        return handle.read()
+
+
+def _mtime(signature: FileSignature) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(signature.mtime_ns / 1e9, UTC)

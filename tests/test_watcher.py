@@ -1,0 +1,293 @@
+"""The fleet watcher on real files and git repos: one awatch, callbacks per session and kind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import git, make_repo
+
+from agentherd.supervisor.gitops import git_paths
+from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
+
+WAIT_S = 10.0
+"""Generous bound for an event to arrive; a healthy watcher takes tens of milliseconds."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The daemon runs on asyncio."""
+    return "asyncio"
+
+
+class Recorder:
+    """An `on_change` callback that remembers calls and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, WatchKind]] = []
+        self._changed = anyio.Event()
+
+    def __call__(self, session: str, kind: WatchKind) -> None:
+        """Record one call and wake waiters."""
+        self.calls.append((session, kind))
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait (bounded) until `predicate` holds, re-checking after every call."""
+        with anyio.fail_after(WAIT_S):
+            while not predicate():
+                await self._changed.wait()
+
+    async def wait_for(self, session: str, kind: WatchKind) -> None:
+        """Wait (bounded) until `on_change(session, kind)` has been called."""
+        await self.wait_until(lambda: (session, kind) in self.calls)
+
+    async def wait_all(self, wanted: set[tuple[str, WatchKind]]) -> None:
+        """Wait (bounded) until every pair in `wanted` has been called."""
+        await self.wait_until(lambda: wanted <= set(self.calls))
+
+
+@asynccontextmanager
+async def running(watcher: FleetWatcher) -> AsyncIterator[FleetWatcher]:
+    """Run `watcher` in a task group for the block; cancel it afterwards."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(watcher.run)
+        yield watcher
+        tg.cancel_scope.cancel()
+
+
+def append(path: Path, text: str = "x\n") -> None:
+    """Append to a file in place, as an agent logging progress does."""
+    with path.open("a") as f:
+        f.write(text)
+
+
+def replace(path: Path, text: str) -> None:
+    """Write a sibling temp file and rename it over `path`, as atomic writers do."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def commit(repo: Path, name: str = "f.txt") -> None:
+    """Add one file and commit it."""
+    (repo / name).write_text(name)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", f"add {name}")
+
+
+def git_targets(session: str, worktree: Path) -> list[WatchTarget]:
+    """The git targets of a session working in `worktree`."""
+    return [WatchTarget(session, "git", d) for d in git_paths(worktree).watch_dirs]
+
+
+@pytest.mark.anyio
+async def test_appending_to_progress_file_reports_progress(tmp_path: Path) -> None:
+    progress = tmp_path / "progress.md"
+    progress.write_text("start\n")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "progress", progress)])
+    async with running(watcher):
+        append(progress)
+        await got.wait_for("s1", "progress")
+    assert got.calls == [("s1", "progress")]
+    assert watcher.batches == 1
+
+
+@pytest.mark.anyio
+async def test_plan_replaced_by_rename_reports_plan_every_time(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.md"
+    plan.write_text("- [ ] one\n")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "plan", plan)])
+    async with running(watcher):
+        replace(plan, "- [x] one\n")
+        await got.wait_for("s1", "plan")
+        got.calls.clear()
+        replace(plan, "- [x] one\n- [ ] two\n")  # the watch did not go stale with the old inode
+        await got.wait_for("s1", "plan")
+
+
+@pytest.mark.anyio
+async def test_commit_in_plain_repo_reports_git(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets(git_targets("s1", repo))
+    async with running(watcher):
+        commit(repo)
+        await got.wait_for("s1", "git")
+
+
+@pytest.mark.anyio
+async def test_commit_in_linked_worktree_reports_its_session(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
+    assert git_paths(linked).git_dir != git_paths(repo).git_dir
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([*git_targets("main", repo), *git_targets("wt", linked)])
+    async with running(watcher):
+        commit(linked)
+        await got.wait_for("wt", "git")
+
+
+@pytest.mark.anyio
+async def test_git_lock_files_and_other_files_trigger_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    progress = tmp_path / "progress.md"
+    progress.write_text("")
+    other = tmp_path / "notes.txt"
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    paths = git_paths(repo)
+    watcher.set_targets([*git_targets("s1", repo), WatchTarget("s1", "progress", progress)])
+    async with running(watcher):
+        (paths.git_dir / "index.lock").write_text("")
+        (paths.git_dir / "index.lock").unlink()
+        (paths.common_dir / "refs" / "heads" / "main.lock").write_text("")
+        (paths.common_dir / "refs" / "heads" / "main.lock").unlink()
+        other.write_text("not a target\n")
+        append(progress)  # the barrier: inotify delivers in order, so the noise came first
+        await got.wait_for("s1", "progress")
+    assert got.calls == [("s1", "progress")]
+
+
+@pytest.mark.anyio
+async def test_sibling_file_is_not_reported(tmp_path: Path) -> None:
+    runs = tmp_path / "run-1"
+    runs.mkdir()
+    log, other = runs / "output.log", runs / "stderr.log"
+    log.write_text("")
+    progress = tmp_path / "progress.md"
+    progress.write_text("")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "log", log), WatchTarget("s1", "progress", progress)])
+    async with running(watcher):
+        append(other)
+        append(progress)  # barrier
+        await got.wait_for("s1", "progress")
+        assert got.calls == [("s1", "progress")]
+        append(log)
+        await got.wait_for("s1", "log")
+
+
+@pytest.mark.anyio
+async def test_new_session_restarts_the_watch_and_is_heard(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    first = WatchTarget("s1", "progress", one / "progress.md")
+    second = WatchTarget("s2", "progress", two / "progress.md")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([first])
+    async with running(watcher):
+        assert watcher.watched_dirs == (str(one.resolve()),)
+        watcher.set_targets([first, second])
+        await watcher.wait_watching()
+        assert watcher.restarts == 1
+        assert watcher.starts == 2
+        append(second.path)
+        await got.wait_for("s2", "progress")
+        append(first.path)
+        await got.wait_for("s1", "progress")
+        watcher.set_targets([second, first])  # same folders: no restart
+        assert watcher.restarts == 1
+
+
+@pytest.mark.anyio
+async def test_folder_created_later_is_picked_up_by_recheck(tmp_path: Path) -> None:
+    later = tmp_path / "later" / "run-1"
+    target = WatchTarget("s1", "log", later / "output.log")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([target])
+    async with running(watcher):
+        assert watcher.watched_dirs == ()
+        assert watcher.recheck() is False
+        later.mkdir(parents=True)
+        assert watcher.recheck() is True
+        await watcher.wait_watching()
+        assert watcher.watched_dirs == (str(later.resolve()),)
+        append(target.path)
+        await got.wait_for("s1", "log")
+
+
+@pytest.mark.anyio
+async def test_sessions_sharing_a_folder_get_their_own_callbacks(tmp_path: Path) -> None:
+    a, b, shared = tmp_path / "a.md", tmp_path / "b.md", tmp_path / "plan.md"
+    for path in (a, b, shared):
+        path.write_text("")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets(
+        [
+            WatchTarget("s1", "progress", a),
+            WatchTarget("s2", "progress", b),
+            WatchTarget("s1", "plan", shared),
+            WatchTarget("s2", "plan", shared),
+        ]
+    )
+    async with running(watcher):
+        append(a)
+        await got.wait_for("s1", "progress")
+        append(b)
+        await got.wait_for("s2", "progress")
+        assert got.calls == [("s1", "progress"), ("s2", "progress")]
+        replace(shared, "- [ ] x\n")
+        await got.wait_all({("s1", "plan"), ("s2", "plan")})
+    assert watcher.starts == 1
+
+
+@pytest.mark.anyio
+async def test_a_failing_callback_does_not_stop_the_watch(tmp_path: Path) -> None:
+    progress = tmp_path / "progress.md"
+    progress.write_text("")
+    got = Recorder()
+
+    def flaky(session: str, kind: WatchKind) -> None:
+        got(session, kind)
+        if len(got.calls) == 1:
+            raise RuntimeError("callback bug")
+
+    watcher = FleetWatcher(flaky)
+    watcher.set_targets([WatchTarget("s1", "progress", progress)])
+    async with running(watcher):
+        append(progress)
+        await got.wait_for("s1", "progress")
+        append(progress)
+        await got.wait_until(lambda: len(got.calls) == 2)
+    assert got.calls == [("s1", "progress")] * 2
+
+
+@pytest.mark.anyio
+async def test_one_watch_serves_fifty_sessions(tmp_path: Path) -> None:
+    count = 50
+    targets: list[WatchTarget] = []
+    for i in range(count):
+        session = tmp_path / f"s{i}"
+        (session / "run-1").mkdir(parents=True)
+        (session / "progress.md").write_text("")
+        targets.append(WatchTarget(f"s{i}", "progress", session / "progress.md"))
+        targets.append(WatchTarget(f"s{i}", "log", session / "run-1" / "output.log"))
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets(targets)
+    async with running(watcher):
+        for target in targets:
+            append(target.path)
+        await got.wait_all({(t.session, t.kind) for t in targets})
+        assert len(watcher.watched_dirs) == 2 * count
+    assert watcher.starts == 1
+    assert watcher.restarts == 0
+    assert watcher.failures == 0
