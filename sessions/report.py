@@ -507,11 +507,11 @@ def _verdict(verified: object) -> str:
     return "fails verification" if verified is False else "not verified"
 
 
-def _capped(lines: list[str], items: list[Any]) -> list[str]:
+def _capped(lines: list[str]) -> list[str]:
     """Cut a markdown list to MAX_LIST_ITEMS and say how many were left out."""
-    if len(items) <= MAX_LIST_ITEMS:
+    if len(lines) <= MAX_LIST_ITEMS:
         return lines
-    return [*lines[:MAX_LIST_ITEMS], f"- … and {len(items) - MAX_LIST_ITEMS} more"]
+    return [*lines[:MAX_LIST_ITEMS], f"- … and {len(lines) - MAX_LIST_ITEMS} more"]
 
 
 def _summary(report: dict[str, Any]) -> str:
@@ -571,11 +571,11 @@ def _md_changed(report: dict[str, Any]) -> list[str]:
     touched = changed["files_touched"]
     if touched:
         lines = [f"- {_code(path)}" for path in touched]
-        out += ["Files touched:", "", *_capped(lines, touched), ""]
+        out += ["Files touched:", "", *_capped(lines), ""]
     if progress["latest"]:
         when = f" (updated {_text(progress['updated_at'], 40)})" if progress["updated_at"] else ""
         lines = [f"- {_text(entry, 400)}" for entry in progress["latest"]]
-        out += [f"The agent's latest progress notes{when}:", "", *_capped(lines, lines), ""]
+        out += [f"The agent's latest progress notes{when}:", "", *_capped(lines), ""]
     return out
 
 
@@ -589,7 +589,7 @@ def _md_passed(report: dict[str, Any]) -> list[str]:
         out += [f"{passed['plan_passing']} of {passed['plan_total']} plan items pass.", ""]
         lines = [f"- [x] {_text(item)}" for item in passed["items_passing"]]
         if lines:
-            out += [*_capped(lines, lines), ""]
+            out += [*_capped(lines), ""]
     counts = passed["verifications"]
     out += [
         f"Checkpoint verifications: {counts['passed']} passed, {counts['failed']} failed, "
@@ -607,7 +607,7 @@ def _md_remains(report: dict[str, Any]) -> list[str]:
     if failing:
         out += ["Plan items still failing, in plan order:", ""]
         lines = [f"- [ ] {_text(item)}" for item in failing]
-        out += [*_capped(lines, lines), ""]
+        out += [*_capped(lines), ""]
     elif report["passed"]["plan_total"]:
         out += ["Every plan item passes.", ""]
     if remains["plan_error"]:

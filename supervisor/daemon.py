@@ -22,11 +22,16 @@ from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.session import Context, SessionError, SessionSupervisor, Timings
 from agentherd.supervisor.store import Change, Store, iso, utc_now
+from agentherd.supervisor.verify import VerificationQueue
+from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
 
 log = logging.getLogger("herd.daemon")
 
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
+
+MAX_CONCURRENT_VERIFICATIONS = 2
+"""Verifications across the fleet at once: a test suite can use a core each, and we have few."""
 
 DOWN_TIMEOUT_S = 60.0
 """`herd down` gives every session this long to stop before the daemon exits anyway."""
@@ -51,6 +56,7 @@ class Daemon:
         self._changed = anyio.Event()
         self._lock_fd: int | None = None
         self._tg: TaskGroup | None = None
+        self.watcher: FleetWatcher | None = None
         self.started_at = iso(utc_now())
 
     # ----- life --------------------------------------------------------------------------
@@ -83,19 +89,27 @@ class Daemon:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 ctx = Context(self.store, self.state_dir, tg, self.timings, self._announce,
-                              self.config.path)
+                              self.config.path, self.update_watch_targets)
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
                     record = records.get(session_config.name) or SessionRecord(
                         name=session_config.name)
                     self.sessions[session_config.name] = SessionSupervisor(
                         session_config, record, ctx)
+                self.watcher = FleetWatcher(self._on_file_change, self.timings.watch_debounce_ms,
+                                            self.timings.watch_step_ms)
+                queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
+                await tg.start(queue.run)
+                for supervisor in self.sessions.values():
+                    supervisor.observer.use_verifier(queue.submit)
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, self.handle)
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
                 for supervisor in self.sessions.values():
                     await supervisor.observer.refresh_all()
+                self.update_watch_targets()
+                await tg.start(self.watcher.run)
                 self._commit_daemon_event("daemon-started",
                                           f"daemon {HERD_VERSION} started (pid {os.getpid()})")
                 tg.start_soon(self._reconcile_loop)
@@ -111,6 +125,28 @@ class Daemon:
             self._release_lock()
             log.info("daemon stopped")
 
+    def _on_file_change(self, session: str, kind: WatchKind) -> None:
+        supervisor = self.sessions.get(session)
+        if supervisor is not None:
+            supervisor.on_file_change(kind)
+
+    def update_watch_targets(self) -> None:
+        """Tell the one fleet watcher which files matter now (called when a run starts)."""
+        if self.watcher is None:
+            return
+        targets: list[WatchTarget] = []
+        for name, supervisor in self.sessions.items():
+            observer = supervisor.observer
+            for kind, path in (("plan", observer.plan_path), ("progress", observer.progress_path)):
+                if path is not None:
+                    targets.append(WatchTarget(name, kind, path))  # type: ignore[arg-type]
+            if supervisor.run is not None:
+                targets.append(WatchTarget(name, "log", supervisor.run.tailer.path))
+            paths = observer.cached_git_paths
+            if paths is not None:
+                targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)
+        self.watcher.set_targets(targets)
+
     def request_shutdown(self) -> None:
         """Leave the serve loop; agents keep running (a new daemon will adopt them)."""
         self._shutdown.set()
@@ -123,6 +159,8 @@ class Daemon:
                 supervisor.check_log_cap()
                 for kind in ("plan", "progress", "git"):
                     supervisor.on_file_change(kind)
+            if self.watcher is not None:
+                self.watcher.recheck()
 
     def _announce(self, events: list[Event]) -> None:
         for event in events:

@@ -31,7 +31,7 @@ PROGRESS_ENTRIES = 5
 """How many of the latest progress entries the status carries."""
 
 Submit = Callable[[str, str, Callable[[], Awaitable["VerifyResult"]],
-                   Callable[["VerifyResult"], Awaitable[None]]], None]
+                   Callable[["VerifyResult"], Awaitable[None]]], object]
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,11 @@ class Observer:
         self.session.commit_events(self.session.make_event("progress-invalid", message))
 
     # ----- git ------------------------------------------------------------------------------
+
+    @property
+    def cached_git_paths(self) -> GitPaths | None:
+        """The git folders found by the last look, without looking again."""
+        return self._git_paths
 
     async def git_paths(self) -> GitPaths | None:
         """The session's git folders (cached), or None when cwd is not a git worktree."""

@@ -48,8 +48,12 @@ WARNING_KINDS = frozenset(
 class Timings:
     """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
 
-    tail_poll_s: float = 0.25
+    tail_poll_s: float = 1.0
     """A run's log is re-read at least this often even when no watcher event arrives."""
+    watch_debounce_ms: int = 30
+    """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
+    watch_step_ms: int = 10
+    """How often the watcher checks for a quiet moment inside a batch."""
     adopt_poll_s: float = 0.5
     """An adopted run (not our child) is checked for exit this often."""
     stop_poll_s: float = 0.05
@@ -75,8 +79,10 @@ class Context:
         timings: Timings,
         announce: Callable[[list[Event]], None],
         config_path: Path,
+        runs_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.config_path = config_path
+        self.runs_changed = runs_changed
         self.store = store
         self.state_dir = state_dir
         self.tg = task_group
@@ -375,6 +381,7 @@ class SessionSupervisor:
 
     def _watch(self, live: LiveRun) -> None:
         self.run = live
+        self.ctx.runs_changed()
         self.ctx.tg.start_soon(self._follow_output, live)
         self.ctx.tg.start_soon(self._wait_exit, live)
 

@@ -24,7 +24,7 @@ from agentherd.supervisor.daemon import Daemon
 from agentherd.supervisor.session import Timings
 
 FAST = Timings(tail_poll_s=0.05, adopt_poll_s=0.05, stop_poll_s=0.02, kill_wait_s=3.0,
-               drain_wait_s=1.0, jitter=lambda: 1.0)
+               drain_wait_s=1.0, reconcile_s=0.2, jitter=lambda: 1.0)
 """Test timings: short polls, no jitter, so tests wait on conditions that come quickly."""
 
 PY = sys.executable

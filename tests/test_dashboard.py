@@ -176,8 +176,10 @@ async def test_rows_appear_and_start_stop_restart_kill_drive_the_daemon(
 
 
 @pytest.mark.anyio
-async def test_kill_answered_no_leaves_the_agent_running(fleet: tuple[Path, Client]) -> None:
-    """`n` in the confirmation closes it and sends nothing."""
+async def test_kill_answered_no_leaves_the_agent_running_and_the_table_live(
+    fleet: tuple[Path, Client],
+) -> None:
+    """`n` closes the confirmation and sends nothing; meanwhile rows update and keys wait."""
     socket_path, client = fleet
     app = HerdApp(socket_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -185,6 +187,14 @@ async def test_kill_answered_no_leaves_the_agent_running(fleet: tuple[Path, Clie
         await select(pilot, app, "alpha")
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("s", "r")  # session keys do nothing while the dialog is open
+        await anyio.to_thread.run_sync(lambda: client.call("stop", name="beta"))
+        await until(
+            pilot,
+            lambda: cell(app, "beta", "state").startswith("stopped"),
+            "the table to update behind the dialog",
+        )
+        assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "it to close")
         status = await until_daemon(pilot, client, "alpha", running, "alpha running")

@@ -51,7 +51,9 @@ def run(number: int, start: str, end: str | None, usage: dict[str, Any], **kw: A
 
 def event(kind: str, when: str, run_number: int | None = None, **data: Any) -> Event:
     """An event of session api."""
-    return Event(at=when, session="api", run=run_number, kind=kind, message=f"{kind} msg", data=data)
+    return Event(
+        at=when, session="api", run=run_number, kind=kind, message=f"{kind} msg", data=data
+    )
 
 
 SHA_GOOD, SHA_BAD, SHA_NEW = "a" * 40, "b" * 40, "c" * 40
@@ -67,8 +69,14 @@ def busy_input(**changes: Any) -> ReportInput:
         "generated_at": at(5),
         "task_started_at": at(2),
         "runs": [
-            run(1, at(2), at(3), {"input_tokens": 1000, "output_tokens": 200, "turns": 5},
-                exit_code=1, outcome="exit 1"),
+            run(
+                1,
+                at(2),
+                at(3),
+                {"input_tokens": 1000, "output_tokens": 200, "turns": 5},
+                exit_code=1,
+                outcome="exit 1",
+            ),
             run(2, at(3, 1), None, {"input_tokens": 500, "cost_usd": 0.5, "turns": 3}),
         ],
         "events": [
@@ -192,6 +200,7 @@ def test_failing_last_checkpoint_and_crash_loop() -> None:
         checkpoints=busy_input().checkpoints[:2],
         plan_current=None,
         plan_baseline=plan((0,)),
+        events=[e for e in busy_input().events if e.kind != "plan-tampered"],
     )
     steps = build_report(data)["next_steps"]
     assert "crash loop: look at the last run's output with `herd logs api --run 1`" in steps
@@ -263,7 +272,8 @@ def test_agent_text_is_inert_and_escaped() -> None:
     assert "- [ ] \\`tick\\`" in md
     assert "````\nok^[[0m\n```\nend\\x9b\n````" in md  # a fence longer than the output's
     assert "3 plan items still fail; next: - not a list" in report["next_steps"]
-    assert "3. 3 plan items still fail; next: \\- not a list" in md
+    assert "plan items still fail; next: - not a list\n" in md  # mid-line: no escape needed
+    assert report["next_steps"][0].startswith("the plan was changed")  # the open warning says so
 
 
 def test_resolved_and_old_warnings_are_not_open() -> None:
@@ -285,3 +295,12 @@ def test_budget_stop_and_user_stop() -> None:
     assert any("raise `budget.cost_usd`" in step for step in budget)
     user = build_report(busy_input(state="stopped", reason="user", plan_current=plan((0,))))
     assert "stopped: `herd start api` continues from the last checkpoint" in user["next_steps"]
+
+
+def test_a_requested_stop_is_no_crash() -> None:
+    runs = [run(1, at(2), at(3), {}, signal="SIGTERM", outcome="signal SIGTERM",
+                stop_requested=True)]  # fmt: skip
+    events = [event("run-exited", at(3), 1, exit_code=None, signal="SIGTERM", outcome="x")]
+    report = build_report(busy_input(state="stopped", reason="user", runs=runs, events=events))
+    assert report["incidents"]["crashes"] == []
+    assert report["incidents"]["restarts"] == 0

@@ -32,6 +32,9 @@ LOG_MAX_LINES = 2000
 ACTION_IDS = ("start-stop", "restart", "kill", "logs", "help", "quit")
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
+SESSION_ACTIONS = frozenset({"start_stop", "restart", "kill", "logs", "hide_output", "help"})
+"""Actions that read the table's selection, so they wait while a dialog is open."""
+
 
 class HerdApp(App[None]):
     """The fleet at a glance, one row per session, driven entirely by the daemon's API."""
@@ -94,12 +97,19 @@ class HerdApp(App[None]):
 
     def compose(self) -> ComposeResult:
         """Summary line, banner, the table, the output view (hidden), the keys."""
-        yield Static("herd: connecting…", id="summary")
-        yield Static("", id="banner")
-        yield SessionTable(id="sessions")
-        with Vertical(id="output-pane"):
-            yield Static("", id="output-title")
-            yield Log(id="output", max_lines=LOG_MAX_LINES)
+        self.summary = Static("herd: connecting…", id="summary")
+        self.banner = Static("", id="banner")
+        self.table = SessionTable(id="sessions")
+        self.output_title = Static("", id="output-title")
+        self.output_log = Log(id="output", max_lines=LOG_MAX_LINES)
+        yield self.summary
+        yield self.banner
+        self.body = Vertical(id="body")
+        with self.body:
+            yield self.table
+            with Vertical(id="output-pane"):
+                yield self.output_title
+                yield self.output_log
         yield Footer()
 
     def on_mount(self) -> None:
@@ -112,7 +122,7 @@ class HerdApp(App[None]):
             exit_on_error=False,
         )
         self.set_interval(REFRESH_S, self._refresh)
-        self.query_one(SessionTable).focus()
+        self.table.focus()
 
     def _apply_keymap(self) -> None:
         """Rebind keys from herd.toml's [keys]; an unknown action name is a warning, not a crash."""
@@ -134,30 +144,28 @@ class HerdApp(App[None]):
         self.statuses = message.sessions
         if not self._connected:
             self._connected = True
-            self.query_one("#banner", Static).remove_class("-visible")
-            self.query_one(SessionTable).remove_class("-stale")
+            self.banner.remove_class("-visible")
+            self.table.remove_class("-stale")
             self._refresh()
 
     def on_daemon_lost(self, message: DaemonLost) -> None:
         """Say plainly that the daemon is gone; keep the last rows, dimmed, and keep retrying."""
         self._connected = False
-        banner = self.query_one("#banner", Static)
-        banner.update(f"daemon not reachable: {message.reason} (retrying)")
-        banner.add_class("-visible")
-        self.query_one(SessionTable).add_class("-stale")
+        self.banner.update(f"daemon not reachable: {message.reason} (retrying)")
+        self.banner.add_class("-visible")
+        self.table.add_class("-stale")
         self._summary = f"herd  {self.config_label}  ·  the last known state:"
-        self.query_one("#summary", Static).update(self._summary)
+        self.summary.update(self._summary)
 
     def on_log_lines(self, message: LogLines) -> None:
         """Append a batch to the output view if it still shows that session."""
         if message.session != self.output_session:
             return
-        log = self.query_one("#output", Log)
         if message.reset:
-            log.clear()
-        self.query_one("#output-title", Static).update(message.title)
+            self.output_log.clear()
+        self.output_title.update(message.title)
         if message.lines:
-            log.write_lines(message.lines)
+            self.output_log.write_lines(message.lines)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker outcomes reach the person: a notice, never a traceback."""
@@ -184,17 +192,21 @@ class HerdApp(App[None]):
         """Bring the table and the summary up to date (uptimes move even without a snapshot)."""
         if not self._connected:
             return
-        self.query_one(SessionTable).show(self.statuses)
+        self.table.show(self.statuses)
         summary = f"herd  {fleet_summary(self.statuses)}"
         if summary != self._summary:
             self._summary = summary
-            self.query_one("#summary", Static).update(summary)
+            self.summary.update(summary)
 
     # ----- actions --------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Session keys act on the table only; while a dialog is open they do nothing."""
+        return not (action in SESSION_ACTIONS and len(self.screen_stack) > 1)
+
     def _selected(self) -> dict[str, Any] | None:
         """The status of the session under the cursor, or None (with a notice)."""
-        name = self.query_one(SessionTable).selected_session
+        name = self.table.selected_session
         status = next((s for s in self.statuses if s.get("session") == name), None)
         if status is None:
             self.notify("no session selected", severity="warning")
@@ -251,7 +263,7 @@ class HerdApp(App[None]):
 
     def action_logs(self) -> None:
         """Show the selected session's output below the table; again on the same one hides it."""
-        name = self.query_one(SessionTable).selected_session
+        name = self.table.selected_session
         if name is None:
             return
         if name == self.output_session:
@@ -262,9 +274,9 @@ class HerdApp(App[None]):
     def _show_output(self, name: str) -> None:
         """Point the single output view at one session and start following its file."""
         self.output_session = name
-        self.query_one("#output", Log).clear()
-        self.query_one("#output-title", Static).update(f"{name}: …")
-        self.screen.add_class("-output")
+        self.output_log.clear()
+        self.output_title.update(f"{name}: …")
+        self.body.add_class("-output")
         self.run_worker(
             follow_output(self.client, name, self.post_message),
             name=f"output {name}",
@@ -277,7 +289,7 @@ class HerdApp(App[None]):
         """Hide the output view and stop reading the file."""
         self.workers.cancel_group(self, "output")
         self.output_session = None
-        self.screen.remove_class("-output")
+        self.body.remove_class("-output")
 
     def action_help(self) -> None:
         """List the keys as they are bound now (after [keys] rebinding)."""

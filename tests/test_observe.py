@@ -1,0 +1,214 @@
+"""Where a session really stands: plan counts and drift, progress, checkpoints, verification."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import PY, Herd, git, make_repo, script, wait_until
+
+SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
+IDLE = script("import time; time.sleep(60)")
+
+
+def sim_repo(path: Path, features: int = 3) -> Path:
+    make_repo(path)
+    subprocess.run([*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
+                   cwd=path, check=True, capture_output=True)
+    return path
+
+
+def watched(repo: Path, name: str = "api", command: str = IDLE, extra: str = "") -> str:
+    return f"""
+        [[session]]
+        name = "{name}"
+        cwd = "{repo}"
+        command = {command}
+        plan = "feature_list.json"
+        progress = "claude-progress.txt"
+        stop_grace = "2s"
+        {extra}
+    """
+
+
+def test_plan_counts_progress_and_checkpoints_follow_the_agent(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=3)
+    agent = json.dumps([*SIMAGENT, "--delay", "0.05"])
+    herd.write(watched(repo, command=agent, extra='agent = "claude"'))
+    herd.start().call("start", name="api")
+    status = herd.wait_state("api", "completed", timeout_s=30)
+    status = wait_until(lambda: (s := herd.status("api"))["plan"]["passing"] == 3 and s)
+    assert status["plan"] == {"passing": 3, "total": 3, "changed_items": []}
+    assert any("Session" in entry for entry in status["progress"]["latest"])
+    assert status["progress"]["updated_at"].endswith("Z")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["sha"] == head)
+    checkpoint = herd.status("api")["checkpoint"]
+    assert checkpoint["subject"].startswith("Implement") and checkpoint["verified"] is None
+    recorded = [e["data"]["sha"] for e in herd.events("api", "checkpoint")]
+    assert head in recorded and len(recorded) >= 4, "every new commit is recorded"
+    assert status["usage"]["total_tokens"] > 0 and status["usage"]["cost_usd"] > 0
+
+
+def test_plan_tampering_is_reported_against_the_baseline(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=4)
+    herd.write(watched(repo))
+    herd.start()
+    wait_until(lambda: herd.status("api")["plan"], what="the baseline")
+    plan = json.loads((repo / "feature_list.json").read_text())
+    plan[0]["passes"] = True                        # allowed: a flip to passing
+    plan[1]["description"] = "something easier"    # forbidden: reworded
+    plan.pop()                                      # forbidden: removed
+    tmp = repo / "feature_list.json.tmp"
+    tmp.write_text(json.dumps(plan, indent=2))
+    tmp.rename(repo / "feature_list.json")          # an atomic replace, as agents write
+    status = wait_until(lambda: (s := herd.status("api"))["plan"]["changed_items"] and s)
+    changes = {(c["index"], c["change"]) for c in status["plan"]["changed_items"]}
+    assert changes == {(1, "reworded"), (3, "removed")}
+    assert status["plan"]["passing"] == 1 and status["plan"]["total"] == 3
+    tampered = herd.events("api", "plan-tampered")
+    assert len(tampered) == 1 and "reworded" in tampered[0]["message"]
+    assert any(w["kind"] == "plan-tampered" for w in herd.status("api")["warnings"])
+
+
+def test_a_broken_plan_keeps_the_last_good_one_and_warns_once(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=2)
+    herd.write(watched(repo))
+    herd.start()
+    wait_until(lambda: herd.status("api")["plan"], what="the baseline")
+    (repo / "feature_list.json").write_text('[{"description": "half written", "pas')
+    status = wait_until(lambda: (s := herd.status("api"))["plan"].get("error") and s)
+    assert status["plan"]["total"] == 2, "the last good plan stays"
+    assert "feature_list.json: not JSON" in status["plan"]["error"]
+    (repo / "feature_list.json").write_text('{"wrong": "shape"}')
+    wait_until(lambda: "expected a list" in (herd.status("api")["plan"].get("error") or ""))
+    (repo / "feature_list.json").write_bytes(b"[" + b" " * (50 << 20) + b"]")
+    wait_until(lambda: "limit" in (herd.status("api")["plan"].get("error") or ""))
+    (repo / "feature_list.json").unlink()
+    wait_until(lambda: "deleted" in (herd.status("api")["plan"].get("error") or ""))
+    kinds = [e["message"] for e in herd.events("api", "plan-invalid")]
+    assert len(kinds) == 4, kinds
+    assert herd.status("api")["plan"]["total"] == 2
+
+
+def test_binary_progress_and_a_repo_without_commits_warn_and_never_crash(herd: Herd) -> None:
+    empty = herd.root / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    (empty / "claude-progress.txt").write_bytes(bytes(range(256)) * 10)
+    plain = herd.root / "plain"
+    plain.mkdir()
+    (plain / "claude-progress.txt").write_text("## Session 1\n- did a thing\n")
+    herd.write(watched(empty) + watched(plain, name="plain"))
+    herd.start()
+    binary = wait_until(lambda: herd.events("api", "progress-invalid"))
+    assert "looks binary" in binary[0]["message"]
+    no_commits = wait_until(lambda: herd.events("api", "git-unavailable"))
+    assert "no commits yet" in no_commits[0]["message"]
+    assert herd.status("api")["checkpoint"] is None
+    plain_status = wait_until(lambda: (s := herd.status("plain"))["progress"]["latest"] and s)
+    assert "did a thing" in plain_status["progress"]["latest"][-1]
+    assert len(herd.events("plain", "not-a-git-repo")) == 1
+
+
+def test_verification_runs_against_the_commit_not_the_dirty_tree(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo", {"answer.txt": "good\n"})
+    verify = json.dumps([PY, "-c", "import sys; sys.exit(open('answer.txt').read() != 'good\\n')"])
+    herd.write(watched(repo, extra=f"verify = {verify}"))
+    herd.start()
+    first = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True,
+               timeout_s=30)
+    (repo / "answer.txt").write_text("bad\n")          # the agent's dirty, uncommitted edit
+    (repo / "other.txt").write_text("x\n")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "second")         # commits other.txt only
+    second = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"])["sha"] == second
+               and c["verified"] is True, timeout_s=30)
+    assert (repo / "answer.txt").read_text() == "bad\n", "the agent's tree is untouched"
+    passed = {e["data"]["sha"] for e in herd.events("api", "verify-passed")}
+    assert {first, second} <= passed
+    assert "herd-verify" not in git(repo, "worktree", "list") and len(
+        git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_a_failing_checkpoint_that_claims_done_is_flagged(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=2)
+    verify = json.dumps([PY, "-c", "import sys; print('2 failed'); sys.exit(1)"])
+    agent = json.dumps([*SIMAGENT, "--delay", "0", "--one-per-run"])
+    herd.write(watched(repo, command=agent, extra=f'verify = {verify}\nagent = "claude"'))
+    herd.start().call("start", name="api")
+    claims = wait_until(lambda: herd.events("api", "claims-done-but-fails"), timeout_s=30)
+    assert "Feature 1" in claims[0]["message"]
+    failed = herd.events("api", "verify-failed")
+    assert failed and "2 failed" in failed[-1]["data"]["output_tail"]
+
+
+def test_a_hanging_verify_times_out_and_its_tree_is_killed(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    verify = json.dumps([PY, "-c", "import time; time.sleep(60)"])
+    herd.write(watched(repo, extra=f'verify = {verify}\nverify_timeout = "0.5s"'))
+    herd.start()
+    failed = wait_until(lambda: herd.events("api", "verify-failed"), timeout_s=30)
+    assert failed[0]["data"]["timed_out"] is True
+    assert herd.status("api")["checkpoint"]["verified"] is False
+
+
+def test_restart_from_verified_picks_the_last_verified_commit(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo", {"ok.txt": "1\n"})
+    verify = json.dumps([PY, "-c", "import os, sys; sys.exit(not os.path.exists('ok.txt'))"])
+    marker = herd.root / "crashed"
+    agent = script(f"""
+        import os, pathlib, subprocess, sys, time
+        marker = pathlib.Path({str(marker)!r})
+        if marker.exists():
+            time.sleep(60)
+        go = pathlib.Path("go")
+        while not go.exists():
+            time.sleep(0.02)
+        marker.write_text("x")
+        sys.exit(1)
+    """)
+    herd.write(watched(repo, command=agent, extra=f'verify = {verify}\nrestart_from = "verified"'
+                                                  "\nrestart_delay = 0"))
+    client = herd.start()
+    good = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True,
+               timeout_s=30)
+    client.call("start", name="api")
+    git(repo, "rm", "-q", "ok.txt")
+    git(repo, "commit", "-q", "-m", "break it")
+    bad = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"])["sha"] == bad
+               and c["verified"] is False, timeout_s=30)
+    (repo / "go").write_text("crash now")
+    wait_until(lambda: herd.events("api", "worktree-reset"), timeout_s=30)
+    assert herd.events("api", "worktree-reset")[0]["data"]["sha"] == good
+    assert git(repo, "rev-parse", "HEAD").strip() == good
+    client.call("stop", name="api", socket_timeout_s=None)
+
+
+def test_until_done_runs_one_fresh_session_per_feature_until_the_plan_passes(
+    herd: Herd,
+) -> None:
+    repo = sim_repo(herd.root / "repo", features=3)
+    agent = json.dumps([*SIMAGENT, "--delay", "0", "--one-per-run"])
+    herd.write(watched(repo, command=agent, extra='restart = "until-done"\nrestart_delay = 0\n'
+                                                  'agent = "claude"'))
+    herd.start().call("start", name="api")
+    status = herd.wait_state("api", "completed", timeout_s=30)
+    assert status["handle"] == "api/1" and status["run"] == 3
+    assert status["reason"] is None and status["plan"]["passing"] == 3
+    assert "every plan item passes" in herd.events("api", "completed")[0]["message"]
+
+
+def test_until_done_stops_a_loop_that_passes_nothing_new(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=2)
+    herd.write(watched(repo, command=script('print("did nothing")'),
+                       extra='restart = "until-done"\nrestart_delay = 0'))
+    herd.start().call("start", name="api")
+    status = herd.wait_state("api", "failed", timeout_s=30)
+    assert status["reason"] == "no-progress"
+    assert len(herd.events("api", "early-exit")) == 3
