@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
-from agentherd.sessions.plan import Plan, PlanDiff, PlanError, diff_plan, parse_plan
+from agentherd.sessions.plan import (
+    DEFAULT_MAX_PLAN_BYTES,
+    Plan,
+    PlanDiff,
+    PlanError,
+    diff_plan,
+    parse_plan,
+)
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
 from agentherd.supervisor import gitops
@@ -26,6 +33,9 @@ log = logging.getLogger("herd.observe")
 
 MAX_NEW_CHECKPOINTS = 50
 """At most this many commits are recorded from one ref move (a rebase can bring hundreds)."""
+
+PLAN_SETTLE_S = 0.15
+"""A plan that fails to parse is re-read after this pause; only a settled problem is reported."""
 
 PROGRESS_ENTRIES = 5
 """How many of the latest progress entries the status carries."""
@@ -110,15 +120,8 @@ class Observer:
         if signature is not None and signature == self._plan_sig:
             return
         self._plan_sig = signature
-        if signature is None:
-            self._plan_invalid(f"{self.config.plan}: deleted or unreadable; keeping the last "
-                               "good plan")
-            return
-        try:
-            data = await anyio.to_thread.run_sync(_read, path)
-            plan = parse_plan(data)
-        except (OSError, PlanError) as exc:
-            self._plan_invalid(f"{self.config.plan}: {exc}; keeping the last good plan")
+        plan = await self._read_settled_plan(path, signature)
+        if plan is None:
             return
         self.plan_error = None
         self.plan_current = plan
@@ -139,6 +142,33 @@ class Observer:
         elif not changes:
             self._reported_changes = ()
         self.session.touch()
+
+    async def _read_settled_plan(self, path: Path, signature: FileSignature | None
+                                 ) -> Plan | None:
+        """Parse the plan; report a problem only once the file stopped changing.
+
+        An agent's write is often truncate-then-write: the half-written moment is not news.
+        """
+        while True:
+            problem = None
+            plan = None
+            if signature is None:
+                problem = "deleted or unreadable"
+            elif signature.size > DEFAULT_MAX_PLAN_BYTES:
+                problem = f"too large: over the {DEFAULT_MAX_PLAN_BYTES} byte limit"
+            else:
+                try:
+                    plan = parse_plan(await anyio.to_thread.run_sync(_read, path))
+                except (OSError, PlanError) as exc:
+                    problem = str(exc)
+            if plan is not None:
+                return plan
+            await anyio.sleep(PLAN_SETTLE_S)
+            now = _signature(path)
+            if now == signature:
+                self._plan_invalid(f"{self.config.plan}: {problem}; keeping the last good plan")
+                return None
+            signature = self._plan_sig = now
 
     def _plan_invalid(self, message: str) -> None:
         if message == self.plan_error:

@@ -190,8 +190,8 @@ class HerdApp(App[None]):
 
     def _refresh(self) -> None:
         """Bring the table and the summary up to date (uptimes move even without a snapshot)."""
-        if not self._connected:
-            return
+        if not self._connected or not self.table.is_attached:
+            return  # also while the app shuts down: the tick may outlive the widgets
         self.table.show(self.statuses)
         summary = f"herd  {fleet_summary(self.statuses)}"
         if summary != self._summary:
