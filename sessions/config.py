@@ -143,8 +143,10 @@ class SessionConfig(_Strict):
     @field_validator("command")
     @classmethod
     def _command(cls, value: Argv | str) -> Argv | str:
-        if (isinstance(value, str) and not value.strip()) or (isinstance(value, list) and not value):
-            raise ValueError("must not be empty; give an argv list like [\"claude\", \"-p\", \"...\"]")
+        if (isinstance(value, str) and not value.strip()) or (
+            isinstance(value, list) and not value
+        ):
+            raise ValueError('must not be empty; give an argv list like ["claude", "-p", "..."]')
         if isinstance(value, list) and not value[0]:
             raise ValueError("the program (first element) must not be empty")
         return value
@@ -163,7 +165,9 @@ class SessionConfig(_Strict):
         if not name.startswith("SIG"):
             name = "SIG" + name
         if not hasattr(signal.Signals, name) or name in ("SIGKILL", "SIGSTOP"):
-            raise ValueError(f"{value!r} is not a signal herd can send first; use e.g. SIGTERM or SIGINT")
+            raise ValueError(
+                f"{value!r} is not a signal herd can send first; use e.g. SIGTERM or SIGINT"
+            )
         return name
 
     @field_validator("max_crashes", "log_max_bytes")
@@ -183,7 +187,9 @@ class SessionConfig(_Strict):
     @model_validator(mode="after")
     def _plan_for_until_done(self) -> SessionConfig:
         if self.restart == "until-done" and not self.plan:
-            raise ValueError('restart = "until-done" needs a plan file; add plan = "feature_list.json"')
+            raise ValueError(
+                'restart = "until-done" needs a plan file; add plan = "feature_list.json"'
+            )
         return self
 
     @property
@@ -254,7 +260,9 @@ def find_config(explicit: str | os.PathLike[str] | None = None, start: Path | No
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_file():
-            raise ConfigError([Problem(str(path), "no such file; check -c/--config or $HERD_CONFIG")])
+            raise ConfigError(
+                [Problem(str(path), "no such file; check -c/--config or $HERD_CONFIG")]
+            )
         return path.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -270,8 +278,10 @@ def _merge(defaults: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
     """Session keys override defaults; budget and on_drift merge key by key."""
     merged = dict(defaults)
     for key, value in session.items():
-        if key in ("budget", "on_drift") and isinstance(value, dict) and isinstance(
-            merged.get(key), dict
+        if (
+            key in ("budget", "on_drift")
+            and isinstance(value, dict)
+            and isinstance(merged.get(key), dict)
         ):
             merged[key] = {**merged[key], **value}
         else:
@@ -390,15 +400,19 @@ def _worktree_root(folder: Path) -> Path | None:
 
 
 def environment_problems(config: HerdConfig) -> list[Problem]:
-    """Problems that only the machine can show: missing folders, programs not on PATH, shared trees."""
+    """Problems only the machine can show: missing folders, programs not on PATH, shared trees."""
     file = config.path.name
     problems: list[Problem] = []
     roots: dict[Path, str] = {}
     for session in config.sessions:
         if not session.cwd.is_dir():
             problems.append(
-                Problem(file, f"{session.cwd} does not exist; create it or fix the path",
-                        session.name, "cwd")
+                Problem(
+                    file,
+                    f"{session.cwd} does not exist; create it or fix the path",
+                    session.name,
+                    "cwd",
+                )
             )
             continue
         if isinstance(session.command, list):
@@ -411,8 +425,12 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
                 found = shutil.which(program, path=search_path) is not None
             if not found:
                 problems.append(
-                    Problem(file, f"{program!r} is not on PATH; install it or give its full path",
-                            session.name, "command")
+                    Problem(
+                        file,
+                        f"{program!r} is not on PATH; install it or give its full path",
+                        session.name,
+                        "command",
+                    )
                 )
         root = _worktree_root(session.cwd)
         if root is not None:

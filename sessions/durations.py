@@ -9,7 +9,7 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(value: object) -> float:
-    """Return seconds for a duration value, or raise ValueError with a message a person can act on."""
+    """Seconds for a duration value, or ValueError with a message a person can act on."""
     if isinstance(value, bool):
         raise ValueError("must be a duration like 90s, 20m, 6h, 1h30m or a number of seconds")
     if isinstance(value, int | float):

@@ -26,7 +26,7 @@ class Event(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """One launch of `command` or `resume`: its identity, so a new daemon can find it, and its end."""
+    """One launch of `command` or `resume`: its identity (for a new daemon to find it) and end."""
 
     session: str
     run: int

@@ -24,8 +24,14 @@ TERMINAL_STATES = frozenset({State.STOPPED, State.COMPLETED, State.FAILED})
 """A task in one of these has ended; a new `start` begins a new task."""
 
 ACTIVE_STATES = frozenset(
-    {State.STARTING, State.RUNNING, State.PAUSED, State.WAITING_APPROVAL, State.BACKOFF,
-     State.STOPPING}
+    {
+        State.STARTING,
+        State.RUNNING,
+        State.PAUSED,
+        State.WAITING_APPROVAL,
+        State.BACKOFF,
+        State.STOPPING,
+    }
 )
 
 _TASK_STATE = {

@@ -61,8 +61,9 @@ class Client:
             sock.connect(str(self.socket_path))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
-            raise ApiError("no-daemon", "no herd daemon is running here; start one with "
-                           "`herd up`") from exc
+            raise ApiError(
+                "no-daemon", "no herd daemon is running here; start one with `herd up`"
+            ) from exc
         lines = _read_lines(sock)
         sock.sendall(encode(_hello()))
         hello = _check_hello(decode(next(lines)))
@@ -81,8 +82,9 @@ class Client:
             try:
                 return _result(decode(next(lines)))
             except StopIteration:
-                raise ApiError("internal", "the daemon closed the connection; see "
-                               ".herd/daemon.log") from None
+                raise ApiError(
+                    "internal", "the daemon closed the connection; see .herd/daemon.log"
+                ) from None
         finally:
             sock.close()
 
@@ -137,8 +139,9 @@ class AsyncClient:
         try:
             stream = await anyio.connect_unix(str(self.socket_path))
         except OSError as exc:
-            raise ApiError("no-daemon", "no herd daemon is running here; start one with "
-                           "`herd up`") from exc
+            raise ApiError(
+                "no-daemon", "no herd daemon is running here; start one with `herd up`"
+            ) from exc
         reader = BufferedByteReceiveStream(stream)
         await stream.send(encode(_hello()))
         hello = _check_hello(decode(await reader.receive_until(b"\n", MAX_MESSAGE_BYTES)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import signal
@@ -44,8 +45,9 @@ class DaemonAlreadyRunning(Exception):
 class Daemon:
     """One per state folder: the single writer of state, and the control API's server."""
 
-    def __init__(self, config: HerdConfig, socket_path: Path | None = None,
-                 timings: Timings | None = None) -> None:
+    def __init__(
+        self, config: HerdConfig, socket_path: Path | None = None, timings: Timings | None = None
+    ) -> None:
         self.config = config
         self.state_dir = config.state_dir
         self.socket_path = socket_path or socket_path_for(self.state_dir)
@@ -68,9 +70,7 @@ class Daemon:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise DaemonAlreadyRunning(
-                f"a herd daemon already runs for {self.state_dir}"
-            ) from None
+            raise DaemonAlreadyRunning(f"a herd daemon already runs for {self.state_dir}") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
@@ -88,16 +88,26 @@ class Daemon:
             self.store = Store(self.state_dir / "state.db")
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                ctx = Context(self.store, self.state_dir, tg, self.timings, self._announce,
-                              self.config.path, self.update_watch_targets)
+                ctx = Context(
+                    self.store,
+                    self.state_dir,
+                    tg,
+                    self.timings,
+                    self._announce,
+                    self.config.path,
+                    self.update_watch_targets,
+                )
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
                     record = records.get(session_config.name) or SessionRecord(
-                        name=session_config.name)
+                        name=session_config.name
+                    )
                     self.sessions[session_config.name] = SessionSupervisor(
-                        session_config, record, ctx)
-                self.watcher = FleetWatcher(self._on_file_change, self.timings.watch_debounce_ms,
-                                            self.timings.watch_step_ms)
+                        session_config, record, ctx
+                    )
+                self.watcher = FleetWatcher(
+                    self._on_file_change, self.timings.watch_debounce_ms, self.timings.watch_step_ms
+                )
                 queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(queue.run)
                 for supervisor in self.sessions.values():
@@ -110,8 +120,9 @@ class Daemon:
                     await supervisor.observer.refresh_all()
                 self.update_watch_targets()
                 await tg.start(self.watcher.run)
-                self._commit_daemon_event("daemon-started",
-                                          f"daemon {HERD_VERSION} started (pid {os.getpid()})")
+                self._commit_daemon_event(
+                    "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
+                )
                 tg.start_soon(self._reconcile_loop)
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
@@ -213,24 +224,41 @@ class Daemon:
         assert self.store is not None
         task = self.store.task(target)
         if task is None:
-            raise ApiError("unknown-handle", f"no task {target!r}; `herd status {name}` shows "
-                           "the current one")
-        return {"session": name, "handle": target, "run": task.first_run, "state": task.state,
-                "task_state": task_state(task.state), "reason": task.reason,
-                "started_at": task.started_at, "ended_at": task.ended_at}
+            raise ApiError(
+                "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
+            )
+        return {
+            "session": name,
+            "handle": target,
+            "run": task.first_run,
+            "state": task.state,
+            "task_state": task_state(task.state),
+            "reason": task.reason,
+            "started_at": task.started_at,
+            "ended_at": task.ended_at,
+        }
 
     async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         handle = await supervisor.start()
-        await send(result={"handle": handle, "session": supervisor.config.name,
-                           "state": str(supervisor.record.state)})
+        await send(
+            result={
+                "handle": handle,
+                "session": supervisor.config.name,
+                "state": str(supervisor.record.state),
+            }
+        )
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
         names = request.get("names") or [
-            s.config.name for s in self.sessions.values()
-            if s.config.autostart and (s.record.state == State.IDLE
-                                       or (s.record.state == State.STOPPED
-                                           and s.record.reason == "down"))]
+            s.config.name
+            for s in self.sessions.values()
+            if s.config.autostart
+            and (
+                s.record.state == State.IDLE
+                or (s.record.state == State.STOPPED and s.record.reason == "down")
+            )
+        ]
         started = []
         for name in names:
             supervisor = self._session(name)
@@ -254,8 +282,13 @@ class Daemon:
             handle = await supervisor.restart(source)
         except ValueError as exc:
             raise ApiError("bad-request", str(exc)) from None
-        await send(result={"handle": handle, "session": supervisor.config.name,
-                           "state": str(supervisor.record.state)})
+        await send(
+            result={
+                "handle": handle,
+                "session": supervisor.config.name,
+                "state": str(supervisor.record.state),
+            }
+        )
 
     async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
@@ -282,15 +315,26 @@ class Daemon:
             if task is None:
                 raise ApiError("unknown-handle", f"no task {handle!r}")
             if task.state in TERMINAL_STATES:
-                await send(result={"handle": handle, "state": str(task.state),
-                                   "reason": task.reason,
-                                   "exit": WAIT_EXIT_CODES[State(task.state)]})
+                await send(
+                    result={
+                        "handle": handle,
+                        "state": str(task.state),
+                        "reason": task.reason,
+                        "exit": WAIT_EXIT_CODES[State(task.state)],
+                    }
+                )
                 return
             changed = self._changed
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                await send(result={"handle": handle, "state": str(task.state),
-                                   "reason": task.reason, "exit": 124})
+                await send(
+                    result={
+                        "handle": handle,
+                        "state": str(task.state),
+                        "reason": task.reason,
+                        "exit": 124,
+                    }
+                )
                 return
             with anyio.move_on_after(min(remaining or 1.0, 1.0)):
                 await changed.wait()
@@ -323,8 +367,12 @@ class Daemon:
             version = sum(s.version for s in self.sessions.values())
             if version != last_version:
                 last_version = version
-                await send(stream={"sessions": [s.status() for s in self.sessions.values()],
-                                   "at": iso(utc_now())})
+                await send(
+                    stream={
+                        "sessions": [s.status() for s in self.sessions.values()],
+                        "at": iso(utc_now()),
+                    }
+                )
             await anyio.sleep(SNAPSHOT_INTERVAL_S)
 
     async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
@@ -335,18 +383,27 @@ class Daemon:
         path = run_dir(self.state_dir, supervisor.config.name, int(number)) / OUTPUT_FILE
         progress = supervisor.config.progress
         live = supervisor.run is not None and not supervisor.run.exited.is_set()
-        await send(result={
-            "run": int(number), "path": str(path), "current_run": supervisor.record.run,
-            "live": live and int(number) == supervisor.record.run,
-            "progress": str(supervisor.config.cwd / progress) if progress else None,
-            "state": str(supervisor.record.state)})
+        await send(
+            result={
+                "run": int(number),
+                "path": str(path),
+                "current_run": supervisor.record.run,
+                "live": live and int(number) == supervisor.record.run,
+                "progress": str(supervisor.config.cwd / progress) if progress else None,
+                "state": str(supervisor.record.state),
+            }
+        )
+
+    async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await send(result=await supervisor.report())
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
         """Stop every session gracefully, then the daemon."""
         with anyio.move_on_after(DOWN_TIMEOUT_S):
             async with anyio.create_task_group() as tg:
                 for supervisor in self.sessions.values():
-                    tg.start_soon(lambda s=supervisor: s.stop(reason="down"))
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
         self._commit_daemon_event("daemon-stopping", "daemon stopping (herd down)")
         await send(result={"stopped": [s.status() for s in self.sessions.values()]})
         self.request_shutdown()
@@ -357,10 +414,16 @@ class Daemon:
         self.request_shutdown()
 
     async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
-        await send(result={"version": HERD_VERSION, "pid": os.getpid(),
-                           "config": str(self.config.path), "state_dir": str(self.state_dir),
-                           "started_at": self.started_at,
-                           "sessions": sorted(self.sessions)})
+        await send(
+            result={
+                "version": HERD_VERSION,
+                "pid": os.getpid(),
+                "config": str(self.config.path),
+                "state_dir": str(self.state_dir),
+                "started_at": self.started_at,
+                "sessions": sorted(self.sessions),
+            }
+        )
 
 
 def run_foreground(config: HerdConfig, socket_path: Path | None = None) -> None:
@@ -370,6 +433,7 @@ def run_foreground(config: HerdConfig, socket_path: Path | None = None) -> None:
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
+
             async def on_signals() -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for _ in signals:

@@ -40,8 +40,15 @@ PLAN_SETTLE_S = 0.15
 PROGRESS_ENTRIES = 5
 """How many of the latest progress entries the status carries."""
 
-Submit = Callable[[str, str, Callable[[], Awaitable["VerifyResult"]],
-                   Callable[["VerifyResult"], Awaitable[None]]], object]
+Submit = Callable[
+    [
+        str,
+        str,
+        Callable[[], Awaitable["VerifyResult"]],
+        Callable[["VerifyResult"], Awaitable[None]],
+    ],
+    object,
+]
 
 
 @dataclass(frozen=True)
@@ -128,23 +135,31 @@ class Observer:
         if self.plan_baseline is None:
             self.plan_baseline = plan
             self.session.record.plan_baseline = plan.to_json()
-            self.session.commit_events(self.session.make_event(
-                "plan-baseline", f"plan baseline: {plan.passing}/{plan.total} items pass",
-                passing=plan.passing, total=plan.total))
+            self.session.commit_events(
+                self.session.make_event(
+                    "plan-baseline",
+                    f"plan baseline: {plan.passing}/{plan.total} items pass",
+                    passing=plan.passing,
+                    total=plan.total,
+                )
+            )
         self.plan_diff = diff_plan(self.plan_baseline, plan)
         changes = tuple(c.to_json() for c in self.plan_diff.changed_items)
         if changes and changes != self._reported_changes:
             self._reported_changes = changes
             summary = ", ".join(f"{c['change']} [{c['index']}]" for c in changes[:5])
-            self.session.commit_events(self.session.make_event(
-                "plan-tampered", f"{self.config.plan} changed against its baseline: {summary}",
-                changed_items=list(changes)))
+            self.session.commit_events(
+                self.session.make_event(
+                    "plan-tampered",
+                    f"{self.config.plan} changed against its baseline: {summary}",
+                    changed_items=list(changes),
+                )
+            )
         elif not changes:
             self._reported_changes = ()
         self.session.touch()
 
-    async def _read_settled_plan(self, path: Path, signature: FileSignature | None
-                                 ) -> Plan | None:
+    async def _read_settled_plan(self, path: Path, signature: FileSignature | None) -> Plan | None:
         """Parse the plan; report a problem only once the file stopped changing.
 
         An agent's write is often truncate-then-write: the half-written moment is not news.
@@ -204,8 +219,10 @@ class Observer:
             return
         read = read_progress_tail(data, max_entries=PROGRESS_ENTRIES)
         if read.binary:
-            self._progress_invalid(f"{self.config.progress}: looks binary, not a progress "
-                                   "file; keeping the last entries")
+            self._progress_invalid(
+                f"{self.config.progress}: looks binary, not a progress "
+                "file; keeping the last entries"
+            )
             return
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
@@ -229,8 +246,7 @@ class Observer:
         """The session's git folders (cached), or None when cwd is not a git worktree."""
         if self._git_paths is None:
             try:
-                self._git_paths = await anyio.to_thread.run_sync(gitops.git_paths,
-                                                                 self.config.cwd)
+                self._git_paths = await anyio.to_thread.run_sync(gitops.git_paths, self.config.cwd)
             except (gitops.NotAGitRepo, OSError):
                 return None
         return self._git_paths
@@ -251,8 +267,10 @@ class Observer:
         try:
             head = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
         except gitops.NotAGitRepo:
-            self._git_problem(f"{cwd} is not a git repository: no checkpoints, verification, "
-                              "rescue or reset", kind="not-a-git-repo")
+            self._git_problem(
+                f"{cwd} is not a git repository: no checkpoints, verification, rescue or reset",
+                kind="not-a-git-repo",
+            )
             return
         except Exception as exc:  # git can fail in many ways; the session goes on
             self._git_problem(f"cannot read git in {cwd}: {exc}")
@@ -273,14 +291,21 @@ class Observer:
             return
         try:
             new = await anyio.to_thread.run_sync(
-                gitops.commits_between, cwd, since, head.sha, MAX_NEW_CHECKPOINTS)
+                gitops.commits_between, cwd, since, head.sha, MAX_NEW_CHECKPOINTS
+            )
         except Exception:
             new = [head]
         for commit in new:
             if store.add_checkpoint(self.config.name, commit):
-                self.session.commit_events(self.session.make_event(
-                    "checkpoint", f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
-                    sha=commit.sha, subject=commit.subject, files=list(commit.files[:50])))
+                self.session.commit_events(
+                    self.session.make_event(
+                        "checkpoint",
+                        f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
+                        sha=commit.sha,
+                        subject=commit.subject,
+                        files=list(commit.files[:50]),
+                    )
+                )
         self.checkpoint = store.checkpoints(self.config.name, limit=1)[-1]
         self.session.note_progress()
         self._submit_verification(self.checkpoint.sha)
@@ -301,9 +326,15 @@ class Observer:
         async def job() -> VerifyResult:
             folder.mkdir(parents=True, exist_ok=True)
             return await run_verification(
-                self.config.cwd, sha, self.config.verify or "", self.config.verify_setup,
-                self.config.verify_timeout, folder, env=self.config.env,
-                log_path=folder / f"{sha}.log")
+                self.config.cwd,
+                sha,
+                self.config.verify or "",
+                self.config.verify_setup,
+                self.config.verify_timeout,
+                folder,
+                env=self.config.env,
+                log_path=folder / f"{sha}.log",
+            )
 
         self._verify_submit(self.config.name, sha, job, self._verified)
 
@@ -314,22 +345,36 @@ class Observer:
             self.checkpoint = self.checkpoint.model_copy(update={"verified": result.passed})
         if result.passed:
             event = self.session.make_event(
-                "verify-passed", f"checkpoint {result.sha[:7]} verified in "
-                f"{result.duration_s:.1f}s", sha=result.sha, duration_s=result.duration_s)
+                "verify-passed",
+                f"checkpoint {result.sha[:7]} verified in {result.duration_s:.1f}s",
+                sha=result.sha,
+                duration_s=result.duration_s,
+            )
             self.session.commit_events(event)
             return
         why = result.error or ("timed out" if result.timed_out else f"exit {result.exit_code}")
-        events = [self.session.make_event(
-            "verify-failed", f"checkpoint {result.sha[:7]} fails verification ({why})",
-            sha=result.sha, exit_code=result.exit_code, timed_out=result.timed_out,
-            output_tail=result.output_tail[-2000:])]
+        events = [
+            self.session.make_event(
+                "verify-failed",
+                f"checkpoint {result.sha[:7]} fails verification ({why})",
+                sha=result.sha,
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                output_tail=result.output_tail[-2000:],
+            )
+        ]
         claimed = await self._claimed_at(result.sha)
         if claimed:
-            events.append(self.session.make_event(
-                "claims-done-but-fails", f"checkpoint {result.sha[:7]} marks "
-                f"{len(claimed)} item(s) passing but fails verification: "
-                + "; ".join(inert(c)[:80] for c in claimed[:3]), sha=result.sha,
-                items=claimed))
+            events.append(
+                self.session.make_event(
+                    "claims-done-but-fails",
+                    f"checkpoint {result.sha[:7]} marks "
+                    f"{len(claimed)} item(s) passing but fails verification: "
+                    + "; ".join(inert(c)[:80] for c in claimed[:3]),
+                    sha=result.sha,
+                    items=claimed,
+                )
+            )
         self.session.commit_events(*events)
 
     async def _claimed_at(self, sha: str) -> list[str]:
@@ -338,10 +383,12 @@ class Observer:
             return []
         plan_file = self.config.plan
         try:
-            now_data = await anyio.to_thread.run_sync(gitops.read_at, self.config.cwd, sha,
-                                                      plan_file)
-            before_data = await anyio.to_thread.run_sync(gitops.read_at, self.config.cwd,
-                                                         f"{sha}~1", plan_file)
+            now_data = await anyio.to_thread.run_sync(
+                gitops.read_at, self.config.cwd, sha, plan_file
+            )
+            before_data = await anyio.to_thread.run_sync(
+                gitops.read_at, self.config.cwd, f"{sha}~1", plan_file
+            )
         except Exception:
             return []
         if now_data is None:
@@ -367,15 +414,21 @@ class Observer:
             plan = {"passing": 0, "total": 0, "changed_items": [], "error": self.plan_error}
         progress = None
         if self.progress_path is not None:
-            progress = {"updated_at": self.progress_updated_at,
-                        "latest": list(self.progress_latest)}
+            progress = {
+                "updated_at": self.progress_updated_at,
+                "latest": list(self.progress_latest),
+            }
             if self.progress_error:
                 progress["error"] = self.progress_error
         checkpoint = self.checkpoint.to_status_json() if self.checkpoint else None
         if checkpoint is None and self.git_error:
             checkpoint = None
-        return {"plan": plan, "progress": progress, "checkpoint": checkpoint,
-                "git_note": self.git_error}
+        return {
+            "plan": plan,
+            "progress": progress,
+            "checkpoint": checkpoint,
+            "git_note": self.git_error,
+        }
 
 
 PROGRESS_TAIL_BYTES = 256 * 1024

@@ -13,11 +13,15 @@ MAX_SOCKET_PATH_BYTES = 107
 def runtime_dir() -> Path:
     """A private (0700) folder for sockets: $XDG_RUNTIME_DIR/herd, else /tmp/herd-<uid>."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    folder = Path(base) / "herd" if base and Path(base).is_dir() else Path(f"/tmp/herd-{os.getuid()}")
+    folder = (
+        Path(base) / "herd" if base and Path(base).is_dir() else Path(f"/tmp/herd-{os.getuid()}")
+    )
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = folder.stat()
     if info.st_uid != os.getuid():
-        raise PermissionError(f"{folder} belongs to another user; set XDG_RUNTIME_DIR to a private folder")
+        raise PermissionError(
+            f"{folder} belongs to another user; set XDG_RUNTIME_DIR to a private folder"
+        )
     if info.st_mode & 0o077:
         folder.chmod(0o700)
     return folder

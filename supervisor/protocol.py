@@ -22,8 +22,16 @@ class ApiError(Exception):
     """An error reply: `code` tells scripts what happened, `message` tells people."""
 
     PERSON_CODES = frozenset(
-        {"unknown-session", "unknown-handle", "bad-request", "bad-state", "no-daemon",
-         "version-mismatch", "bad-config", "permission"}
+        {
+            "unknown-session",
+            "unknown-handle",
+            "bad-request",
+            "bad-state",
+            "no-daemon",
+            "version-mismatch",
+            "bad-config",
+            "permission",
+        }
     )
 
     def __init__(self, code: str, message: str) -> None:

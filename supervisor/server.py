@@ -86,8 +86,7 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
         request = decode(line)
         request_id = request.get("id")
         if request.get("op") == "hello":
-            await send(result={"version": HERD_VERSION, "protocol": PROTOCOL,
-                               "pid": os.getpid()})
+            await send(result={"version": HERD_VERSION, "protocol": PROTOCOL, "pid": os.getpid()})
             return
         await handler(request, send)
     except ApiError as exc:

@@ -20,6 +20,7 @@ from agentherd.sessions.agent_output import OutputParser, make_parser, valid_ses
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.sessions.report import ReportInput, build_report, render_markdown
 from agentherd.sessions.sanitize import inert_line
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor import gitops, procs
@@ -33,14 +34,33 @@ log = logging.getLogger("herd.session")
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
 
+REPORT_CHECKPOINTS = 500
+"""A report lists at most this many checkpoints (the newest)."""
+
 UNTIL_DONE_IDLE_RUNS = 3
 """until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
 
 WARNING_KINDS = frozenset(
-    {"plan-invalid", "plan-tampered", "claims-done-but-fails", "stalled", "repeated-failure",
-     "out-of-scope", "burn-without-progress", "early-exit", "budget-warning", "rate-limited",
-     "notify-failed", "resume-refused", "not-a-git-repo", "log-capped", "verify-failed",
-     "progress-invalid", "git-unavailable", "rescue-failed"}
+    {
+        "plan-invalid",
+        "plan-tampered",
+        "claims-done-but-fails",
+        "stalled",
+        "repeated-failure",
+        "out-of-scope",
+        "burn-without-progress",
+        "early-exit",
+        "budget-warning",
+        "rate-limited",
+        "notify-failed",
+        "resume-refused",
+        "not-a-git-repo",
+        "log-capped",
+        "verify-failed",
+        "progress-invalid",
+        "git-unavailable",
+        "rescue-failed",
+    }
 )
 
 
@@ -93,8 +113,14 @@ class Context:
 class LiveRun:
     """A run this daemon is watching: its record, identity, output reader and exit."""
 
-    def __init__(self, record: RunRecord, identity: procs.RunIdentity, folder: Path,
-                 parser: OutputParser, process: Process | None) -> None:
+    def __init__(
+        self,
+        record: RunRecord,
+        identity: procs.RunIdentity,
+        folder: Path,
+        parser: OutputParser,
+        process: Process | None,
+    ) -> None:
         self.record = record
         self.identity = identity
         self.folder = folder
@@ -133,11 +159,18 @@ class SessionSupervisor:
     # ----- state changes -------------------------------------------------------------------
 
     def _event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
-        return Event(at=iso(utc_now()) or "", session=self.config.name, run=run, kind=kind,
-                     message=message, data=data)
+        return Event(
+            at=iso(utc_now()) or "",
+            session=self.config.name,
+            run=run,
+            kind=kind,
+            message=message,
+            data=data,
+        )
 
-    def _commit(self, *events: Event, run: RunRecord | None = None,
-                task: TaskRecord | None = None) -> None:
+    def _commit(
+        self, *events: Event, run: RunRecord | None = None, task: TaskRecord | None = None
+    ) -> None:
         written = self.ctx.store.commit(
             Change(session=self.record, run=run, task=task, events=tuple(events))
         )
@@ -176,8 +209,11 @@ class SessionSupervisor:
         self.ctx.tg.start_soon(self._refresh, kind)
 
     async def _refresh(self, kind: str) -> None:
-        refresh = {"plan": self.observer.refresh_plan, "progress": self.observer.refresh_progress,
-                   "git": self.observer.refresh_git}[kind]
+        refresh = {
+            "plan": self.observer.refresh_plan,
+            "progress": self.observer.refresh_progress,
+            "git": self.observer.refresh_git,
+        }[kind]
         try:
             while True:
                 try:
@@ -202,11 +238,15 @@ class SessionSupervisor:
         self._set_state(state, reason)
         task = self._task()
         if task is not None and task.ended_at is None:
-            task = task.model_copy(update={"state": state, "reason": reason,
-                                           "ended_at": iso(utc_now())})
+            task = task.model_copy(
+                update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
+            )
         kind = {State.COMPLETED: "completed", State.FAILED: "failed"}.get(state, "stopped")
-        self._commit(self._event(kind, message, self.record.run, reason=reason,
-                                 handle=self.record.handle), task=task)
+        self._commit(
+            self._event(kind, message, self.record.run, reason=reason, handle=self.record.handle),
+            task=task,
+        )
+        self.ctx.tg.start_soon(self.write_report)
 
     # ----- commands ------------------------------------------------------------------------
 
@@ -218,8 +258,9 @@ class SessionSupervisor:
             await self._begin_task()
             return self.record.handle or ""
 
-    async def _begin_task(self, env_extra: dict[str, str] | None = None,
-                          mode: str = "command") -> None:
+    async def _begin_task(
+        self, env_extra: dict[str, str] | None = None, mode: str = "command"
+    ) -> None:
         first_run = self.record.run + 1
         handle = f"{self.config.name}/{first_run}"
         self.record.handle = handle
@@ -229,11 +270,18 @@ class SessionSupervisor:
         self.record.idle_runs = 0
         self.record.task_started_at = iso(utc_now())
         self.warnings.clear()
-        task = TaskRecord(handle=handle, session=self.config.name, first_run=first_run,
-                          state=State.STARTING, started_at=self.record.task_started_at or "")
+        task = TaskRecord(
+            handle=handle,
+            session=self.config.name,
+            first_run=first_run,
+            state=State.STARTING,
+            started_at=self.record.task_started_at or "",
+        )
         self._set_state(State.STARTING)
-        self._commit(self._event("task-started", f"task {handle} started", first_run,
-                                 handle=handle), task=task)
+        self._commit(
+            self._event("task-started", f"task {handle} started", first_run, handle=handle),
+            task=task,
+        )
         await self._launch(mode=mode, env_extra=env_extra or {})
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
@@ -248,20 +296,34 @@ class SessionSupervisor:
         if run is not None and not run.exited.is_set():
             run.record.stop_requested = True
             self._set_state(State.STOPPING, reason)
-            self._commit(self._event("stopping", f"stopping run {run.record.run} ({reason})",
-                                     run.record.run, kill=kill), run=run.record)
+            self._commit(
+                self._event(
+                    "stopping",
+                    f"stopping run {run.record.run} ({reason})",
+                    run.record.run,
+                    kill=kill,
+                ),
+                run=run.record,
+            )
             signum = 9 if kill else self.config.stop_signal_number
             gone = await procs.stop_tree(
-                run.identity, signum, self.config.stop_grace, self.ctx.timings.kill_wait_s,
-                self.ctx.timings.stop_poll_s, continue_first=run.paused,
+                run.identity,
+                signum,
+                self.config.stop_grace,
+                self.ctx.timings.kill_wait_s,
+                self.ctx.timings.stop_poll_s,
+                continue_first=run.paused,
             )
             with anyio.move_on_after(self.ctx.timings.kill_wait_s):
                 await run.exited.wait()
             run.handled = True
             await self._record_exit(run)
             if not gone:
-                self._end_task(State.FAILED, "unkillable",
-                               f"run {run.record.run} could not be killed; processes remain")
+                self._end_task(
+                    State.FAILED,
+                    "unkillable",
+                    f"run {run.record.run} could not be killed; processes remain",
+                )
                 return False
         if end_task and self.record.state not in TERMINAL_STATES | {State.IDLE}:
             self._end_task(State.STOPPED, reason, f"stopped ({reason})")
@@ -273,10 +335,12 @@ class SessionSupervisor:
             if from_rev not in (None, "last", "verified"):
                 # Check the target before anything stops: a bad --from changes nothing.
                 if not await anyio.to_thread.run_sync(gitops.is_git_repo, self.config.cwd):
-                    raise SessionError(f"{self.config.cwd} is not a git repository; --from "
-                                       "needs one")
-                from_rev = await anyio.to_thread.run_sync(gitops.resolve_commit,
-                                                          self.config.cwd, from_rev)
+                    raise SessionError(
+                        f"{self.config.cwd} is not a git repository; --from needs one"
+                    )
+                from_rev = await anyio.to_thread.run_sync(
+                    gitops.resolve_commit, self.config.cwd, from_rev
+                )
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:
@@ -347,8 +411,15 @@ class SessionSupervisor:
             "HERD_RESCUE_REF": "",
             **env_extra,
         }
-        record = RunRecord(session=self.config.name, run=number, handle=self.record.handle or "",
-                           argv=argv, mode=mode, tag=tag, started_at=iso(utc_now()))
+        record = RunRecord(
+            session=self.config.name,
+            run=number,
+            handle=self.record.handle or "",
+            argv=argv,
+            mode=mode,
+            tag=tag,
+            started_at=iso(utc_now()),
+        )
         self.record.run = number
         plan = self.observer.plan_current
         self.record.passing_at_run_start = plan.passing if plan is not None else None
@@ -370,12 +441,26 @@ class SessionSupervisor:
         task = self._task()
         if task is not None and task.state != State.RUNNING:
             task = task.model_copy(update={"state": State.RUNNING})
-        self._commit(self._event("run-started", f"run {number} started ({mode}): pid {record.pid}",
-                                 number, pid=record.pid, argv=argv, mode=mode),
-                     run=record, task=task)
+        self._commit(
+            self._event(
+                "run-started",
+                f"run {number} started ({mode}): pid {record.pid}",
+                number,
+                pid=record.pid,
+                argv=argv,
+                mode=mode,
+            ),
+            run=record,
+            task=task,
+        )
         known_id = self.record.agent_session_id if mode == "resume" else None
-        live = LiveRun(record, launched.identity, folder,
-                       make_parser(self.config.agent, session_id=known_id), launched.process)
+        live = LiveRun(
+            record,
+            launched.identity,
+            folder,
+            make_parser(self.config.agent, session_id=known_id),
+            launched.process,
+        )
         self._watch(live)
         self._enforce_log_cap()
 
@@ -463,18 +548,27 @@ class SessionSupervisor:
         live.record.usage = live.parser.usage.to_json()
         live.record.outcome = _outcome_name(outcome, self.config.agent, info)
         self._commit(
-            self._event("run-exited", f"run {live.record.run} ended: {info.describe()}"
-                        + ("" if live.record.outcome == info.describe()
-                           else f" ({live.record.outcome})"), live.record.run, exit_code=info.exit_code,
-                        signal=info.signal, outcome=live.record.outcome),
+            self._event(
+                "run-exited",
+                f"run {live.record.run} ended: {info.describe()}"
+                + ("" if live.record.outcome == info.describe() else f" ({live.record.outcome})"),
+                live.record.run,
+                exit_code=info.exit_code,
+                signal=info.signal,
+                outcome=live.record.outcome,
+            ),
             run=live.record,
         )
         if not live.record.stop_requested:
             leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
             if leftovers:
-                await procs.stop_tree(live.identity, self.config.stop_signal_number,
-                                      self.config.stop_grace, self.ctx.timings.kill_wait_s,
-                                      self.ctx.timings.stop_poll_s)
+                await procs.stop_tree(
+                    live.identity,
+                    self.config.stop_signal_number,
+                    self.config.stop_grace,
+                    self.ctx.timings.kill_wait_s,
+                    self.ctx.timings.stop_poll_s,
+                )
 
     # ----- restart policy --------------------------------------------------------------------
 
@@ -507,9 +601,12 @@ class SessionSupervisor:
         window = self.config.crash_window
         self.record.crash_times = [t for t in self.record.crash_times if now - t < window] + [now]
         if len(self.record.crash_times) >= self.config.max_crashes:
-            self._end_task(State.FAILED, "crash-loop",
-                           f"failed: {len(self.record.crash_times)} crashes within "
-                           f"{window:g}s (max_crashes {self.config.max_crashes})")
+            self._end_task(
+                State.FAILED,
+                "crash-loop",
+                f"failed: {len(self.record.crash_times)} crashes within "
+                f"{window:g}s (max_crashes {self.config.max_crashes})",
+            )
             return
         await self._schedule_restart(live, crashed=True)
 
@@ -519,14 +616,21 @@ class SessionSupervisor:
         before = self.record.passing_at_run_start
         if before is not None and passing_now <= before:
             self.record.idle_runs += 1
-            self._commit(self._event(
-                "early-exit", f"run {self.record.run} exited cleanly but no new plan item passes "
-                f"({passing_now} of {plan.total if plan else '?'}); "
-                f"{self.record.idle_runs}/{UNTIL_DONE_IDLE_RUNS} in a row", self.record.run))
+            self._commit(
+                self._event(
+                    "early-exit",
+                    f"run {self.record.run} exited cleanly but no new plan item passes "
+                    f"({passing_now} of {plan.total if plan else '?'}); "
+                    f"{self.record.idle_runs}/{UNTIL_DONE_IDLE_RUNS} in a row",
+                    self.record.run,
+                )
+            )
             if self.record.idle_runs >= UNTIL_DONE_IDLE_RUNS:
-                self._end_task(State.FAILED, "no-progress",
-                               f"failed: {UNTIL_DONE_IDLE_RUNS} runs in a row passed no new "
-                               "plan item")
+                self._end_task(
+                    State.FAILED,
+                    "no-progress",
+                    f"failed: {UNTIL_DONE_IDLE_RUNS} runs in a row passed no new plan item",
+                )
                 return False
         else:
             self.record.idle_runs = 0
@@ -543,21 +647,40 @@ class SessionSupervisor:
     async def _schedule_restart(self, live: LiveRun, crashed: bool) -> None:
         delay_s = self.backoff_delay_s(self.record.backoff_step)
         self.record.backoff_step += 1
-        self.record.backoff_until = iso(utc_now()) if delay_s <= 0 else iso(
-            __import__("datetime").datetime.fromtimestamp(time.time() + delay_s,
-                                                          __import__("datetime").UTC))
+        self.record.backoff_until = (
+            iso(utc_now())
+            if delay_s <= 0
+            else iso(
+                __import__("datetime").datetime.fromtimestamp(
+                    time.time() + delay_s, __import__("datetime").UTC
+                )
+            )
+        )
         self._set_state(State.BACKOFF, "crashed" if crashed else "exited")
-        self._commit(self._event(
-            "restart-scheduled", f"restart in {delay_s:.2f}s after run {live.record.run} "
-            f"({live.record.outcome})", live.record.run, delay_s=round(delay_s, 3),
-            crashed=crashed, step=self.record.backoff_step))
+        self._commit(
+            self._event(
+                "restart-scheduled",
+                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})",
+                live.record.run,
+                delay_s=round(delay_s, 3),
+                crashed=crashed,
+                step=self.record.backoff_step,
+            )
+        )
         self._backoff_generation += 1
         generation = self._backoff_generation
-        self.ctx.tg.start_soon(self._restart_after, delay_s, generation, crashed,
-                               live.record.run, live.exit)
+        self.ctx.tg.start_soon(
+            self._restart_after, delay_s, generation, crashed, live.record.run, live.exit
+        )
 
-    async def _restart_after(self, delay_s: float, generation: int, crashed: bool,
-                             last_run: int, last_exit: procs.ExitInfo | None) -> None:
+    async def _restart_after(
+        self,
+        delay_s: float,
+        generation: int,
+        crashed: bool,
+        last_run: int,
+        last_exit: procs.ExitInfo | None,
+    ) -> None:
         await anyio.sleep(delay_s)
         async with self._lock:
             if generation != self._backoff_generation or self.record.state != State.BACKOFF:
@@ -570,32 +693,53 @@ class SessionSupervisor:
             env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
             await self._launch(mode=mode, env_extra=env_extra)
 
-    async def _prepare_restart(self, target: str | None, last_run: int) -> tuple[dict[str, str],
-                                                                                 str]:
+    async def _prepare_restart(
+        self, target: str | None, last_run: int
+    ) -> tuple[dict[str, str], str]:
         """Rescue the dirty tree, reset to the restart target; say whether to resume."""
         env_extra: dict[str, str] = {}
         cwd = self.config.cwd
         if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
             if not self._git_warned and self.observer.git_error is None:
                 self._git_warned = True
-                self._commit(self._event("not-a-git-repo", f"{cwd} is not a git repository: "
-                                         "restarting without rescue or reset", last_run))
+                self._commit(
+                    self._event(
+                        "not-a-git-repo",
+                        f"{cwd} is not a git repository: restarting without rescue or reset",
+                        last_run,
+                    )
+                )
             return env_extra, self._resume_mode(last_run)
         ref = f"refs/herd/{self.config.name}/rescue/{last_run}"
         try:
             rescue_sha = await anyio.to_thread.run_sync(
-                gitops.save_rescue, cwd, ref, f"herd: rescue of run {last_run}")
+                gitops.save_rescue, cwd, ref, f"herd: rescue of run {last_run}"
+            )
             if rescue_sha:
                 env_extra["HERD_RESCUE_REF"] = ref
-                self._commit(self._event("rescue-saved", f"uncommitted work saved on {ref}",
-                                         last_run, ref=ref, sha=rescue_sha))
+                self._commit(
+                    self._event(
+                        "rescue-saved",
+                        f"uncommitted work saved on {ref}",
+                        last_run,
+                        ref=ref,
+                        sha=rescue_sha,
+                    )
+                )
             target_sha = await self._restart_target(target)
             if target_sha:
-                await anyio.to_thread.run_sync(gitops.reset_worktree, cwd, target_sha,
-                                               [self.ctx.config_path])
+                await anyio.to_thread.run_sync(
+                    gitops.reset_worktree, cwd, target_sha, [self.ctx.config_path]
+                )
                 env_extra["HERD_CHECKPOINT"] = target_sha
-                self._commit(self._event("worktree-reset", f"worktree reset to {target_sha[:12]}",
-                                         last_run, sha=target_sha))
+                self._commit(
+                    self._event(
+                        "worktree-reset",
+                        f"worktree reset to {target_sha[:12]}",
+                        last_run,
+                        sha=target_sha,
+                    )
+                )
         except Exception as exc:  # a git failure must not stop the restart itself
             log.exception("restart preparation failed for %s", self.config.name)
             self._commit(self._event("rescue-failed", f"could not rescue/reset: {exc}", last_run))
@@ -608,8 +752,13 @@ class SessionSupervisor:
             verified = self.ctx.store.last_verified(self.config.name)
             if verified is not None:
                 return verified
-            self._commit(self._event("no-verified-checkpoint", "no verified checkpoint yet; "
-                                     "restarting from the last checkpoint", self.record.run))
+            self._commit(
+                self._event(
+                    "no-verified-checkpoint",
+                    "no verified checkpoint yet; restarting from the last checkpoint",
+                    self.record.run,
+                )
+            )
         if wanted in ("last", "verified"):
             checkpoint = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
             return checkpoint.sha if checkpoint else None
@@ -620,8 +769,13 @@ class SessionSupervisor:
         if self.config.resume is None or not sid:
             return "command"
         if not valid_session_id(sid):
-            self._commit(self._event("resume-refused", f"session id {sid[:40]!r} does not look "
-                                     "like one; running command instead", last_run))
+            self._commit(
+                self._event(
+                    "resume-refused",
+                    f"session id {sid[:40]!r} does not look like one; running command instead",
+                    last_run,
+                )
+            )
             self.record.agent_session_id = None
             return "command"
         return "resume"
@@ -632,7 +786,9 @@ class SessionSupervisor:
         """After a daemon restart: adopt a live run, or record a dead one and apply policy."""
         async with self._lock:
             state = self.record.state
-            last = self.ctx.store.run(self.config.name, self.record.run) if self.record.run else None
+            last = (
+                self.ctx.store.run(self.config.name, self.record.run) if self.record.run else None
+            )
             if last is not None and last.ended_at is None and last.pid is None:
                 # The daemon died between writing the run and recording its pid.
                 found = await anyio.to_thread.run_sync(procs.find_leader, last.tag)
@@ -641,8 +797,9 @@ class SessionSupervisor:
                 else:
                     last.pid = 0  # never started, or gone without a trace: ended, exit unknown
             if last is not None and last.ended_at is None and last.pid is not None:
-                identity = procs.RunIdentity(last.pid, last.pgid or last.pid,
-                                             last.create_time or 0.0, last.tag)
+                identity = procs.RunIdentity(
+                    last.pid, last.pgid or last.pid, last.create_time or 0.0, last.tag
+                )
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
                 parser = make_parser(self.config.agent, session_id=last.agent_session_id)
                 live = LiveRun(last, identity, folder, parser, None)
@@ -651,8 +808,14 @@ class SessionSupervisor:
                     live.paused = state == State.PAUSED
                     if state not in (State.RUNNING, State.PAUSED, State.STOPPING):
                         self._set_state(State.RUNNING)
-                    self._commit(self._event("adopted", f"re-adopted run {last.run} (pid "
-                                             f"{last.pid})", last.run, pid=last.pid))
+                    self._commit(
+                        self._event(
+                            "adopted",
+                            f"re-adopted run {last.run} (pid {last.pid})",
+                            last.run,
+                            pid=last.pid,
+                        )
+                    )
                     self._watch(live)
                     if state == State.STOPPING:
                         self.ctx.tg.start_soon(self.stop)
@@ -676,11 +839,77 @@ class SessionSupervisor:
             if state == State.BACKOFF:
                 self._set_state(State.BACKOFF, self.record.reason)
                 self._backoff_generation += 1
-                self.ctx.tg.start_soon(self._restart_after, 0.0, self._backoff_generation, True,
-                                       self.record.run, None)
+                self.ctx.tg.start_soon(
+                    self._restart_after, 0.0, self._backoff_generation, True, self.record.run, None
+                )
             elif state in (State.STARTING, State.RUNNING, State.STOPPING, State.PAUSED):
                 # The store says active but no live run is recorded: the daemon died mid-launch.
                 self._end_task(State.FAILED, "lost", "the daemon stopped before the run started")
+
+    # ----- report ----------------------------------------------------------------------------
+
+    async def report(self) -> dict[str, Any]:
+        """The session's report: `{"report": <json form>, "markdown": <text>}`."""
+        store = self.ctx.store
+        name = self.config.name
+        handle = self.record.handle
+        checkpoints = store.checkpoints(name, limit=REPORT_CHECKPOINTS)
+        diffstat = None
+        touched: list[str] = []
+        if checkpoints:
+            first, last = checkpoints[0].sha, checkpoints[-1].sha
+            try:
+                base = await anyio.to_thread.run_sync(
+                    gitops.resolve_commit, self.config.cwd, f"{first}~1"
+                )
+            except (ValueError, gitops.GitError, gitops.NotAGitRepo):
+                base = first
+            try:
+                diffstat = await anyio.to_thread.run_sync(
+                    gitops.diffstat, self.config.cwd, base, last
+                )
+                touched = await anyio.to_thread.run_sync(
+                    gitops.files_touched, self.config.cwd, base, last
+                )
+            except Exception:  # the repo may be gone or rewritten; the report goes on
+                log.warning("no diffstat for %s", name, exc_info=True)
+        observer = self.observer
+        data = ReportInput(
+            session=name,
+            state=str(self.record.state),
+            reason=self.record.reason,
+            handle=handle,
+            generated_at=iso(utc_now()) or "",
+            task_started_at=self.record.task_started_at,
+            runs=[r for r in store.runs(name) if handle is None or r.handle == handle],
+            events=store.events(session=name, limit=100_000),
+            checkpoints=checkpoints,
+            verifications=store.verifications(name),
+            plan_baseline=observer.plan_baseline,
+            plan_current=observer.plan_current,
+            plan_error=observer.plan_error,
+            progress_latest=list(observer.progress_latest),
+            progress_updated_at=observer.progress_updated_at,
+            diffstat=diffstat,
+            files_touched=touched,
+            agent=self.config.agent,
+            cwd=str(self.config.cwd),
+        )
+        built = build_report(data)
+        return {"report": built, "markdown": render_markdown(built)}
+
+    async def write_report(self) -> None:
+        """Write `.herd/reports/<session>.md` and `.json` (done whenever a task ends)."""
+        try:
+            result = await self.report()
+            folder = self.ctx.state_dir / "reports"
+            folder.mkdir(exist_ok=True)
+            (folder / f"{self.config.name}.md").write_text(result["markdown"])
+            (folder / f"{self.config.name}.json").write_text(
+                __import__("json").dumps(result["report"], indent=2)
+            )
+        except Exception:
+            log.exception("writing the report of %s failed", self.config.name)
 
     # ----- logs ------------------------------------------------------------------------------
 
@@ -697,7 +926,8 @@ class SessionSupervisor:
         """Delete the oldest runs' logs until the session fits `log_max_bytes`."""
         folder = self.ctx.state_dir / "runs" / self.config.name
         logs = sorted(
-            (int(p.parent.name), p) for p in folder.glob(f"*/{procs.OUTPUT_FILE}")
+            (int(p.parent.name), p)
+            for p in folder.glob(f"*/{procs.OUTPUT_FILE}")
             if p.parent.name.isdigit()
         )
         total = sum(p.stat().st_size for _, p in logs if p.exists())
@@ -707,8 +937,13 @@ class SessionSupervisor:
             size = path.stat().st_size
             path.unlink()
             total -= size
-            self._commit(self._event("log-capped", f"deleted the log of run {number} "
-                                     f"({size} bytes) to stay under log_max_bytes", number))
+            self._commit(
+                self._event(
+                    "log-capped",
+                    f"deleted the log of run {number} ({size} bytes) to stay under log_max_bytes",
+                    number,
+                )
+            )
 
     def check_log_cap(self) -> None:
         """Slow-path check: delete old logs if the session's logs grew past the cap."""
@@ -741,8 +976,10 @@ class SessionSupervisor:
             "usage": usage,
             "budget": None,
             "logs": {"bytes": self.log_bytes(), "cap_bytes": self.config.log_max_bytes},
-            "warnings": [{"seq": w.seq, "kind": w.kind, "message": w.message, "at": w.at}
-                         for w in self.warnings],
+            "warnings": [
+                {"seq": w.seq, "kind": w.kind, "message": w.message, "at": w.at}
+                for w in self.warnings
+            ],
             "last_line": run.last_line if run is not None else "",
             "agent": self.config.agent,
         }

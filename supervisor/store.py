@@ -127,15 +127,25 @@ class Store:
                 self._db.execute(
                     "INSERT OR REPLACE INTO tasks(handle, session, first_run, data) "
                     "VALUES(?, ?, ?, ?)",
-                    (change.task.handle, change.task.session, change.task.first_run,
-                     change.task.model_dump_json()),
+                    (
+                        change.task.handle,
+                        change.task.session,
+                        change.task.first_run,
+                        change.task.model_dump_json(),
+                    ),
                 )
             for event in change.events:
                 cursor = self._db.execute(
                     "INSERT INTO events(at, session, run, kind, message, data) "
                     "VALUES(?, ?, ?, ?, ?, ?)",
-                    (event.at, event.session, event.run, event.kind, event.message,
-                     json.dumps(event.data)),
+                    (
+                        event.at,
+                        event.session,
+                        event.run,
+                        event.kind,
+                        event.message,
+                        json.dumps(event.data),
+                    ),
                 )
                 written.append(event.model_copy(update={"seq": cursor.lastrowid}))
         return written
@@ -192,8 +202,15 @@ class Store:
         query += " ORDER BY seq LIMIT ?"
         params.append(limit)
         return [
-            Event(seq=r[0], at=r[1], session=r[2], run=r[3], kind=r[4], message=r[5],
-                  data=json.loads(r[6]))
+            Event(
+                seq=r[0],
+                at=r[1],
+                session=r[2],
+                run=r[3],
+                kind=r[4],
+                message=r[5],
+                data=json.loads(r[6]),
+            )
             for r in self._db.execute(query, params).fetchall()
         ]
 
@@ -206,8 +223,9 @@ class Store:
             )
         return cursor.rowcount > 0
 
-    def set_verification(self, session: str, sha: str, passed: bool,
-                         result: dict[str, Any]) -> None:
+    def set_verification(
+        self, session: str, sha: str, passed: bool, result: dict[str, Any]
+    ) -> None:
         """Store a verification result for a checkpoint."""
         with self._transaction():
             self._db.execute(
@@ -223,7 +241,8 @@ class Store:
         ).fetchall()
         return [
             Checkpoint.model_validate_json(data).model_copy(
-                update={"verified": None if verified is None else bool(verified)})
+                update={"verified": None if verified is None else bool(verified)}
+            )
             for data, verified in reversed(rows)
         ]
 
@@ -231,14 +250,17 @@ class Store:
         """Verification results by checkpoint sha."""
         rows = self._db.execute(
             "SELECT sha, verification FROM checkpoints WHERE session=? AND verification "
-            "IS NOT NULL", (session,)).fetchall()
+            "IS NOT NULL",
+            (session,),
+        ).fetchall()
         return {sha: json.loads(result) for sha, result in rows}
 
     def last_verified(self, session: str) -> str | None:
         """The newest checkpoint whose verification passed."""
         row = self._db.execute(
             "SELECT sha FROM checkpoints WHERE session=? AND verified=1 ORDER BY id DESC LIMIT 1",
-            (session,)).fetchone()
+            (session,),
+        ).fetchone()
         return str(row[0]) if row else None
 
     def last_seq(self) -> int:

@@ -1,4 +1,4 @@
-"""Read a growing log file by offset: new bytes only, truncation handled, a bounded read per call."""
+"""Read a growing log file by offset: new bytes only, truncation handled, bounded reads."""
 
 from __future__ import annotations
 

@@ -23,8 +23,15 @@ from agentherd.supervisor.client import Client
 from agentherd.supervisor.daemon import Daemon
 from agentherd.supervisor.session import Timings
 
-FAST = Timings(tail_poll_s=0.05, adopt_poll_s=0.05, stop_poll_s=0.02, kill_wait_s=3.0,
-               drain_wait_s=1.0, reconcile_s=0.2, jitter=lambda: 1.0)
+FAST = Timings(
+    tail_poll_s=0.05,
+    adopt_poll_s=0.05,
+    stop_poll_s=0.02,
+    kill_wait_s=3.0,
+    drain_wait_s=1.0,
+    reconcile_s=0.2,
+    jitter=lambda: 1.0,
+)
 """Test timings: short polls, no jitter, so tests wait on conditions that come quickly."""
 
 PY = sys.executable
@@ -81,7 +88,10 @@ def git(cwd: Path, *args: str) -> str:
     """Run git with a fixed identity; return stdout."""
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
@@ -160,7 +170,9 @@ class Herd:
     def wait_state(self, name: str, *states: str, timeout_s: float = 15.0) -> dict[str, Any]:
         return wait_until(  # type: ignore[no-any-return]
             lambda: (s := self.status(name))["state"] in states and s,
-            timeout_s, f"{name} to reach {states}")
+            timeout_s,
+            f"{name} to reach {states}",
+        )
 
     def events(self, session: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         found = self.client.call("events", session=session)
@@ -168,8 +180,14 @@ class Herd:
 
     def cli(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
         """Run the real `herd` command in this folder."""
-        return subprocess.run([HERD, *args], cwd=self.root, capture_output=True, text=True,
-                              timeout=timeout_s, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [HERD, *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 @pytest.fixture

@@ -19,8 +19,14 @@ SLEEPER = script("""
 
 
 def run_herd(cwd: Path, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HERD, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [HERD, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_init_writes_a_config_that_checks_and_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -37,7 +43,8 @@ def test_init_writes_a_config_that_checks_and_refuses_to_overwrite(tmp_path: Pat
 
 def test_check_prints_one_line_per_problem_and_exits_2(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text(
-        '[[session]]\nname = "api"\ncommand = ["x"]\nbudget = { cost_usd = -1 }\n')
+        '[[session]]\nname = "api"\ncommand = ["x"]\nbudget = { cost_usd = -1 }\n'
+    )
     result = run_herd(tmp_path, "check")
     assert result.returncode == 2
     assert result.stderr == 'herd.toml: session "api": budget.cost_usd: must be a positive number\n'
@@ -65,7 +72,8 @@ def test_no_config_and_no_daemon_are_person_errors(tmp_path: Path) -> None:
 def test_up_refuses_a_bad_fleet_before_starting_anything(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text(
         '[[session]]\nname = "a"\ncommand = ["true"]\n'
-        '[[session]]\nname = "b"\ncommand = ["true"]\ncwd = "missing"\n')
+        '[[session]]\nname = "b"\ncommand = ["true"]\ncwd = "missing"\n'
+    )
     result = run_herd(tmp_path, "up", "--no-tui")
     assert result.returncode == 2 and "does not exist" in result.stderr
     assert not (tmp_path / ".herd" / "state.db").exists(), "nothing half-started"
@@ -91,8 +99,10 @@ def test_verbs_json_and_wait_exit_codes(herd: Herd) -> None:
     """)
     herd.start()
     started = herd.cli("start", "ok", "--json")
-    assert json.loads(started.stdout) == {"handle": "ok/1", "session": "ok",
-                                          "state": "running"} or "ok/1" in started.stdout
+    assert (
+        json.loads(started.stdout) == {"handle": "ok/1", "session": "ok", "state": "running"}
+        or "ok/1" in started.stdout
+    )
     assert herd.cli("wait", "ok/1").returncode == 0
     assert herd.cli("start", "bad").stdout.strip() == "bad/1"
     failed = herd.cli("wait", "bad")
@@ -103,10 +113,28 @@ def test_verbs_json_and_wait_exit_codes(herd: Herd) -> None:
     herd.cli("stop", "long")
     assert herd.cli("wait", "long/1").returncode == 3
     status = json.loads(herd.cli("status", "ok", "--json").stdout)
-    for field in ("session", "handle", "run", "state", "task_state", "reason", "pid",
-                  "exit_code", "signal", "restarts", "started_at", "ended_at",
-                  "agent_session_id", "plan", "progress", "checkpoint", "usage", "budget",
-                  "logs", "warnings"):
+    for field in (
+        "session",
+        "handle",
+        "run",
+        "state",
+        "task_state",
+        "reason",
+        "pid",
+        "exit_code",
+        "signal",
+        "restarts",
+        "started_at",
+        "ended_at",
+        "agent_session_id",
+        "plan",
+        "progress",
+        "checkpoint",
+        "usage",
+        "budget",
+        "logs",
+        "warnings",
+    ):
         assert field in status, field
     assert status["state"] == "completed" and status["exit_code"] == 0
     listing = json.loads(herd.cli("ls", "--json").stdout)
@@ -147,18 +175,25 @@ def test_logs_follow_prints_new_output_and_the_next_run(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
         name = "ticker"
-        command = {script('''
+        command = {
+        script('''
             import os, time
             for i in range(3):
                 print("run", os.environ["HERD_RUN"], "tick", i, flush=True)
                 time.sleep(0.05)
-        ''')}
+        ''')
+    }
         restart = "always"
         restart_delay = "0.2s"
     """)
     herd.start().call("start", name="ticker")
-    follower = subprocess.Popen([HERD, "logs", "ticker", "-f"], cwd=herd.root,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follower = subprocess.Popen(
+        [HERD, "logs", "ticker", "-f"],
+        cwd=herd.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         seen: list[str] = []
 
@@ -185,11 +220,12 @@ def test_events_json_lines_and_since(herd: Herd) -> None:
     herd.wait_state("api", "completed")
     lines = herd.cli("events", "--json").stdout.splitlines()
     events = [json.loads(line) for line in lines]
-    assert all(set(e) == {"seq", "at", "session", "run", "kind", "message", "data"}
-               for e in events)
+    assert all(set(e) == {"seq", "at", "session", "run", "kind", "message", "data"} for e in events)
     since = events[1]["seq"]
-    later = [json.loads(x) for x in herd.cli("events", "--json", "--since", str(since))
-             .stdout.splitlines()]
+    later = [
+        json.loads(x)
+        for x in herd.cli("events", "--json", "--since", str(since)).stdout.splitlines()
+    ]
     assert [e["seq"] for e in later] == [e["seq"] for e in events if e["seq"] > since]
     human = herd.cli("events", "--session", "api").stdout
     assert "api/1 run-started" in human
@@ -197,8 +233,9 @@ def test_events_json_lines_and_since(herd: Herd) -> None:
 
 @pytest.mark.timeout(120)
 def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
-    (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\n'
-                                        f'stop_grace = "2s"\n')
+    (tmp_path / "herd.toml").write_text(
+        f'[[session]]\nname = "api"\ncommand = {SLEEPER}\nstop_grace = "2s"\n'
+    )
     up = run_herd(tmp_path, "up", "--no-tui")
     try:
         assert up.returncode == 0, up.stderr
@@ -218,15 +255,34 @@ def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
 
 def test_two_ups_at_once_end_with_one_daemon(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\n')
-    procs = [subprocess.Popen([HERD, "up", "--no-tui"], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [HERD, "up", "--no-tui"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     try:
         for proc in procs:
             proc.wait(30)
             assert proc.returncode == 0, proc.stderr.read()  # type: ignore[union-attr]
         pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
-        wait_until(lambda: len([p for p in _processes_running("agentherd.supervisor.main")
-                                if str(tmp_path) in " ".join(p)]) == 1, what="one daemon")
+        wait_until(
+            lambda: (
+                len(
+                    [
+                        p
+                        for p in _processes_running("agentherd.supervisor.main")
+                        if str(tmp_path) in " ".join(p)
+                    ]
+                )
+                == 1
+            ),
+            what="one daemon",
+        )
         assert "Traceback" not in (tmp_path / ".herd" / "daemon.log").read_text()
         assert os.path.exists(f"/proc/{pid}")
         starts = [e for e in _events(tmp_path) if e["kind"] == "run-started"]

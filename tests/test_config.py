@@ -25,8 +25,16 @@ def problems(text: str, tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90s", 90), ("20m", 1200), ("6h", 21600), ("1h30m", 5400), (45, 45), ("2.5", 2.5),
-     ("0.2s", 0.2), ("250ms", 0.25)],
+    [
+        ("90s", 90),
+        ("20m", 1200),
+        ("6h", 21600),
+        ("1h30m", 5400),
+        (45, 45),
+        ("2.5", 2.5),
+        ("0.2s", 0.2),
+        ("250ms", 0.25),
+    ],
 )
 def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -39,14 +47,16 @@ def test_bad_durations_say_how_to_write_one(bad: object) -> None:
 
 
 def test_a_negative_budget_names_file_session_and_field(tmp_path: Path) -> None:
-    lines = problems('[[session]]\nname = "api"\ncommand = ["x"]\nbudget = { cost_usd = -1 }\n',
-                     tmp_path)
+    lines = problems(
+        '[[session]]\nname = "api"\ncommand = ["x"]\nbudget = { cost_usd = -1 }\n', tmp_path
+    )
     assert lines == ['herd.toml: session "api": budget.cost_usd: must be a positive number']
 
 
 def test_unknown_keys_are_errors_with_a_suggestion(tmp_path: Path) -> None:
-    lines = problems('colour = 1\n[[session]]\nname = "api"\ncommand = ["x"]\nrestrat = "always"\n',
-                     tmp_path)
+    lines = problems(
+        'colour = 1\n[[session]]\nname = "api"\ncommand = ["x"]\nrestrat = "always"\n', tmp_path
+    )
     assert 'herd.toml: session "api": restrat: unknown key; did you mean "restart"?' in lines
     assert any(line.startswith("herd.toml: colour: unknown key") for line in lines)
 
@@ -62,7 +72,7 @@ def test_every_problem_is_reported_once(tmp_path: Path) -> None:
         'herd.toml: session "b d": name: use 1-64 letters, digits, - and _',
         'herd.toml: session "b d": command: must not be empty; give an argv list like '
         '["claude", "-p", "..."]',
-        'herd.toml: session "b d": restart: must be \'never\', \'on-failure\', \'always\' or '
+        "herd.toml: session \"b d\": restart: must be 'never', 'on-failure', 'always' or "
         "'until-done'",
         "herd.toml: session \"b d\": stop_grace: 'abc' is not a duration; write it like 90s, "
         "20m, 6h, 1h30m or a number of seconds",
@@ -77,15 +87,18 @@ def test_not_toml_is_one_line(tmp_path: Path) -> None:
 
 
 def test_until_done_needs_a_plan(tmp_path: Path) -> None:
-    lines = problems('[[session]]\nname = "a"\ncommand = ["x"]\nrestart = "until-done"\n',
-                     tmp_path)
-    assert lines == ['herd.toml: session "a": restart = "until-done" needs a plan file; add '
-                     'plan = "feature_list.json"']
+    lines = problems('[[session]]\nname = "a"\ncommand = ["x"]\nrestart = "until-done"\n', tmp_path)
+    assert lines == [
+        'herd.toml: session "a": restart = "until-done" needs a plan file; add '
+        'plan = "feature_list.json"'
+    ]
 
 
 def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
-    lines = problems('[[session]]\nname = "a"\ncommand = ["x"]\n'
-                     '[[session]]\nname = "a"\ncommand = ["y"]\n', tmp_path)
+    lines = problems(
+        '[[session]]\nname = "a"\ncommand = ["x"]\n[[session]]\nname = "a"\ncommand = ["y"]\n',
+        tmp_path,
+    )
     assert lines == ['herd.toml: session "a": name: another session has this name']
 
 
@@ -136,7 +149,7 @@ def test_environment_problems_missing_cwd_and_program(tmp_path: Path) -> None:
     )
     lines = [str(p) for p in environment_problems(load_config(tmp_path / "herd.toml"))]
     assert lines == [
-        'herd.toml: session "a": command: \'no-such-program-xyz\' is not on PATH; install it or '
+        "herd.toml: session \"a\": command: 'no-such-program-xyz' is not on PATH; install it or "
         "give its full path",
         f'herd.toml: session "b": cwd: {tmp_path / "missing"} does not exist; create it or fix '
         "the path",
@@ -152,5 +165,7 @@ def test_two_sessions_in_one_worktree_get_a_warning(tmp_path: Path) -> None:
     )
     found = environment_problems(load_config(tmp_path / "herd.toml"))
     assert len(found) == 1 and found[0].warning
-    assert str(found[0]).startswith('warning: herd.toml: session "b": cwd: shares the git '
-                                    f'worktree {tmp_path / "repo"} with session "a"')
+    assert str(found[0]).startswith(
+        'warning: herd.toml: session "b": cwd: shares the git '
+        f'worktree {tmp_path / "repo"} with session "a"'
+    )

@@ -38,8 +38,12 @@ stop_grace = "3s"
 def sim_repo(path: Path, features: int = 4, ignored: bool = False) -> Path:
     """A git repo set up by the simulated agent's initializer (plan, progress, first commit)."""
     make_repo(path)
-    subprocess.run([*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
-                   cwd=path, check=True, capture_output=True)
+    subprocess.run(
+        [*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
+        cwd=path,
+        check=True,
+        capture_output=True,
+    )
     if ignored:
         with open(path / ".gitignore", "a") as ignore:
             ignore.write("*.log\n")
@@ -49,8 +53,9 @@ def sim_repo(path: Path, features: int = 4, ignored: bool = False) -> Path:
 
 
 def run_herd(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HERD, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [HERD, *args], cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
 
 
 def events_of(cwd: Path) -> list[dict[str, object]]:
@@ -62,8 +67,9 @@ def events_of(cwd: Path) -> list[dict[str, object]]:
 def test_kill_9_of_the_daemon_readopts_live_agents_and_restarts_a_dead_one(
     tmp_path: Path,
 ) -> None:
-    blocks = [sim_session(f"a{i}", sim_repo(tmp_path / f"a{i}"), "--delay", "2.5")
-              for i in range(5)]
+    blocks = [
+        sim_session(f"a{i}", sim_repo(tmp_path / f"a{i}"), "--delay", "2.5") for i in range(5)
+    ]
     crasher = make_repo(tmp_path / "c")
     go = tmp_path / "crash-now"
     crash_later = script(f"""
@@ -91,6 +97,7 @@ restart_delay = 0
     (tmp_path / "herd.toml").write_text("".join(blocks))
     assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
     try:
+
         def all_running() -> list[dict[str, object]] | None:
             listing = json.loads(run_herd(tmp_path, "ls", "--json").stdout)
             ready = all(s["state"] == "running" and s["agent_session_id"] for s in listing)
@@ -100,21 +107,30 @@ restart_delay = 0
         agent_pids = {s["session"]: s["pid"] for s in statuses}
         daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
         os.kill(daemon_pid, signal.SIGKILL)
-        wait_until(lambda: not psutil.pid_exists(daemon_pid)
-                   or psutil.Process(daemon_pid).status() == "zombie")
+        wait_until(
+            lambda: (
+                not psutil.pid_exists(daemon_pid) or psutil.Process(daemon_pid).status() == "zombie"
+            )
+        )
         # The crasher dies while no daemon runs; the others keep running and writing.
         go.write_text("now")
-        wait_until(lambda: (tmp_path / ".herd/runs/c/1/exit_status").exists(), timeout_s=30,
-                   what="the crasher to crash while the daemon is dead")
+        wait_until(
+            lambda: (tmp_path / ".herd/runs/c/1/exit_status").exists(),
+            timeout_s=30,
+            what="the crasher to crash while the daemon is dead",
+        )
         for name, pid in agent_pids.items():
             if name != "c":
                 assert psutil.pid_exists(pid), f"{name} died with the daemon"
         log_size = (tmp_path / ".herd/runs/a0/1/output.log").stat().st_size
-        wait_until(lambda: (tmp_path / ".herd/runs/a0/1/output.log").stat().st_size > log_size,
-                   what="output to keep landing while no daemon runs")
+        wait_until(
+            lambda: (tmp_path / ".herd/runs/a0/1/output.log").stat().st_size > log_size,
+            what="output to keep landing while no daemon runs",
+        )
 
         began = time.monotonic()
         assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
+
         def adoptions() -> list[dict[str, object]] | None:
             found = [e for e in events_of(tmp_path) if e["kind"] == "adopted"]
             return found if len(found) == 5 else None
@@ -125,8 +141,13 @@ restart_delay = 0
         print(f"re-adopted 5 agents {readopt_s:.2f}s after `herd up` began (CLI start included)")
 
         for name in [f"a{i}" for i in range(5)] + ["c"]:
-            waited = subprocess.run([HERD, "wait", name, "--timeout", "60"], cwd=tmp_path,
-                                    capture_output=True, text=True, timeout=90)
+            waited = subprocess.run(
+                [HERD, "wait", name, "--timeout", "60"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=90,
+            )
             assert waited.returncode == 0, (name, waited.stdout, waited.stderr)
         events = events_of(tmp_path)
         for i in range(5):
@@ -138,7 +159,9 @@ restart_delay = 0
         kinds = [e["kind"] for e in c_events]
         assert "rescue-saved" in kinds and "worktree-reset" in kinds
         resumed = [e for e in c_events if e["kind"] == "run-started"][-1]
-        assert resumed["data"]["mode"] == "resume", "\n".join(f"{e['kind']}: {e['message']}" for e in c_events)
+        assert resumed["data"]["mode"] == "resume", "\n".join(
+            f"{e['kind']}: {e['message']}" for e in c_events
+        )
         assert git(crasher, "status", "--porcelain") == "", "reset to the checkpoint"
         assert git(crasher, "show", "refs/herd/c/rescue/1:README.md") == "half an edit"
     finally:
@@ -155,14 +178,16 @@ def test_a_crash_mid_edit_is_rescued_reset_and_resumed(herd: Herd) -> None:
     resumed = herd.events("api", "run-started")[1]
     assert resumed["data"]["mode"] == "resume"
     assert resumed["data"]["argv"][-2:] == ["--resume", status["agent_session_id"]] or (
-        status["agent_session_id"] in resumed["data"]["argv"])
+        status["agent_session_id"] in resumed["data"]["argv"]
+    )
     rescue = herd.events("api", "rescue-saved")[0]["data"]
     assert rescue["ref"] == "refs/herd/api/rescue/1"
     files = git(repo, "ls-tree", "-r", "--name-only", rescue["ref"]).split()
     assert "src/wip_2.py" in files, "the untracked edit is in the rescue ref"
     tracked_diff = git(repo, "diff", "--name-only", f"{rescue['ref']}~1", rescue["ref"])
     assert "src/wip_2.py" in tracked_diff and len(tracked_diff.split()) == 2, (
-        "the modified tracked file is in the rescue ref too")
+        "the modified tracked file is in the rescue ref too"
+    )
     assert "debug.log" not in files, "ignored files are not rescued"
     assert (repo / "debug.log").read_text() == "ignored, must survive a reset\n"
     reset = herd.events("api", "worktree-reset")[0]["data"]
@@ -284,7 +309,8 @@ def test_stop_leaves_no_setsid_or_double_forked_descendant(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
         name = "forky"
-        command = {script(f'''
+        command = {
+        script(f'''
             import os, subprocess, sys, time
             escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                        start_new_session=True)
@@ -296,7 +322,8 @@ def test_stop_leaves_no_setsid_or_double_forked_descendant(herd: Herd) -> None:
             open({str(pids_file)!r}, "w").write(str(escaped.pid))
             print("spawned", flush=True)
             time.sleep(60)
-        ''')}
+        ''')
+    }
         stop_grace = "1s"
     """)
     client = herd.start()
@@ -327,12 +354,14 @@ def test_leftovers_of_an_exited_run_are_swept_before_the_restart(herd: Herd) -> 
     herd.write(f"""
         [[session]]
         name = "leaky"
-        command = {script('''
+        command = {
+        script('''
             import subprocess, sys
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              start_new_session=True)
             print("leader exits, child lingers", flush=True)
-        ''')}
+        ''')
+    }
         restart = "never"
         stop_grace = "1s"
     """)

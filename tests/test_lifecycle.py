@@ -62,14 +62,16 @@ def test_on_failure_restarts_a_crash_and_completes_after_a_clean_run(herd: Herd)
     herd.write(f"""
         [[session]]
         name = "flaky"
-        command = {script(f'''
+        command = {
+        script(f'''
             import pathlib, sys
             marker = pathlib.Path({str(marker)!r})
             if not marker.exists():
                 marker.write_text("x")
                 sys.exit(1)
             print("second time lucky")
-        ''')}
+        ''')
+    }
         restart = "on-failure"
         restart_delay = 0
     """)
@@ -116,7 +118,8 @@ def test_stop_escalates_to_sigkill_for_a_child_that_ignores_sigterm(herd: Herd) 
     herd.write(f"""
         [[session]]
         name = "stubborn"
-        command = {script('''
+        command = {
+        script('''
             import signal, subprocess, sys, time
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             child = subprocess.Popen([sys.executable, "-c",
@@ -124,7 +127,8 @@ def test_stop_escalates_to_sigkill_for_a_child_that_ignores_sigterm(herd: Herd) 
                 "time.sleep(60)"])
             print("child", child.pid, flush=True)
             time.sleep(60)
-        ''')}
+        ''')
+    }
         stop_grace = "0.3s"
     """)
     client = herd.start()
@@ -202,7 +206,8 @@ def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     client.call("pause", name="api")
     stopped = client.call("stop", name="api", socket_timeout_s=None)
     assert stopped["state"] == "stopped" and stopped["signal"] == "SIGTERM", (
-        "a paused run is continued so the stop signal lands")
+        "a paused run is continued so the stop signal lands"
+    )
 
 
 def test_a_handle_names_its_task_after_the_session_moved_on(herd: Herd) -> None:

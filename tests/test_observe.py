@@ -14,8 +14,12 @@ IDLE = script("import time; time.sleep(60)")
 
 def sim_repo(path: Path, features: int = 3) -> Path:
     make_repo(path)
-    subprocess.run([*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
-                   cwd=path, check=True, capture_output=True)
+    subprocess.run(
+        [*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
+        cwd=path,
+        check=True,
+        capture_output=True,
+    )
     return path
 
 
@@ -57,12 +61,12 @@ def test_plan_tampering_is_reported_against_the_baseline(herd: Herd) -> None:
     herd.start()
     wait_until(lambda: herd.status("api")["plan"], what="the baseline")
     plan = json.loads((repo / "feature_list.json").read_text())
-    plan[0]["passes"] = True                        # allowed: a flip to passing
-    plan[1]["description"] = "something easier"    # forbidden: reworded
-    plan.pop()                                      # forbidden: removed
+    plan[0]["passes"] = True  # allowed: a flip to passing
+    plan[1]["description"] = "something easier"  # forbidden: reworded
+    plan.pop()  # forbidden: removed
     tmp = repo / "feature_list.json.tmp"
     tmp.write_text(json.dumps(plan, indent=2))
-    tmp.rename(repo / "feature_list.json")          # an atomic replace, as agents write
+    tmp.rename(repo / "feature_list.json")  # an atomic replace, as agents write
     status = wait_until(lambda: (s := herd.status("api"))["plan"]["changed_items"] and s)
     changes = {(c["index"], c["change"]) for c in status["plan"]["changed_items"]}
     assert changes == {(1, "reworded"), (3, "removed")}
@@ -119,20 +123,25 @@ def test_verification_runs_against_the_commit_not_the_dirty_tree(herd: Herd) -> 
     herd.write(watched(repo, extra=f"verify = {verify}"))
     herd.start()
     first = git(repo, "rev-parse", "HEAD").strip()
-    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True,
-               timeout_s=30)
-    (repo / "answer.txt").write_text("bad\n")          # the agent's dirty, uncommitted edit
+    wait_until(
+        lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True, timeout_s=30
+    )
+    (repo / "answer.txt").write_text("bad\n")  # the agent's dirty, uncommitted edit
     (repo / "other.txt").write_text("x\n")
     git(repo, "add", "other.txt")
-    git(repo, "commit", "-q", "-m", "second")         # commits other.txt only
+    git(repo, "commit", "-q", "-m", "second")  # commits other.txt only
     second = git(repo, "rev-parse", "HEAD").strip()
-    wait_until(lambda: (c := herd.status("api")["checkpoint"])["sha"] == second
-               and c["verified"] is True, timeout_s=30)
+    wait_until(
+        lambda: (c := herd.status("api")["checkpoint"])["sha"] == second and c["verified"] is True,
+        timeout_s=30,
+    )
     assert (repo / "answer.txt").read_text() == "bad\n", "the agent's tree is untouched"
     passed = {e["data"]["sha"] for e in herd.events("api", "verify-passed")}
     assert {first, second} <= passed
-    assert "herd-verify" not in git(repo, "worktree", "list") and len(
-        git(repo, "worktree", "list").splitlines()) == 1
+    assert (
+        "herd-verify" not in git(repo, "worktree", "list")
+        and len(git(repo, "worktree", "list").splitlines()) == 1
+    )
 
 
 def test_a_failing_checkpoint_that_claims_done_is_flagged(herd: Herd) -> None:
@@ -172,18 +181,26 @@ def test_restart_from_verified_picks_the_last_verified_commit(herd: Herd) -> Non
         marker.write_text("x")
         sys.exit(1)
     """)
-    herd.write(watched(repo, command=agent, extra=f'verify = {verify}\nrestart_from = "verified"'
-                                                  "\nrestart_delay = 0"))
+    herd.write(
+        watched(
+            repo,
+            command=agent,
+            extra=f'verify = {verify}\nrestart_from = "verified"\nrestart_delay = 0',
+        )
+    )
     client = herd.start()
     good = git(repo, "rev-parse", "HEAD").strip()
-    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True,
-               timeout_s=30)
+    wait_until(
+        lambda: (c := herd.status("api")["checkpoint"]) and c["verified"] is True, timeout_s=30
+    )
     client.call("start", name="api")
     git(repo, "rm", "-q", "ok.txt")
     git(repo, "commit", "-q", "-m", "break it")
     bad = git(repo, "rev-parse", "HEAD").strip()
-    wait_until(lambda: (c := herd.status("api")["checkpoint"])["sha"] == bad
-               and c["verified"] is False, timeout_s=30)
+    wait_until(
+        lambda: (c := herd.status("api")["checkpoint"])["sha"] == bad and c["verified"] is False,
+        timeout_s=30,
+    )
     (repo / "go").write_text("crash now")
     wait_until(lambda: herd.events("api", "worktree-reset"), timeout_s=30)
     assert herd.events("api", "worktree-reset")[0]["data"]["sha"] == good
@@ -196,8 +213,11 @@ def test_until_done_runs_one_fresh_session_per_feature_until_the_plan_passes(
 ) -> None:
     repo = sim_repo(herd.root / "repo", features=3)
     agent = json.dumps([*SIMAGENT, "--delay", "0", "--one-per-run"])
-    herd.write(watched(repo, command=agent, extra='restart = "until-done"\nrestart_delay = 0\n'
-                                                  'agent = "claude"'))
+    herd.write(
+        watched(
+            repo, command=agent, extra='restart = "until-done"\nrestart_delay = 0\nagent = "claude"'
+        )
+    )
     herd.start().call("start", name="api")
     status = herd.wait_state("api", "completed", timeout_s=30)
     assert status["handle"] == "api/1" and status["run"] == 3
@@ -207,9 +227,45 @@ def test_until_done_runs_one_fresh_session_per_feature_until_the_plan_passes(
 
 def test_until_done_stops_a_loop_that_passes_nothing_new(herd: Herd) -> None:
     repo = sim_repo(herd.root / "repo", features=2)
-    herd.write(watched(repo, command=script('print("did nothing")'),
-                       extra='restart = "until-done"\nrestart_delay = 0'))
+    herd.write(
+        watched(
+            repo,
+            command=script('print("did nothing")'),
+            extra='restart = "until-done"\nrestart_delay = 0',
+        )
+    )
     herd.start().call("start", name="api")
     status = herd.wait_state("api", "failed", timeout_s=30)
     assert status["reason"] == "no-progress"
     assert len(herd.events("api", "early-exit")) == 3
+
+
+def test_the_report_says_what_changed_passed_remains_and_what_to_do(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=3)
+    agent = json.dumps([*SIMAGENT, "--delay", "0", "--crash-at", "2", "--crash-once"])
+    resume = json.dumps([*SIMAGENT, "--delay", "0", "--resume", "{session_id}"])
+    verify = json.dumps([PY, "-c", "print('ok')"])
+    herd.write(
+        watched(
+            repo,
+            command=agent,
+            extra=f'agent = "claude"\nresume = {resume}\nverify = {verify}\nrestart_delay = 0',
+        )
+    )
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "completed", timeout_s=30)
+    wait_until(lambda: (herd.root / ".herd/reports/api.md").exists(), what="the report file")
+    wait_until(lambda: herd.status("api")["checkpoint"]["verified"] is True, timeout_s=30)
+    result = herd.cli("report", "api", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"]["plan_passing"] == 3 and report["passed"]["plan_total"] == 3
+    assert report["remains"]["items_failing"] == []
+    assert report["incidents"]["rescued"][0]["ref"] == "refs/herd/api/rescue/1"
+    assert len(report["incidents"]["crashes"]) == 1
+    assert report["changed"]["diffstat"]["files"] > 0
+    assert report["usage"]["cost_usd"] > 0
+    markdown = herd.cli("report", "api").stdout
+    for section in ("What changed", "What passed", "What remains", "Incidents", "Next steps"):
+        assert section in markdown, section
+    assert "refs/herd/api/rescue/1" in markdown

@@ -76,8 +76,11 @@ def guarded(func: F) -> F:
         except Exception as exc:
             if _debug():
                 raise
-            click.echo(f"herd: internal error: {type(exc).__name__}: {exc} (run with --debug "
-                       "for the traceback; the daemon log is .herd/daemon.log)", err=True)
+            click.echo(
+                f"herd: internal error: {type(exc).__name__}: {exc} (run with --debug "
+                "for the traceback; the daemon log is .herd/daemon.log)",
+                err=True,
+            )
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
@@ -102,8 +105,11 @@ def _warn_version(client: Client) -> None:
         except ApiError:
             return
     if client.daemon_version and client.daemon_version != HERD_VERSION:
-        click.echo(f"herd: warning: this herd is {HERD_VERSION} but the daemon runs "
-                   f"{client.daemon_version}; restart it with `herd down && herd up`", err=True)
+        click.echo(
+            f"herd: warning: this herd is {HERD_VERSION} but the daemon runs "
+            f"{client.daemon_version}; restart it with `herd down && herd up`",
+            err=True,
+        )
 
 
 def _print_json(value: Any) -> None:
@@ -111,8 +117,13 @@ def _print_json(value: Any) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-c", "--config", type=click.Path(dir_okay=False), envvar=None,
-              help="herd.toml to use (default: $HERD_CONFIG, else the nearest upward).")
+@click.option(
+    "-c",
+    "--config",
+    type=click.Path(dir_okay=False),
+    envvar=None,
+    help="herd.toml to use (default: $HERD_CONFIG, else the nearest upward).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.version_option(HERD_VERSION, prog_name="herd")
 def main(config: str | None, debug: bool) -> None:
@@ -129,8 +140,10 @@ def init(agent: str | None) -> None:
         if agent:
             click.echo(session_block(agent))
             return
-        raise Failure(f"{path} already exists; edit it, or run `herd init --agent NAME` to "
-                      "print a session block to add")
+        raise Failure(
+            f"{path} already exists; edit it, or run `herd init --agent NAME` to "
+            "print a session block to add"
+        )
     try:
         text = init_text(agent or "claude")
     except KeyError as exc:
@@ -225,8 +238,11 @@ def down() -> None:
     for status in result["stopped"]:
         click.echo(f"{status['session']}: {status['state']}")
     if not wait_for_exit(daemon_pid, DAEMON_EXIT_TIMEOUT_S):
-        raise Failure(f"the daemon (pid {daemon_pid}) is still running after "
-                      f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log", EXIT_INTERNAL)
+        raise Failure(
+            f"the daemon (pid {daemon_pid}) is still running after "
+            f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log",
+            EXIT_INTERNAL,
+        )
     click.echo("herd: daemon stopped")
 
 
@@ -283,8 +299,13 @@ def kill(name: str, no_wait: bool) -> None:
 
 @main.command()
 @click.argument("name")
-@click.option("--from", "from_rev", default=None, metavar="last|verified|SHA",
-              help="Rescue dirty work and reset the worktree to this checkpoint first.")
+@click.option(
+    "--from",
+    "from_rev",
+    default=None,
+    metavar="last|verified|SHA",
+    help="Rescue dirty work and reset the worktree to this checkpoint first.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @guarded
 def restart(name: str, from_rev: str | None, as_json: bool) -> None:
@@ -347,7 +368,9 @@ def wait(target: str, timeout_s: float | None) -> None:
 @main.command()
 @click.argument("name")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new output, across runs.")
-@click.option("--run", "run_number", type=int, default=None, help="A run's output (default: latest).")
+@click.option(
+    "--run", "run_number", type=int, default=None, help="A run's output (default: latest)."
+)
 @click.option("--progress", is_flag=True, help="The progress file instead of the run output.")
 @guarded
 def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> None:
@@ -400,6 +423,19 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
         if len(page) < 1000:
             return
         since = page[-1]["seq"]
+
+
+@main.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def report(name: str, as_json: bool) -> None:
+    """The session's report: what changed, what passed, what remains, what it cost."""
+    result = _client().call("report", name=name, socket_timeout_s=120)
+    if as_json:
+        _print_json(result["report"])
+    else:
+        click.echo(result["markdown"])
 
 
 def run() -> None:

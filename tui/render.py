@@ -84,15 +84,22 @@ def detail(status: dict[str, Any]) -> str:
     checkpoint = status.get("checkpoint")
     if checkpoint:
         verified = {True: "verified", False: "FAILS verification", None: "unverified"}[
-            checkpoint.get("verified")]
-        fields.append(("checkpoint", f"{checkpoint['sha'][:10]} {inert(checkpoint['subject'])} "
-                                     f"({verified})"))
+            checkpoint.get("verified")
+        ]
+        fields.append(
+            ("checkpoint", f"{checkpoint['sha'][:10]} {inert(checkpoint['subject'])} ({verified})")
+        )
     usage = status.get("usage")
     if usage:
         cost = usage.get("cost_usd")
         cost_text = "cost unknown" if cost is None else f"${cost:.2f}"
-        fields.append(("usage", f"{usage.get('total_tokens', 0):,} tokens, {cost_text}, "
-                                f"{usage.get('turns', 0)} turns"))
+        fields.append(
+            (
+                "usage",
+                f"{usage.get('total_tokens', 0):,} tokens, {cost_text}, "
+                f"{usage.get('turns', 0)} turns",
+            )
+        )
     logs = status.get("logs")
     if logs:
         fields.append(("logs", f"{logs['bytes']:,} of {logs['cap_bytes']:,} bytes"))
@@ -101,8 +108,9 @@ def detail(status: dict[str, Any]) -> str:
     for label, value in fields:
         if value not in (None, ""):
             lines.append(f"  {label + ':':<15}{value}")
-    for warning in status.get("warnings") or []:
-        lines.append(f"  warning:       {warning['kind']}: {inert(warning['message'])}")
+    lines.extend(
+        f"  warning:       {w['kind']}: {inert(w['message'])}" for w in status.get("warnings") or []
+    )
     return "\n".join(lines)
 
 

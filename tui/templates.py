@@ -47,8 +47,13 @@ def session_block(agent: str, name: str = "main") -> str:
     if agent not in _PRESETS:
         raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(_PRESETS)}")
     command, resume = _PRESETS[agent]
-    resume_line = f"resume   = {resume}\n" if resume else (
-        "# resume = [...]                  # how to continue after a crash; {session_id} etc.\n")
+    resume_line = (
+        f"resume   = {resume}\n"
+        if resume
+        else (
+            "# resume = [...]                  # how to continue after a crash; {session_id} etc.\n"
+        )
+    )
     return (
         "[[session]]\n"
         f'name     = "{name}"                 # letters, digits, - and _\n'
@@ -77,6 +82,5 @@ def init_text(agent: str) -> str:
         "max_crashes = 5                     # this many within crash_window -> failed\n"
         'crash_window = "10m"\n'
         'stop_grace = "10s"                  # after the stop signal, then SIGKILL\n'
-        'budget = { wall_time = "6h", warn_at = 0.8 }\n\n'
-        + session_block(agent)
+        'budget = { wall_time = "6h", warn_at = 0.8 }\n\n' + session_block(agent)
     )
