@@ -1,0 +1,147 @@
+"""How fast a progress entry or a commit shows up in `herd status`, with 50 busy sessions.
+
+Runs the real daemon (default timings) in this process on its real socket, 50 sessions whose
+agents each print 20 lines a second, then times N progress appends and N commits until the
+daemon's status shows them (polled through the control API every 2 ms, so CLI start-up is
+not measured). Prints p50/p95/max per kind and the watcher's counters.
+
+    python bench/watch_latency.py [--sessions 50] [--trials 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from agentherd.sessions.config import load_config
+from agentherd.supervisor.client import Client
+from agentherd.supervisor.daemon import Daemon
+
+BUSY_AGENT = (
+    "import time\n"
+    "i = 0\n"
+    "while True:\n"
+    "    print('working on it', i, flush=True); i += 1; time.sleep(0.05)\n"
+)
+GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
+
+
+def make_fleet(root: Path, sessions: int) -> Path:
+    """`sessions` git repos with a progress file, and a herd.toml running busy agents."""
+    blocks = []
+    for index in range(sessions):
+        repo = root / f"s{index}"
+        repo.mkdir()
+        subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=repo, check=True)
+        (repo / "progress.txt").write_text("## Session 1\n- started\n")
+        subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+        subprocess.run([*GIT, "commit", "-q", "-m", "initial"], cwd=repo, check=True)
+        blocks.append(
+            f'[[session]]\nname = "s{index}"\ncwd = "{repo}"\n'
+            f"command = {json.dumps([sys.executable, '-c', BUSY_AGENT])}\n"
+            f'progress = "progress.txt"\nstop_grace = "2s"\n'
+        )
+    path = root / "herd.toml"
+    path.write_text("\n".join(blocks))
+    return path
+
+
+def wait_for(client: Client, name: str, check: object, timeout_s: float = 10.0) -> float:
+    """Poll the session's status until `check(status)` holds; return when it did."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check(client.call("status", target=name)):  # type: ignore[operator]
+            return time.monotonic()
+        time.sleep(0.002)
+    raise TimeoutError(f"{name}: change not seen within {timeout_s}s")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--trials", type=int, default=40)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="herd-bench-"))
+    config = load_config(make_fleet(root, args.sessions))
+    daemon = Daemon(config)
+    thread = threading.Thread(target=anyio.run, args=(daemon.serve,), daemon=True)
+    thread.start()
+    client = Client(daemon.socket_path)
+    while not client.ping():
+        time.sleep(0.05)
+    try:
+        client.call("up")
+        time.sleep(2.0)  # let every agent start and the fleet get busy
+        cpu_start = time.process_time()
+        progress_ms: list[float] = []
+        commit_ms: list[float] = []
+        rng = random.Random(7)
+        for trial in range(args.trials):
+            name = f"s{rng.randrange(args.sessions)}"
+            repo = root / name
+            marker = f"bench entry {trial}"
+            began = time.monotonic()
+            with open(repo / "progress.txt", "a") as handle:
+                handle.write(f"\n## Session {trial + 2}\n- {marker}\n")
+            seen = wait_for(
+                client,
+                name,
+                lambda s, m=marker: any(
+                    m in entry for entry in (s["progress"] or {}).get("latest", [])
+                ),
+            )
+            progress_ms.append((seen - began) * 1000)
+
+            (repo / f"f{trial}.txt").write_text("x\n")
+            subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+            subprocess.run([*GIT, "commit", "-q", "-m", f"bench {trial}"], cwd=repo, check=True)
+            began = time.monotonic()
+            sha = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+            ).stdout.strip()
+            seen = wait_for(client, name, lambda s, h=sha: (s["checkpoint"] or {}).get("sha") == h)
+            commit_ms.append((seen - began) * 1000)
+        cpu_s = time.process_time() - cpu_start
+        print(f"{args.sessions} busy sessions (20 lines/s each), {args.trials} trials per kind")
+        for label, values in (("progress entry", progress_ms), ("new commit", commit_ms)):
+            print(
+                f"  {label:15s} p50 {statistics.median(values):6.1f} ms   "
+                f"p95 {percentile(values, 0.95):6.1f} ms   max {max(values):6.1f} ms"
+            )
+        watcher = daemon.watcher
+        if watcher is not None:
+            print(
+                f"  watcher: {watcher.batches} batches, {watcher.starts} starts, "
+                f"{watcher.failures} failures, {len(watcher.watched_dirs)} dirs watched"
+            )
+        print(f"  this process (daemon + bench client) used {cpu_s:.2f} CPU-s during the trials")
+        target = percentile(progress_ms + commit_ms, 0.95)
+        print(
+            f"  p95 over both kinds: {target:.1f} ms (target 250 ms): "
+            f"{'OK' if target <= 250 else 'OVER'}"
+        )
+    finally:
+        client.call("down", socket_timeout_s=None)
+        thread.join(60)
+        if os.environ.get("HERD_BENCH_KEEP") is None:
+            subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+if __name__ == "__main__":
+    main()
