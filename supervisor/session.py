@@ -509,9 +509,18 @@ class SessionSupervisor:
             self.version += 1
 
     def _take_line(self, live: LiveRun, line: bytes) -> None:
+        """Parse a line; show people the agent's words, not its JSON envelopes."""
+        before = live.parser.last_text
         live.parser.feed_line(line)
-        if line.strip():
-            live.last_line = inert_line(line, LAST_LINE_CHARS)
+        stripped = line.strip()
+        if not stripped:
+            return
+        if stripped.startswith(b"{") and self.config.agent != "plain":
+            text = live.parser.last_text
+            if text and text != before:
+                live.last_line = inert_line(text.encode(), LAST_LINE_CHARS)
+            return
+        live.last_line = inert_line(line, LAST_LINE_CHARS)
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
@@ -592,6 +601,8 @@ class SessionSupervisor:
                     return
                 if not self._until_done_progressed(plan):
                     return
+                if self.record.idle_runs == 0:
+                    self.record.backoff_step = 0  # a run that passed a feature is no storm
             await self._schedule_restart(live, crashed=False)
             return
         if policy == "never":

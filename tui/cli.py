@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -438,6 +438,35 @@ def report(name: str, as_json: bool) -> None:
         click.echo(result["markdown"])
 
 
-def run() -> None:
-    """Console-script entry point that keeps `os.environ` untouched."""
-    main(prog_name=os.path.basename(sys.argv[0]) or "herd")
+@main.command()
+@click.option("--sessions", "count", type=click.IntRange(1, 200), default=6, show_default=True,
+              help="How many simulated agents.")
+@click.option("--keep", is_flag=True, help="Leave the fleet running after the dashboard quits.")
+@guarded
+def demo(count: int, keep: bool) -> None:
+    """A throw-away fleet of simulated agents, with the dashboard."""
+    from agentherd.supervisor.demo import create_demo
+
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if not interactive and not keep:
+        raise Failure("herd demo opens the dashboard and needs a terminal; with --keep it only "
+                      "starts the fleet and prints how to look at it")
+    root = Path(tempfile.mkdtemp(prefix="herd-demo-"))
+    config = load_config(create_demo(root, count))
+    client, _ = ensure_daemon(config)
+    client.call("up")
+    where = f"herd -c {config.path}"
+    if not interactive:
+        click.echo(f"demo fleet of {count} running in {root}")
+        for verb in ("ls", "tui", "down"):
+            click.echo(f"  {where} {verb}")
+        return
+    try:
+        _open_tui(config)
+    finally:
+        if keep:
+            click.echo(f"the demo fleet keeps running in {root}: `{where} tui` to look again, "
+                       f"`{where} down` to stop it")
+        else:
+            client.call("down", socket_timeout_s=None)
+            click.echo(f"demo fleet stopped; its files stay in {root}")
