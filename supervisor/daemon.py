@@ -59,6 +59,7 @@ class Daemon:
         self._lock_fd: int | None = None
         self._tg: TaskGroup | None = None
         self.watcher: FleetWatcher | None = None
+        self.reconcile_passes = 0
         self.started_at = iso(utc_now())
 
     # ----- life --------------------------------------------------------------------------
@@ -168,10 +169,12 @@ class Daemon:
             await anyio.sleep(self.timings.reconcile_s)
             for supervisor in self.sessions.values():
                 supervisor.check_log_cap()
+                supervisor.check_stall()
                 for kind in ("plan", "progress", "git"):
                     supervisor.on_file_change(kind)
             if self.watcher is not None:
                 self.watcher.recheck()
+            self.reconcile_passes += 1
 
     def _announce(self, events: list[Event]) -> None:
         for event in events:
@@ -421,6 +424,7 @@ class Daemon:
                 "config": str(self.config.path),
                 "state_dir": str(self.state_dir),
                 "started_at": self.started_at,
+                "reconcile_passes": self.reconcile_passes,
                 "sessions": sorted(self.sessions),
             }
         )

@@ -18,6 +18,8 @@ from anyio.abc import Process, TaskGroup
 
 from agentherd.sessions.agent_output import OutputParser, make_parser, valid_session_id
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.drift import StallClock
+from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.report import ReportInput, build_report, render_markdown
@@ -151,7 +153,7 @@ class SessionSupervisor:
         self._backoff_generation = 0
         self._git_warned = False
         self._refreshing: dict[str, bool] = {}
-        self.last_progress_monotonic = time.monotonic()
+        self.stall = StallClock(time.monotonic())
         self.observer = Observer(self)
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
@@ -194,8 +196,19 @@ class SessionSupervisor:
 
     def note_progress(self) -> None:
         """The agent showed progress (a progress entry or a commit)."""
-        self.last_progress_monotonic = time.monotonic()
+        self.stall.activity(time.monotonic())
         self.version += 1
+
+    def check_stall(self) -> None:
+        """Warn once when a running session shows no output, progress or commit for `stall`."""
+        if self.record.state != State.RUNNING:
+            return
+        if self.stall.newly_stalled(time.monotonic(), self.config.budget.stall):
+            idle_s = self.stall.idle_s(time.monotonic())
+            self._commit(self._event(
+                "stalled", f"no output, progress entry or commit for {format_duration(idle_s)} "
+                f"(stall = {format_duration(self.config.budget.stall or 0)})", self.record.run,
+                idle_s=round(idle_s, 1)))
 
     def on_file_change(self, kind: str) -> None:
         """The fleet watcher saw one of this session's files change."""
@@ -358,6 +371,7 @@ class SessionSupervisor:
                 raise SessionError(f"{self.config.name} is {self.record.state}, not running")
             await anyio.to_thread.run_sync(procs.signal_run, run.identity, 19)
             run.paused = True
+            self.stall.pause(time.monotonic())
             self._set_state(State.PAUSED, "user")
             self._commit(self._event("paused", "paused (SIGSTOP)", run.record.run))
 
@@ -369,6 +383,7 @@ class SessionSupervisor:
                 raise SessionError(f"{self.config.name} is {self.record.state}, not paused")
             await anyio.to_thread.run_sync(procs.signal_run, run.identity, 18)
             run.paused = False
+            self.stall.resume(time.monotonic())
             self._set_state(State.RUNNING)
             self._commit(self._event("resumed", "resumed (SIGCONT)", run.record.run))
 
@@ -441,6 +456,7 @@ class SessionSupervisor:
         task = self._task()
         if task is not None and task.state != State.RUNNING:
             task = task.model_copy(update={"state": State.RUNNING})
+        self.stall.activity(time.monotonic())
         self._commit(
             self._event(
                 "run-started",
@@ -497,6 +513,7 @@ class SessionSupervisor:
             data = live.tailer.read_new()
             if not data:
                 break
+            self.stall.activity(time.monotonic())
             for line in live.splitter.feed(data):
                 self._take_line(live, line)
         new_id = live.parser.session_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.feeds import follow_output, follow_snapshots
+from agentherd.tui.feeds import follow_output, follow_snapshots, quiet_cancelled_wakeups
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
 from agentherd.tui.render import state_text
 from agentherd.tui.rows import fleet_summary
@@ -115,6 +116,7 @@ class HerdApp(App[None]):
     def on_mount(self) -> None:
         """Apply the user's keymap, start the snapshot feed and the refresh tick."""
         self._apply_keymap()
+        quiet_cancelled_wakeups(asyncio.get_running_loop())
         self.run_worker(
             follow_snapshots(self.client, self.post_message),
             group="snapshots",

@@ -1,0 +1,66 @@
+"""Stall detection: no output, progress or commit for `stall` warns once; paused time is no stall."""
+
+from __future__ import annotations
+
+from conftest import Herd, script, wait_until
+
+from agentherd.sessions.drift import StallClock
+
+
+def test_the_stall_clock_stops_while_paused() -> None:
+    clock = StallClock(last_activity_s=100.0)
+    assert clock.idle_s(130.0) == 30.0
+    clock.pause(130.0)
+    assert clock.idle_s(500.0) == 30.0, "paused time is not counted"
+    clock.resume(500.0)
+    assert clock.idle_s(510.0) == 40.0
+    assert not clock.newly_stalled(510.0, 60.0)
+    assert clock.newly_stalled(530.0, 60.0)
+    assert not clock.newly_stalled(531.0, 60.0), "one warning per stall"
+    clock.activity(532.0)
+    assert clock.idle_s(532.0) == 0.0 and not clock.warned
+
+
+def test_a_silent_agent_is_reported_stalled_once(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "quiet"
+        command = {script('''
+            import time
+            print("starting", flush=True)
+            time.sleep(60)
+        ''')}
+        budget = {{ stall = "0.5s" }}
+        stop_grace = "1s"
+    """)
+    client = herd.start()
+    client.call("start", name="quiet")
+    stalled = wait_until(lambda: herd.events("quiet", "stalled"))
+    assert "no output, progress entry or commit" in stalled[0]["message"]
+    assert any(w["kind"] == "stalled" for w in herd.status("quiet")["warnings"])
+    assert len(herd.events("quiet", "stalled")) == 1
+    client.call("stop", name="quiet", socket_timeout_s=None)
+
+
+def test_a_paused_agent_is_not_stalled(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "napping"
+        command = {script('''
+            import time
+            print("starting", flush=True)
+            time.sleep(60)
+        ''')}
+        budget = {{ stall = "1s" }}
+        stop_grace = "1s"
+    """)
+    client = herd.start()
+    client.call("start", name="napping")
+    herd.wait_state("napping", "running")
+    client.call("pause", name="napping")
+    # Enough reconcile passes to span twice the stall threshold go by while paused.
+    first = client.call("info")["reconcile_passes"]
+    wanted = first + int(2 * 1.0 / herd.timings.reconcile_s) + 1
+    wait_until(lambda: client.call("info")["reconcile_passes"] >= wanted)
+    assert herd.events("napping", "stalled") == []
+    client.call("stop", name="napping", socket_timeout_s=None)
