@@ -258,6 +258,7 @@ class HerdApp(App[None]):
             return
 
         def answered(yes: bool | None) -> None:
+            """Kill only on an explicit yes."""
             if yes:
                 self._command(name, "stop", kill=True)
 

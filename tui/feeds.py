@@ -68,6 +68,7 @@ def quiet_cancelled_wakeups(loop: asyncio.AbstractEventLoop) -> None:
         return
 
     def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """Drop the known harmless race; pass anything else to the handler before us."""
         if _is_cancelled_wakeup(context):
             return
         if previous is not None:

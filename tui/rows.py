@@ -71,6 +71,7 @@ def cut(text: str, width: int) -> str:
 
 
 def _first_line(text: str) -> str:
+    """The first non-blank line's text, stripped."""
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
