@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
 """Marks text that was cut to fit."""
 
@@ -43,3 +45,25 @@ def inert_line(data: bytes, max_chars: int) -> str:
     if cut or len(text) > limit_chars:
         text = text[: limit_chars - 1] + ELLIPSIS
     return inert(text)
+
+
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|\x1b[@-_]"  # other two-byte escapes
+)
+
+DISPLAY_SCAN_BYTES = 64 * 1024
+"""Only the end of a huge line is scanned for what a terminal would show last."""
+
+
+def display_line(data: bytes, max_chars: int) -> str:
+    """What a terminal would leave visible of one output line, made inert and cut to fit.
+
+    Escape sequences are dropped (not shown as ^[ text) and only the text after the last
+    carriage return is kept, so progress bars and colours read as words in a one-line view.
+    """
+    text = data[-DISPLAY_SCAN_BYTES:].decode("utf-8", errors="replace").rstrip("\r")
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    text = text.rsplit("\r", 1)[-1]
+    return inert_line(text.encode("utf-8"), max_chars)

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,13 @@ class Daemon:
                 targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)
         self.watcher.set_targets(targets)
 
+    async def _logged(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run background work whose failure must be logged, never take the daemon down."""
+        try:
+            await work()
+        except Exception:
+            log.exception("background work failed")
+
     def request_shutdown(self) -> None:
         """Leave the serve loop; agents keep running (a new daemon will adopt them)."""
         self._shutdown.set()
@@ -273,7 +281,7 @@ class Daemon:
         kill = bool(request.get("kill"))
         if request.get("no_wait"):
             assert self._tg is not None
-            self._tg.start_soon(lambda: supervisor.stop(kill=kill))
+            self._tg.start_soon(self._logged, functools.partial(supervisor.stop, kill=kill))
         else:
             await supervisor.stop(kill=kill)
         await send(result=supervisor.status())

@@ -23,7 +23,7 @@ from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.report import ReportInput, build_report, render_markdown
-from agentherd.sessions.sanitize import inert_line
+from agentherd.sessions.sanitize import display_line
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor import gitops, procs
 from agentherd.supervisor.observe import Observer
@@ -509,35 +509,47 @@ class SessionSupervisor:
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
+        read_any = False
         for _ in range(8):  # bounded work per wake-up
             data = live.tailer.read_new()
             if not data:
                 break
-            self.stall.activity(time.monotonic())
+            read_any = True
             for line in live.splitter.feed(data):
                 self._take_line(live, line)
+        if not read_any:
+            return
+        self.stall.activity(time.monotonic())
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
             self.record.agent_session_id = new_id
             live.record.agent_session_id = new_id
             self._commit(run=live.record)
-        elif live.last_line:
+        else:
             self.version += 1
 
     def _take_line(self, live: LiveRun, line: bytes) -> None:
         """Parse a line; show people the agent's words, not its JSON envelopes."""
-        before = live.parser.last_text
+        before_text = live.parser.last_text
+        before_outcome = live.parser.outcome
         live.parser.feed_line(line)
         stripped = line.strip()
         if not stripped:
             return
         if stripped.startswith(b"{") and self.config.agent != "plain":
+            outcome = live.parser.outcome
             text = live.parser.last_text
-            if text and text != before:
-                live.last_line = inert_line(text.encode(), LAST_LINE_CHARS)
+            if outcome is not None and outcome is not before_outcome:
+                verdict = "error" if outcome.is_error else "done"
+                said = outcome.message or outcome.subtype or ""
+                live.last_line = display_line(f"{verdict}: {said}".encode(), LAST_LINE_CHARS)
+            elif text and text != before_text:
+                live.last_line = display_line(text.encode(), LAST_LINE_CHARS)
             return
-        live.last_line = inert_line(line, LAST_LINE_CHARS)
+        shown = display_line(line, LAST_LINE_CHARS)
+        if shown.strip():
+            live.last_line = shown
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""

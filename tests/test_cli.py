@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 from pathlib import Path
@@ -168,7 +169,16 @@ def test_logs_are_inert_on_a_terminal_and_raw_when_piped(herd: Herd) -> None:
     herd.wait_state("noisy", "completed")
     piped = herd.cli("logs", "noisy")
     assert piped.stdout == "\x1b[31mred\x1b[0m plain\n", "piped output keeps the raw bytes"
-    assert herd.status("noisy")["last_line"] == "^[[31mred^[[0m plain"
+    assert herd.status("noisy")["last_line"] == "red plain", "no escape reaches the dashboard"
+    primary, secondary = pty.openpty()
+    try:
+        subprocess.run([HERD, "logs", "noisy"], cwd=herd.root, stdout=secondary,
+                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=30, check=True)
+        on_terminal = os.read(primary, 4096)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert b"\x1b" not in on_terminal and b"^[[31mred^[[0m plain" in on_terminal
 
 
 def test_logs_follow_prints_new_output_and_the_next_run(herd: Herd) -> None:

@@ -142,3 +142,13 @@ def test_splitter_many_short_lines() -> None:
     lines = splitter.feed(data[:12_345]) + splitter.feed(data[12_345:])
     assert len(lines) == 10_000
     assert lines[-1] == b"line 9999"
+
+
+def test_display_line_keeps_what_a_terminal_would_show() -> None:
+    from agentherd.sessions.sanitize import display_line
+
+    assert display_line(b"building 1%\rbuilding 50%\rbuilding done", 80) == "building done"
+    assert display_line(b"\x1b[31mred\x1b[0m text", 80) == "red text"
+    assert display_line(b"\x1b]0;title\x07after", 80) == "after"
+    assert display_line(b"bell\x07 and \x1b", 80) == "bell^G and ^["
+    assert display_line(b"line\r", 80) == "line"
