@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process, TaskGroup
 
+from agentherd.sessions.activity import summarize
 from agentherd.sessions.agent_output import OutputParser, make_parser, valid_session_id
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
@@ -23,7 +24,6 @@ from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.report import ReportInput, build_report, render_markdown
-from agentherd.sessions.sanitize import display_line
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor import gitops, procs
 from agentherd.supervisor.observe import Observer
@@ -205,10 +205,15 @@ class SessionSupervisor:
             return
         if self.stall.newly_stalled(time.monotonic(), self.config.budget.stall):
             idle_s = self.stall.idle_s(time.monotonic())
-            self._commit(self._event(
-                "stalled", f"no output, progress entry or commit for {format_duration(idle_s)} "
-                f"(stall = {format_duration(self.config.budget.stall or 0)})", self.record.run,
-                idle_s=round(idle_s, 1)))
+            self._commit(
+                self._event(
+                    "stalled",
+                    f"no output, progress entry or commit for {format_duration(idle_s)} "
+                    f"(stall = {format_duration(self.config.budget.stall or 0)})",
+                    self.record.run,
+                    idle_s=round(idle_s, 1),
+                )
+            )
 
     def on_file_change(self, kind: str) -> None:
         """The fleet watcher saw one of this session's files change."""
@@ -530,24 +535,9 @@ class SessionSupervisor:
             self.version += 1
 
     def _take_line(self, live: LiveRun, line: bytes) -> None:
-        """Parse a line; show people the agent's words, not its JSON envelopes."""
-        before_text = live.parser.last_text
-        before_outcome = live.parser.outcome
+        """Parse a line; keep a one-line summary a person can read."""
         live.parser.feed_line(line)
-        stripped = line.strip()
-        if not stripped:
-            return
-        if stripped.startswith(b"{") and self.config.agent != "plain":
-            outcome = live.parser.outcome
-            text = live.parser.last_text
-            if outcome is not None and outcome is not before_outcome:
-                verdict = "error" if outcome.is_error else "done"
-                said = outcome.message or outcome.subtype or ""
-                live.last_line = display_line(f"{verdict}: {said}".encode(), LAST_LINE_CHARS)
-            elif text and text != before_text:
-                live.last_line = display_line(text.encode(), LAST_LINE_CHARS)
-            return
-        shown = display_line(line, LAST_LINE_CHARS)
+        shown = summarize(line, LAST_LINE_CHARS)
         if shown.strip():
             live.last_line = shown
 

@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 from textual.message import Message
 
+from agentherd.sessions.activity import summarize
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
-from agentherd.tui.rows import activity, cut
 
 Post = Callable[[Message], bool]
 
@@ -117,9 +117,8 @@ def _file_size(path: Path) -> int:
 
 
 def _display(line: bytes) -> str:
-    """One output line as the view shows it: decoded leniently, summarised, inert, cut."""
-    text = line.decode("utf-8", errors="replace").removesuffix("\r")
-    return cut(activity(text), LOG_LINE_CHARS)
+    """One output line as the view shows it: summarised, inert, cut."""
+    return summarize(line, LOG_LINE_CHARS)
 
 
 class OutputTail:
