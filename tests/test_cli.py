@@ -172,8 +172,15 @@ def test_logs_are_inert_on_a_terminal_and_raw_when_piped(herd: Herd) -> None:
     assert herd.status("noisy")["last_line"] == "red plain", "no escape reaches the dashboard"
     primary, secondary = pty.openpty()
     try:
-        subprocess.run([HERD, "logs", "noisy"], cwd=herd.root, stdout=secondary,
-                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=30, check=True)
+        subprocess.run(
+            [HERD, "logs", "noisy"],
+            cwd=herd.root,
+            stdout=secondary,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+            check=True,
+        )
         on_terminal = os.read(primary, 4096)
     finally:
         os.close(primary)

@@ -1,4 +1,4 @@
-"""Stall detection: no output, progress or commit for `stall` warns once; paused time is no stall."""
+"""Stall detection: no output, progress or commit for `stall` warns once; pauses do not count."""
 
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ def test_a_silent_agent_is_reported_stalled_once(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
         name = "quiet"
-        command = {script('''
+        command = {
+        script('''
             import time
             print("starting", flush=True)
             time.sleep(60)
-        ''')}
+        ''')
+    }
         budget = {{ stall = "0.5s" }}
         stop_grace = "1s"
     """)
@@ -46,11 +48,13 @@ def test_a_paused_agent_is_not_stalled(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
         name = "napping"
-        command = {script('''
+        command = {
+        script('''
             import time
             print("starting", flush=True)
             time.sleep(60)
-        ''')}
+        ''')
+    }
         budget = {{ stall = "1s" }}
         stop_grace = "1s"
     """)

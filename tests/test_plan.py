@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agentherd.sessions.plan import (
     Plan,
     PlanChange,

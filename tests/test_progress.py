@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from agentherd.sessions.progress import (
     MAX_ENTRY_CHARS,
     looks_binary,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from agentherd.sessions.lines import LineSplitter, TruncatedLine
 from agentherd.sessions.sanitize import inert, inert_line
 

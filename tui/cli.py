@@ -439,8 +439,14 @@ def report(name: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--sessions", "count", type=click.IntRange(1, 200), default=6, show_default=True,
-              help="How many simulated agents.")
+@click.option(
+    "--sessions",
+    "count",
+    type=click.IntRange(1, 200),
+    default=6,
+    show_default=True,
+    help="How many simulated agents.",
+)
 @click.option("--keep", is_flag=True, help="Leave the fleet running after the dashboard quits.")
 @guarded
 def demo(count: int, keep: bool) -> None:
@@ -449,8 +455,10 @@ def demo(count: int, keep: bool) -> None:
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive and not keep:
-        raise Failure("herd demo opens the dashboard and needs a terminal; with --keep it only "
-                      "starts the fleet and prints how to look at it")
+        raise Failure(
+            "herd demo opens the dashboard and needs a terminal; with --keep it only "
+            "starts the fleet and prints how to look at it"
+        )
     root = Path(tempfile.mkdtemp(prefix="herd-demo-"))
     config = load_config(create_demo(root, count))
     client, _ = ensure_daemon(config)
@@ -465,8 +473,10 @@ def demo(count: int, keep: bool) -> None:
         _open_tui(config)
     finally:
         if keep:
-            click.echo(f"the demo fleet keeps running in {root}: `{where} tui` to look again, "
-                       f"`{where} down` to stop it")
+            click.echo(
+                f"the demo fleet keeps running in {root}: `{where} tui` to look again, "
+                f"`{where} down` to stop it"
+            )
         else:
             client.call("down", socket_timeout_s=None)
             click.echo(f"demo fleet stopped; its files stay in {root}")
