@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -469,6 +470,8 @@ def demo(count: int, keep: bool) -> None:
         for verb in ("ls", "tui", "down"):
             click.echo(f"  {where} {verb}")
         return
+    # Closing the terminal ends the demo like `q` does: the fleet must not outlive it.
+    signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
     try:
         _open_tui(config)
     finally:
