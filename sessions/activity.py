@@ -11,7 +11,10 @@ from agentherd.sessions.sanitize import display_line
 SUMMARY_SCAN_BYTES = 256 * 1024
 """A JSON line longer than this is summarised from its start (it is cut, not parsed whole)."""
 
-_TEXT_FIELD = re.compile(r'"(?:text|result|content)":"((?:[^"\\]|\\.)*)')
+_TYPE_FIELD = re.compile(r'"type"\s*:\s*"([A-Za-z_.-]{1,40})"')
+"""The event type of a JSON line that was cut before its end."""
+
+_TEXT_FIELD = re.compile(r'"(?:text|result|content)"\s*:\s*"((?:[^"\\]|\\.)*)')
 """The first text-like string in a JSON line, even when the line was cut before its end."""
 
 
@@ -88,4 +91,5 @@ def _json_summary(raw: bytes) -> str:
             return arrow + _first_line(json.loads(f'"{found.group(1)}"'))
         except ValueError:
             return arrow + found.group(1)
-    return stripped
+    kind = _TYPE_FIELD.search(stripped)
+    return f"(a cut-off {kind.group(1)} line)" if kind else "(a cut-off JSON line)"

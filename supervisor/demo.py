@@ -32,6 +32,8 @@ class Behaviour:
     features: tuple[str, ...]
     agent_args: tuple[str, ...]
     toml_extra: tuple[str, ...] = ()
+    verify: tuple[str, ...] = (sys.executable, "-m", "compileall", "-q", ".")
+    """herd runs this against every new commit, in a scratch worktree of exactly that commit."""
 
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
@@ -91,6 +93,11 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Export history is kept for 90 days",
         ),
         ("--delay", "20", "--flood", "2"),
+        verify=(
+            sys.executable,
+            "-c",
+            "import sys; print('3 failed: tax lines missing'); sys.exit(1)",
+        ),
     ),
     Behaviour(
         "docs-site",
@@ -198,6 +205,7 @@ def _session_block(name: str, behaviour: Behaviour) -> str:
         f"resume   = {_toml_list([*SIMAGENT, *args, '--resume', '{session_id}'])}",
         f'plan     = "{PLAN_FILE}"',
         f'progress = "{PROGRESS_FILE}"',
+        f"verify   = {_toml_list(list(behaviour.verify))}",
         *behaviour.toml_extra,
     ]
     return "\n".join(lines) + "\n"

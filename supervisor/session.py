@@ -17,7 +17,12 @@ import anyio
 from anyio.abc import Process, TaskGroup
 
 from agentherd.sessions.activity import summarize
-from agentherd.sessions.agent_output import OutputParser, make_parser, valid_session_id
+from agentherd.sessions.agent_output import (
+    OutputParser,
+    Usage,
+    make_parser,
+    valid_session_id,
+)
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
@@ -154,6 +159,8 @@ class SessionSupervisor:
         self._git_warned = False
         self._refreshing: dict[str, bool] = {}
         self.stall = StallClock(time.monotonic())
+        self.task_usage = self._ended_runs_usage()
+        """Usage of the current task's ended runs (each run is its own process: they add)."""
         self.observer = Observer(self)
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
@@ -181,6 +188,14 @@ class SessionSupervisor:
                 self.warnings.append(event)
         self.version += 1
         self.ctx.announce(written)
+
+    def _ended_runs_usage(self) -> Usage:
+        handle = self.record.handle
+        total = Usage()
+        for run in self.ctx.store.runs(self.config.name) if handle else []:
+            if run.handle == handle and run.ended_at is not None and run.usage:
+                total = total + Usage.from_json(run.usage)
+        return total
 
     def make_event(self, kind: str, message: str, **data: Any) -> Event:
         """An event of this session's current run, for collaborators like the observer."""
@@ -286,6 +301,7 @@ class SessionSupervisor:
         self.record.backoff_step = 0
         self.record.crash_times = []
         self.record.idle_runs = 0
+        self.task_usage = Usage()
         self.record.task_started_at = iso(utc_now())
         self.warnings.clear()
         task = TaskRecord(
@@ -574,6 +590,7 @@ class SessionSupervisor:
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         live.record.usage = live.parser.usage.to_json()
+        self.task_usage = self.task_usage + live.parser.usage
         live.record.outcome = _outcome_name(outcome, self.config.agent, info)
         self._commit(
             self._event(
@@ -986,7 +1003,9 @@ class SessionSupervisor:
         """The `herd status --json` object for this session."""
         run = self.run
         record = run.record if run is not None else None
-        usage = run.parser.usage.to_json() if run is not None else None
+        usage = self.task_usage
+        if run is not None and run.record.ended_at is None:
+            usage = usage + run.parser.usage
         alive = run is not None and not run.exited.is_set()
         return {
             "session": self.config.name,
@@ -1003,7 +1022,7 @@ class SessionSupervisor:
             "ended_at": record.ended_at if record is not None else None,
             "agent_session_id": self.record.agent_session_id,
             **self.observer.status_fields(),
-            "usage": usage,
+            "usage": usage.to_json() if self.record.run else None,
             "budget": None,
             "logs": {"bytes": self.log_bytes(), "cap_bytes": self.config.log_max_bytes},
             "warnings": [

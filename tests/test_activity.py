@@ -37,3 +37,9 @@ def test_plain_lines_lose_escapes_and_progress_bars_and_are_cut() -> None:
     assert summarize(b"\x1b[32mok\x1b[0m 10%\r100%", 80) == "100%"
     assert summarize(b"x" * 500, 20).endswith("…") and len(summarize(b"x" * 500, 20)) == 20
     assert "\x1b" not in summarize(b'{"type":"result","result":"\\u001b[2J"}', 80)
+
+
+def test_a_crash_cut_json_line_without_text_says_what_it_was() -> None:
+    assert summarize(b'{"type": "assistant", "message": {"id": "msg_x", "con', 80) == (
+        "(a cut-off assistant line)"
+    )

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import PY, Herd, git, make_repo, script, wait_until
 
 SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
@@ -265,6 +266,11 @@ def test_the_report_says_what_changed_passed_remains_and_what_to_do(herd: Herd) 
     assert len(report["incidents"]["crashes"]) == 1
     assert report["changed"]["diffstat"]["files"] > 0
     assert report["usage"]["cost_usd"] > 0
+    status = herd.status("api")
+    assert status["usage"]["total_tokens"] == report["usage"]["total_tokens"], (
+        "the task's usage adds every run (each run is its own process)"
+    )
+    assert status["usage"]["cost_usd"] == pytest.approx(report["usage"]["cost_usd"])
     markdown = herd.cli("report", "api").stdout
     for section in ("What changed", "What passed", "What remains", "Incidents", "Next steps"):
         assert section in markdown, section

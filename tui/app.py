@@ -21,7 +21,7 @@ from agentherd.supervisor.protocol import ApiError
 from agentherd.tui.feeds import follow_output, follow_snapshots, quiet_cancelled_wakeups
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
 from agentherd.tui.render import state_text
-from agentherd.tui.rows import fleet_summary
+from agentherd.tui.rows import cut, detail_lines, fleet_summary
 from agentherd.tui.widgets import ConfirmScreen, HelpScreen, SessionTable
 
 REFRESH_S = 0.25
@@ -93,6 +93,7 @@ class HerdApp(App[None]):
         self.output_session: str | None = None
         self._connected = False
         self._summary = ""
+        self._details = ""
 
     # ----- composition --------------------------------------------------------------------
 
@@ -106,8 +107,10 @@ class HerdApp(App[None]):
         yield self.summary
         yield self.banner
         self.body = Vertical(id="body")
+        self.details = Static("", id="details", markup=False)
         with self.body:
             yield self.table
+            yield self.details
             with Vertical(id="output-pane"):
                 yield self.output_title
                 yield self.output_log
@@ -184,6 +187,10 @@ class HerdApp(App[None]):
                 markup=False,
             )
 
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Moving the cursor shows that session's details at once."""
+        self._refresh()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a row shows that session's output."""
         self._show_output(str(event.row_key.value))
@@ -195,6 +202,14 @@ class HerdApp(App[None]):
         if not self._connected or not self.table.is_attached:
             return  # also while the app shuts down: the tick may outlive the widgets
         self.table.show(self.statuses)
+        name = self.table.selected_session
+        selected = next((s for s in self.statuses if s.get("session") == name), None)
+        details = "\n".join(
+            cut(line, max(20, self.size.width - 2)) for line in detail_lines(selected)
+        )
+        if details != self._details:
+            self._details = details
+            self.details.update(details)
         summary = f"herd  {fleet_summary(self.statuses)}"
         if summary != self._summary:
             self._summary = summary

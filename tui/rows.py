@@ -15,6 +15,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("restarts", "RST"),
     ("uptime", "UP"),
     ("plan", "PLAN"),
+    ("checkpoint", "CHECKPOINT"),
+    ("cost", "COST"),
     ("last", "LAST OUTPUT"),
 )
 """Column key and label, left to right; the last output takes whatever width is left."""
@@ -61,6 +63,56 @@ def cut(text: str, width: int) -> str:
     return text[: max(width - 1, 0)] + ELLIPSIS
 
 
+VERIFIED_MARKS = {True: ("✓", "green"), False: ("✗", "bold red"), None: ("…", "dim")}
+"""A checkpoint's verification at a glance: passed, fails, not verified (yet)."""
+
+
+def checkpoint_cell(checkpoint: dict[str, Any] | None) -> Cell:
+    """`a1b2c3d ✓`: the last checkpoint and whether herd's own verification passed."""
+    if not checkpoint:
+        return ("-", "dim")
+    mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
+    return (f"{str(checkpoint.get('sha', ''))[:7]} {mark}", style)
+
+
+def cost_text(usage: dict[str, Any] | None) -> str:
+    """`$0.42`, or `-` when the agent reports no cost (never an invented $0)."""
+    cost = (usage or {}).get("cost_usd")
+    return "-" if cost is None else f"${cost:.2f}"
+
+
+def detail_lines(status: dict[str, Any] | None) -> list[str]:
+    """A few lines on where the selected session stands: plan, checkpoint, progress, warnings."""
+    if status is None:
+        return []
+    name = str(status.get("session", "?"))
+    plan = status.get("plan")
+    lines = []
+    if plan:
+        changed = plan.get("changed_items") or []
+        drift = f"; {len(changed)} change(s) against the baseline" if changed else ""
+        error = f"; {plan['error']}" if plan.get("error") else ""
+        lines.append(f"{name}  plan {plan['passing']}/{plan['total']} passing{drift}{error}")
+    else:
+        lines.append(f"{name}  no plan file")
+    checkpoint = status.get("checkpoint")
+    if checkpoint:
+        verdict = {True: "verified", False: "FAILS verification", None: "not verified"}[
+            checkpoint.get("verified")
+        ]
+        lines.append(
+            f"  checkpoint {str(checkpoint['sha'])[:10]} {verdict}: {checkpoint.get('subject', '')}"
+        )
+    elif status.get("git_note"):
+        lines.append(f"  {status['git_note']}")
+    progress = status.get("progress") or {}
+    latest = progress.get("latest") or []
+    if latest:
+        lines.append(f"  progress: {latest[-1].splitlines()[0] if latest[-1] else ''}")
+    lines.extend(f"  ⚠ {w['kind']}: {w['message']}" for w in (status.get("warnings") or [])[-2:])
+    return [inert(line) for line in lines]
+
+
 def row_cells(status: dict[str, Any], last_width: int) -> dict[str, Cell]:
     """Every cell of one session's row, the last output cut to `last_width` characters."""
     state = str(status.get("state", "idle"))
@@ -73,7 +125,12 @@ def row_cells(status: dict[str, Any], last_width: int) -> dict[str, Cell]:
         "pid": (str(status["pid"]) if status.get("pid") else "-", ""),
         "restarts": (str(status.get("restarts") or 0), "yellow" if status.get("restarts") else ""),
         "uptime": (uptime(status), ""),
-        "plan": (plan_text(status), ""),
+        "plan": (
+            plan_text(status),
+            "yellow" if (status.get("plan") or {}).get("changed_items") else "",
+        ),
+        "checkpoint": checkpoint_cell(status.get("checkpoint")),
+        "cost": (cost_text(status.get("usage")), ""),
         "last": (cut(inert(str(status.get("last_line") or "")), last_width), "dim"),
     }
 
