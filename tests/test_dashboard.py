@@ -357,3 +357,22 @@ def test_a_demo_repo_is_workable_by_the_simulated_agent(tmp_path: Path) -> None:
     plan = json.loads((repo / "feature_list.json").read_text())
     assert [item["passes"] for item in plan[:2]] == [True, False]
     assert len(git_out(repo, "log", "--format=%s").splitlines()) == 2
+
+
+def test_the_details_strip_says_where_the_selected_session_stands() -> None:
+    """Plan drift, the checkpoint's verdict, the progress gist and warnings, in a few lines."""
+    from agentherd.tui.rows import detail_lines
+
+    status = {
+        "session": "api",
+        "plan": {"passing": 3, "total": 7, "changed_items": [{"index": 2}]},
+        "checkpoint": {"sha": "6df08f15ec99", "verified": False, "subject": "feat: \x1b[2Jx"},
+        "progress": {"latest": ["## Session 4 (coding)\n- did x\n- Status: 3/7 tests passing"]},
+        "warnings": [{"kind": "verify-failed", "message": "exit 1"}],
+    }
+    assert detail_lines(status) == [
+        "api  plan 3/7 passing; 1 change(s) against the baseline",
+        "  checkpoint 6df08f15ec FAILS verification: feat: ^[[2Jx",
+        "  progress: Session 4 (coding): Status: 3/7 tests passing",
+        "  ⚠ verify-failed: exit 1",
+    ]

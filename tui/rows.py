@@ -81,6 +81,16 @@ def cost_text(usage: dict[str, Any] | None) -> str:
     return "-" if cost is None else f"${cost:.2f}"
 
 
+def progress_gist(entry: str) -> str:
+    """An entry's heading and its last bullet: `Session 4 (coding): Status: 3/7 passing`."""
+    lines = [line.strip() for line in entry.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0].lstrip("#").strip()
+    bullets = [line.lstrip("-*").strip() for line in lines[1:] if line[:1] in "-*"]
+    return f"{head}: {bullets[-1]}" if bullets else head
+
+
 def detail_lines(status: dict[str, Any] | None) -> list[str]:
     """A few lines on where the selected session stands: plan, checkpoint, progress, warnings."""
     if status is None:
@@ -108,7 +118,7 @@ def detail_lines(status: dict[str, Any] | None) -> list[str]:
     progress = status.get("progress") or {}
     latest = progress.get("latest") or []
     if latest:
-        lines.append(f"  progress: {latest[-1].splitlines()[0] if latest[-1] else ''}")
+        lines.append(f"  progress: {progress_gist(latest[-1])}")
     lines.extend(f"  ⚠ {w['kind']}: {w['message']}" for w in (status.get("warnings") or [])[-2:])
     return [inert(line) for line in lines]
 
