@@ -27,8 +27,8 @@ import anyio
 
 from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
+from agentherd.supervisor.context import Timings
 from agentherd.supervisor.daemon import Daemon
-from agentherd.supervisor.session import Timings
 
 GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
 

@@ -19,10 +19,12 @@ from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import TERMINAL_STATES, WAIT_EXIT_CODES, State, task_state
 from agentherd.supervisor import server
+from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, run_dir, socket_path_for
 from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
-from agentherd.supervisor.session import Context, SessionError, SessionSupervisor, Timings
+from agentherd.supervisor.reporting import session_report
+from agentherd.supervisor.session import SessionError, SessionSupervisor
 from agentherd.supervisor.store import Change, Store, iso, utc_now
 from agentherd.supervisor.verify import VerificationQueue
 from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
@@ -407,7 +409,7 @@ class Daemon:
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
-        await send(result=await supervisor.report())
+        await send(result=await session_report(supervisor))
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
         """Stop every session gracefully, then the daemon."""

@@ -2,39 +2,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import Process, TaskGroup
 
 from agentherd.sessions.activity import summarize
 from agentherd.sessions.agent_output import (
-    OutputParser,
     Usage,
     make_parser,
-    valid_session_id,
 )
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
-from agentherd.sessions.report import ReportInput, build_report, render_markdown
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
-from agentherd.supervisor import gitops, procs
+from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
+from agentherd.supervisor.context import Context
+from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.observe import Observer
 from agentherd.supervisor.paths import run_dir
-from agentherd.supervisor.store import Change, Store, iso, utc_now
-from agentherd.supervisor.tailer import LogTailer
+from agentherd.supervisor.store import Change, iso, utc_now
 
 log = logging.getLogger("herd.session")
 
@@ -71,80 +64,6 @@ WARNING_KINDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Timings:
-    """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
-
-    tail_poll_s: float = 1.0
-    """A run's log is re-read at least this often even when no watcher event arrives."""
-    watch_debounce_ms: int = 30
-    """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
-    watch_step_ms: int = 10
-    """How often the watcher checks for a quiet moment inside a batch."""
-    adopt_poll_s: float = 0.5
-    """An adopted run (not our child) is checked for exit this often."""
-    stop_poll_s: float = 0.05
-    """How often a stopping run is re-checked for leftover processes."""
-    kill_wait_s: float = 5.0
-    """After SIGKILL, how long to wait before calling a run unkillable."""
-    reconcile_s: float = 5.0
-    """The slow pass re-stats every session's files this often, for events inotify dropped."""
-    drain_wait_s: float = 2.0
-    """After the leader exits, how long to wait for its last output before moving on."""
-    jitter: Callable[[], float] = field(default=lambda: __import__("random").uniform(0.8, 1.0))
-    """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
-
-
-class Context:
-    """What a session needs from the daemon: the store, the task group, and a way to announce."""
-
-    def __init__(
-        self,
-        store: Store,
-        state_dir: Path,
-        task_group: TaskGroup,
-        timings: Timings,
-        announce: Callable[[list[Event]], None],
-        config_path: Path,
-        runs_changed: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.config_path = config_path
-        self.runs_changed = runs_changed
-        self.store = store
-        self.state_dir = state_dir
-        self.tg = task_group
-        self.timings = timings
-        self.announce = announce
-
-
-class LiveRun:
-    """A run this daemon is watching: its record, identity, output reader and exit."""
-
-    def __init__(
-        self,
-        record: RunRecord,
-        identity: procs.RunIdentity,
-        folder: Path,
-        parser: OutputParser,
-        process: Process | None,
-    ) -> None:
-        self.record = record
-        self.identity = identity
-        self.folder = folder
-        self.parser = parser
-        self.process = process
-        self.tailer = LogTailer(folder / procs.OUTPUT_FILE)
-        self.splitter = LineSplitter()
-        self.last_line = ""
-        self.exit: procs.ExitInfo | None = None
-        self.exited = anyio.Event()
-        self.drained = anyio.Event()
-        self.wake = anyio.Event()
-        self.started_monotonic = time.monotonic()
-        self.handled = False
-        self.paused = False
-
-
 class SessionSupervisor:
     """Owns one session: the only writer of its record; every change goes through `_commit`."""
 
@@ -156,10 +75,11 @@ class SessionSupervisor:
         self.warnings: deque[Event] = deque(maxlen=20)
         self._lock = anyio.Lock()
         self._backoff_generation = 0
-        self._git_warned = False
+        self.git_warned = False
         self._refreshing: dict[str, bool] = {}
         self.stall = StallClock(time.monotonic())
         self.task_usage = self._ended_runs_usage()
+        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
         self.observer = Observer(self)
         self.version = 0
@@ -197,9 +117,11 @@ class SessionSupervisor:
                 total = total + Usage.from_json(run.usage)
         return total
 
-    def make_event(self, kind: str, message: str, **data: Any) -> Event:
-        """An event of this session's current run, for collaborators like the observer."""
-        return self._event(kind, message, self.record.run or None, **data)
+    def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        """An event of this session (of its current run unless `run` says another)."""
+        return self._event(
+            kind, message, run if run is not None else self.record.run or None, **data
+        )
 
     def commit_events(self, *events: Event) -> None:
         """Write events (and the session record) in one transaction, then announce them."""
@@ -279,7 +201,7 @@ class SessionSupervisor:
             self._event(kind, message, self.record.run, reason=reason, handle=self.record.handle),
             task=task,
         )
-        self.ctx.tg.start_soon(self.write_report)
+        self.ctx.tg.start_soon(reporting.write_report, self)
 
     # ----- commands ------------------------------------------------------------------------
 
@@ -380,7 +302,7 @@ class SessionSupervisor:
             if from_rev is None:
                 await self._begin_task()
             else:
-                env_extra, mode = await self._prepare_restart(from_rev, self.record.run)
+                env_extra, mode = await recovery.prepare_restart(self, from_rev, self.record.run)
                 await self._begin_task(env_extra, mode)
             return self.record.handle or ""
 
@@ -499,7 +421,7 @@ class SessionSupervisor:
             launched.process,
         )
         self._watch(live)
-        self._enforce_log_cap()
+        self.check_log_cap()
 
     def _watch(self, live: LiveRun) -> None:
         self.run = live
@@ -591,7 +513,7 @@ class SessionSupervisor:
         live.record.signal = info.signal
         live.record.usage = live.parser.usage.to_json()
         self.task_usage = self.task_usage + live.parser.usage
-        live.record.outcome = _outcome_name(outcome, self.config.agent, info)
+        live.record.outcome = outcome_name(outcome, self.config.agent, info)
         self._commit(
             self._event(
                 "run-exited",
@@ -736,96 +658,9 @@ class SessionSupervisor:
             env_extra: dict[str, str] = {}
             mode = "command"
             if crashed:
-                env_extra, mode = await self._prepare_restart(None, last_run)
+                env_extra, mode = await recovery.prepare_restart(self, None, last_run)
             env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
             await self._launch(mode=mode, env_extra=env_extra)
-
-    async def _prepare_restart(
-        self, target: str | None, last_run: int
-    ) -> tuple[dict[str, str], str]:
-        """Rescue the dirty tree, reset to the restart target; say whether to resume."""
-        env_extra: dict[str, str] = {}
-        cwd = self.config.cwd
-        if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
-            if not self._git_warned and self.observer.git_error is None:
-                self._git_warned = True
-                self._commit(
-                    self._event(
-                        "not-a-git-repo",
-                        f"{cwd} is not a git repository: restarting without rescue or reset",
-                        last_run,
-                    )
-                )
-            return env_extra, self._resume_mode(last_run)
-        ref = f"refs/herd/{self.config.name}/rescue/{last_run}"
-        try:
-            rescue_sha = await anyio.to_thread.run_sync(
-                gitops.save_rescue, cwd, ref, f"herd: rescue of run {last_run}"
-            )
-            if rescue_sha:
-                env_extra["HERD_RESCUE_REF"] = ref
-                self._commit(
-                    self._event(
-                        "rescue-saved",
-                        f"uncommitted work saved on {ref}",
-                        last_run,
-                        ref=ref,
-                        sha=rescue_sha,
-                    )
-                )
-            target_sha = await self._restart_target(target)
-            if target_sha:
-                await anyio.to_thread.run_sync(
-                    gitops.reset_worktree, cwd, target_sha, [self.ctx.config_path]
-                )
-                env_extra["HERD_CHECKPOINT"] = target_sha
-                self._commit(
-                    self._event(
-                        "worktree-reset",
-                        f"worktree reset to {target_sha[:12]}",
-                        last_run,
-                        sha=target_sha,
-                    )
-                )
-        except Exception as exc:  # a git failure must not stop the restart itself
-            log.exception("restart preparation failed for %s", self.config.name)
-            self._commit(self._event("rescue-failed", f"could not rescue/reset: {exc}", last_run))
-        return env_extra, self._resume_mode(last_run)
-
-    async def _restart_target(self, target: str | None) -> str | None:
-        cwd = self.config.cwd
-        wanted = target or self.config.restart_from
-        if wanted == "verified":
-            verified = self.ctx.store.last_verified(self.config.name)
-            if verified is not None:
-                return verified
-            self._commit(
-                self._event(
-                    "no-verified-checkpoint",
-                    "no verified checkpoint yet; restarting from the last checkpoint",
-                    self.record.run,
-                )
-            )
-        if wanted in ("last", "verified"):
-            checkpoint = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
-            return checkpoint.sha if checkpoint else None
-        return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, wanted)
-
-    def _resume_mode(self, last_run: int) -> str:
-        sid = self.record.agent_session_id
-        if self.config.resume is None or not sid:
-            return "command"
-        if not valid_session_id(sid):
-            self._commit(
-                self._event(
-                    "resume-refused",
-                    f"session id {sid[:40]!r} does not look like one; running command instead",
-                    last_run,
-                )
-            )
-            self.record.agent_session_id = None
-            return "command"
-        return "resume"
 
     # ----- daemon restart --------------------------------------------------------------------
 
@@ -893,97 +728,21 @@ class SessionSupervisor:
                 # The store says active but no live run is recorded: the daemon died mid-launch.
                 self._end_task(State.FAILED, "lost", "the daemon stopped before the run started")
 
-    # ----- report ----------------------------------------------------------------------------
-
-    async def report(self) -> dict[str, Any]:
-        """The session's report: `{"report": <json form>, "markdown": <text>}`."""
-        store = self.ctx.store
-        name = self.config.name
-        handle = self.record.handle
-        checkpoints = store.checkpoints(name, limit=REPORT_CHECKPOINTS)
-        diffstat = None
-        touched: list[str] = []
-        if checkpoints:
-            first, last = checkpoints[0].sha, checkpoints[-1].sha
-            try:
-                base = await anyio.to_thread.run_sync(
-                    gitops.resolve_commit, self.config.cwd, f"{first}~1"
-                )
-            except (ValueError, gitops.GitError, gitops.NotAGitRepo):
-                base = first
-            try:
-                diffstat = await anyio.to_thread.run_sync(
-                    gitops.diffstat, self.config.cwd, base, last
-                )
-                touched = await anyio.to_thread.run_sync(
-                    gitops.files_touched, self.config.cwd, base, last
-                )
-            except Exception:  # the repo may be gone or rewritten; the report goes on
-                log.warning("no diffstat for %s", name, exc_info=True)
-        observer = self.observer
-        data = ReportInput(
-            session=name,
-            state=str(self.record.state),
-            reason=self.record.reason,
-            handle=handle,
-            generated_at=iso(utc_now()) or "",
-            task_started_at=self.record.task_started_at,
-            runs=[r for r in store.runs(name) if handle is None or r.handle == handle],
-            events=store.events(session=name, limit=100_000),
-            checkpoints=checkpoints,
-            verifications=store.verifications(name),
-            plan_baseline=observer.plan_baseline,
-            plan_current=observer.plan_current,
-            plan_error=observer.plan_error,
-            progress_latest=list(observer.progress_latest),
-            progress_updated_at=observer.progress_updated_at,
-            diffstat=diffstat,
-            files_touched=touched,
-            agent=self.config.agent,
-            cwd=str(self.config.cwd),
-        )
-        built = build_report(data)
-        return {"report": built, "markdown": render_markdown(built)}
-
-    async def write_report(self) -> None:
-        """Write `.herd/reports/<session>.md` and `.json` (done whenever a task ends)."""
-        try:
-            result = await self.report()
-            folder = self.ctx.state_dir / "reports"
-            folder.mkdir(exist_ok=True)
-            (folder / f"{self.config.name}.md").write_text(result["markdown"])
-            (folder / f"{self.config.name}.json").write_text(
-                __import__("json").dumps(result["report"], indent=2)
-            )
-        except Exception:
-            log.exception("writing the report of %s failed", self.config.name)
-
     # ----- logs ------------------------------------------------------------------------------
 
-    def log_bytes(self) -> int:
-        """Bytes of output kept on disk for this session, across runs."""
-        folder = self.ctx.state_dir / "runs" / self.config.name
-        total = 0
-        for path in folder.glob(f"*/{procs.OUTPUT_FILE}"):
-            with contextlib.suppress(OSError):
-                total += path.stat().st_size
-        return total
+    @property
+    def _runs_folder(self) -> Path:
+        return self.ctx.state_dir / "runs" / self.config.name
 
-    def _enforce_log_cap(self) -> None:
-        """Delete the oldest runs' logs until the session fits `log_max_bytes`."""
-        folder = self.ctx.state_dir / "runs" / self.config.name
-        logs = sorted(
-            (int(p.parent.name), p)
-            for p in folder.glob(f"*/{procs.OUTPUT_FILE}")
-            if p.parent.name.isdigit()
-        )
-        total = sum(p.stat().st_size for _, p in logs if p.exists())
-        for number, path in logs:
-            if total <= self.config.log_max_bytes or number == self.record.run:
-                break
-            size = path.stat().st_size
-            path.unlink()
-            total -= size
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
+        current = self.run.tailer.offset if self.run is not None else 0
+        return self.older_logs_bytes + current
+
+    def check_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
+        for number, size in deleted:
             self._commit(
                 self._event(
                     "log-capped",
@@ -991,11 +750,7 @@ class SessionSupervisor:
                     number,
                 )
             )
-
-    def check_log_cap(self) -> None:
-        """Slow-path check: delete old logs if the session's logs grew past the cap."""
-        if self.log_bytes() > self.config.log_max_bytes:
-            self._enforce_log_cap()
+        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
 
     # ----- status ----------------------------------------------------------------------------
 
@@ -1036,16 +791,3 @@ class SessionSupervisor:
 
 class SessionError(Exception):
     """A command that does not fit the session's state; shown to the person as one line."""
-
-
-def _outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
-    """success | agent-error | no-result | exit N | signal SIGX | exit unknown."""
-    if outcome is not None:
-        if outcome.is_error:
-            return "rate-limit" if getattr(outcome, "rate_limited", False) else "agent-error"
-        if outcome.finished and info.exit_code in (0, None) and info.signal is None:
-            return "success"
-    if info.clean:
-        # A structured agent that exits 0 without its final result line did not finish.
-        return "no-result" if agent in ("claude", "amp") else "success"
-    return info.describe()

@@ -13,8 +13,8 @@ import psutil
 
 from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
+from agentherd.supervisor.context import Timings
 from agentherd.supervisor.daemon import Daemon
-from agentherd.supervisor.session import Timings
 
 START_TIMEOUT_S = 15.0
 """A daemon that does not answer within this long has failed to start."""

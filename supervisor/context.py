@@ -1,0 +1,59 @@
+"""What every session supervisor shares: the daemon's store, task group, timings, callbacks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from anyio.abc import TaskGroup
+
+from agentherd.sessions.records import Event
+from agentherd.supervisor.store import Store
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
+
+    tail_poll_s: float = 1.0
+    """A run's log is re-read at least this often even when no watcher event arrives."""
+    watch_debounce_ms: int = 30
+    """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
+    watch_step_ms: int = 10
+    """How often the watcher checks for a quiet moment inside a batch."""
+    adopt_poll_s: float = 0.5
+    """An adopted run (not our child) is checked for exit this often."""
+    stop_poll_s: float = 0.05
+    """How often a stopping run is re-checked for leftover processes."""
+    kill_wait_s: float = 5.0
+    """After SIGKILL, how long to wait before calling a run unkillable."""
+    reconcile_s: float = 5.0
+    """The slow pass re-stats every session's files this often, for events inotify dropped."""
+    drain_wait_s: float = 2.0
+    """After the leader exits, how long to wait for its last output before moving on."""
+    jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
+    """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
+
+
+class Context:
+    """What a session needs from the daemon: the store, the task group, and a way to announce."""
+
+    def __init__(
+        self,
+        store: Store,
+        state_dir: Path,
+        task_group: TaskGroup,
+        timings: Timings,
+        announce: Callable[[list[Event]], None],
+        config_path: Path,
+        runs_changed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.config_path = config_path
+        self.runs_changed = runs_changed
+        self.store = store
+        self.state_dir = state_dir
+        self.tg = task_group
+        self.timings = timings
+        self.announce = announce

@@ -1,0 +1,57 @@
+"""A run being watched: its identity, output reader and exit, and what its end means."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from agentherd.sessions.agent_output import OutputParser
+from agentherd.sessions.lines import LineSplitter
+from agentherd.sessions.records import RunRecord
+from agentherd.supervisor import procs
+from agentherd.supervisor.tailer import LogTailer
+
+
+class LiveRun:
+    """A run this daemon is watching: its record, identity, output reader and exit."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        identity: procs.RunIdentity,
+        folder: Path,
+        parser: OutputParser,
+        process: Process | None,
+    ) -> None:
+        self.record = record
+        self.identity = identity
+        self.folder = folder
+        self.parser = parser
+        self.process = process
+        self.tailer = LogTailer(folder / procs.OUTPUT_FILE)
+        self.splitter = LineSplitter()
+        self.last_line = ""
+        self.exit: procs.ExitInfo | None = None
+        self.exited = anyio.Event()
+        self.drained = anyio.Event()
+        self.wake = anyio.Event()
+        self.started_monotonic = time.monotonic()
+        self.handled = False
+        self.paused = False
+
+
+def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
+    """success | agent-error | no-result | exit N | signal SIGX | exit unknown."""
+    if outcome is not None:
+        if outcome.is_error:
+            return "rate-limit" if getattr(outcome, "rate_limited", False) else "agent-error"
+        if outcome.finished and info.exit_code in (0, None) and info.signal is None:
+            return "success"
+    if info.clean:
+        # A structured agent that exits 0 without its final result line did not finish.
+        return "no-result" if agent in ("claude", "amp") else "success"
+    return info.describe()

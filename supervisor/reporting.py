@@ -1,0 +1,84 @@
+"""A session's report, gathered from the store, the observer and git, rendered by sessions."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentherd.sessions.report import ReportInput, build_report, render_markdown
+from agentherd.supervisor import gitops
+from agentherd.supervisor.store import iso, utc_now
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.session import SessionSupervisor
+
+log = logging.getLogger("herd.report")
+
+REPORT_CHECKPOINTS = 500
+"""A report lists at most this many checkpoints (the newest)."""
+
+
+async def session_report(session: SessionSupervisor) -> dict[str, Any]:
+    """The session's report: `{"report": <json form>, "markdown": <text>}`."""
+    store = session.ctx.store
+    name = session.config.name
+    handle = session.record.handle
+    checkpoints = store.checkpoints(name, limit=REPORT_CHECKPOINTS)
+    diffstat = None
+    touched: list[str] = []
+    if checkpoints:
+        first, last = checkpoints[0].sha, checkpoints[-1].sha
+        try:
+            base = await anyio.to_thread.run_sync(
+                gitops.resolve_commit, session.config.cwd, f"{first}~1"
+            )
+        except (ValueError, gitops.GitError, gitops.NotAGitRepo):
+            base = first
+        try:
+            diffstat = await anyio.to_thread.run_sync(
+                gitops.diffstat, session.config.cwd, base, last
+            )
+            touched = await anyio.to_thread.run_sync(
+                gitops.files_touched, session.config.cwd, base, last
+            )
+        except Exception:  # the repo may be gone or rewritten; the report goes on
+            log.warning("no diffstat for %s", name, exc_info=True)
+    observer = session.observer
+    data = ReportInput(
+        session=name,
+        state=str(session.record.state),
+        reason=session.record.reason,
+        handle=handle,
+        generated_at=iso(utc_now()) or "",
+        task_started_at=session.record.task_started_at,
+        runs=[r for r in store.runs(name) if handle is None or r.handle == handle],
+        events=store.events(session=name, limit=100_000),
+        checkpoints=checkpoints,
+        verifications=store.verifications(name),
+        plan_baseline=observer.plan_baseline,
+        plan_current=observer.plan_current,
+        plan_error=observer.plan_error,
+        progress_latest=list(observer.progress_latest),
+        progress_updated_at=observer.progress_updated_at,
+        diffstat=diffstat,
+        files_touched=touched,
+        agent=session.config.agent,
+        cwd=str(session.config.cwd),
+    )
+    built = build_report(data)
+    return {"report": built, "markdown": render_markdown(built)}
+
+
+async def write_report(session: SessionSupervisor) -> None:
+    """Write `.herd/reports/<session>.md` and `.json` (done whenever a task ends)."""
+    try:
+        result = await session_report(session)
+        folder = session.ctx.state_dir / "reports"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{session.config.name}.md").write_text(result["markdown"])
+        (folder / f"{session.config.name}.json").write_text(json.dumps(result["report"], indent=2))
+    except Exception:
+        log.exception("writing the report of %s failed", session.config.name)
