@@ -8,6 +8,32 @@ from pydantic import BaseModel, Field
 
 from agentherd.sessions.states import State
 
+WARNING_KINDS = frozenset(
+    {
+        # drift, verification and budgets: what a person should look at
+        "plan-invalid",
+        "plan-tampered",
+        "claims-done-but-fails",
+        "stalled",
+        "repeated-failure",
+        "out-of-scope",
+        "burn-without-progress",
+        "early-exit",
+        "budget-warning",
+        "rate-limited",
+        "verify-failed",
+        # herd could not do all it meant to
+        "notify-failed",
+        "resume-refused",
+        "not-a-git-repo",
+        "log-capped",
+        "progress-invalid",
+        "git-unavailable",
+        "rescue-failed",
+    }
+)
+"""Event kinds that are warnings: shown in a session's status and its report."""
+
 
 class Event(BaseModel):
     """One line of the append-only event log; `seq` is the cursor clients follow."""

@@ -17,25 +17,8 @@ from agentherd.sessions.agent_output import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.durations import format_duration
 from agentherd.sessions.plan import Plan, diff_plan
-from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
 from agentherd.sessions.sanitize import ELLIPSIS, inert
-
-REPORT_WARNING_KINDS = frozenset(
-    {
-        "plan-invalid",
-        "plan-tampered",
-        "claims-done-but-fails",
-        "stalled",
-        "repeated-failure",
-        "out-of-scope",
-        "burn-without-progress",
-        "early-exit",
-        "budget-warning",
-        "rate-limited",
-        "verify-failed",
-    }
-)
-"""Event kinds that are warnings a person should still see in the report."""
 
 RESOLVED_BY: dict[str, frozenset[str]] = {
     "verify-failed": frozenset({"verify-passed"}),
@@ -217,7 +200,7 @@ def _open_warnings(data: ReportInput, events: list[Event], tampered: bool) -> li
     """The task's warnings still open: the latest of each kind, with how often it came."""
     latest: dict[str, dict[str, Any]] = {}
     for position, event in enumerate(events):
-        if event.kind not in REPORT_WARNING_KINDS:
+        if event.kind not in WARNING_KINDS:
             continue
         closers = RESOLVED_BY.get(event.kind, frozenset())
         if any(later.kind in closers for later in events[position + 1 :]):

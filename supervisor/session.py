@@ -20,7 +20,13 @@ from agentherd.sessions.agent_output import (
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.sessions.records import (
+    WARNING_KINDS,
+    Event,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+)
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.context import Context
@@ -39,29 +45,6 @@ REPORT_CHECKPOINTS = 500
 
 UNTIL_DONE_IDLE_RUNS = 3
 """until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
-
-WARNING_KINDS = frozenset(
-    {
-        "plan-invalid",
-        "plan-tampered",
-        "claims-done-but-fails",
-        "stalled",
-        "repeated-failure",
-        "out-of-scope",
-        "burn-without-progress",
-        "early-exit",
-        "budget-warning",
-        "rate-limited",
-        "notify-failed",
-        "resume-refused",
-        "not-a-git-repo",
-        "log-capped",
-        "verify-failed",
-        "progress-invalid",
-        "git-unavailable",
-        "rescue-failed",
-    }
-)
 
 
 class SessionSupervisor:

@@ -107,6 +107,21 @@ def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     return path
 
 
+SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
+
+
+def sim_repo(path: Path, features: int = 4) -> Path:
+    """A git repo set up by the simulated agent's initializer (plan, progress, first commit)."""
+    make_repo(path)
+    subprocess.run(
+        [*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
+        cwd=path,
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
 class Herd:
     """A herd.toml in a temp folder and a real daemon serving it from a thread."""
 
@@ -160,7 +175,8 @@ class Herd:
         """`herd down`: stop every session, then the daemon."""
         if self.thread is None:
             return
-        self.client.call("down", socket_timeout_s=None)
+        if self.client.ping():  # a test may have brought it down itself
+            self.client.call("down", socket_timeout_s=None)
         self.thread.join(30)
         self.thread = None
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from daemon_thread import DaemonThread, assert_no_agents_left
+from conftest import Herd
 from textual.pilot import Pilot
 from textual.widgets import Log, Static
 
@@ -64,15 +64,13 @@ def write_config(root: Path) -> Path:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[Path, Client]]:
-    """A daemon in a thread with three running agents; afterwards nothing is left running."""
-    socket_path = tmp_path / "s.sock"
-    try:
-        with DaemonThread(write_config(tmp_path), socket_path) as client:
-            client.call("up")
-            yield socket_path, client
-    finally:
-        assert_no_agents_left(tmp_path)
+def fleet(herd: Herd) -> Iterator[tuple[Path, Client]]:
+    """A daemon in a thread with three running agents (the autouse fixture checks leftovers)."""
+    write_config(herd.root)
+    client = herd.start()
+    client.call("up")
+    assert herd.daemon is not None
+    yield herd.daemon.socket_path, client
 
 
 async def until(pilot: Pilot[Any], predicate: Callable[[], bool], what: str) -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import HERD, PY, TEST_ID_VAR, Herd, git, make_repo, script, wait_until
-
-SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
+from conftest import HERD, SIMAGENT, TEST_ID_VAR, Herd, git, make_repo, script, wait_until
+from conftest import sim_repo as conftest_sim_repo
 
 
 def sim_session(name: str, repo: Path, *options: str, restart: str = "on-failure") -> str:
@@ -36,14 +35,8 @@ stop_grace = "3s"
 
 
 def sim_repo(path: Path, features: int = 4, ignored: bool = False) -> Path:
-    """A git repo set up by the simulated agent's initializer (plan, progress, first commit)."""
-    make_repo(path)
-    subprocess.run(
-        [*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
-        cwd=path,
-        check=True,
-        capture_output=True,
-    )
+    """A simulated agent's repo; with `ignored`, a committed `*.log` ignore and an ignored file."""
+    conftest_sim_repo(path, features)
     if ignored:
         with open(path / ".gitignore", "a") as ignore:
             ignore.write("*.log\n")

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PY, Herd, git, make_repo, script, wait_until
+from conftest import PY, SIMAGENT, Herd, git, make_repo, script, sim_repo, wait_until
 
-SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
 IDLE = script("import time; time.sleep(60)")
-
-
-def sim_repo(path: Path, features: int = 3) -> Path:
-    make_repo(path)
-    subprocess.run(
-        [*SIMAGENT, "--init", str(features), "--one-per-run", "--delay", "0"],
-        cwd=path,
-        check=True,
-        capture_output=True,
-    )
-    return path
 
 
 def watched(repo: Path, name: str = "api", command: str = IDLE, extra: str = "") -> str:
