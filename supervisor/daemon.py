@@ -407,6 +407,24 @@ class Daemon:
             }
         )
 
+    async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Adopt the current plan as the session's baseline (a person accepted the change)."""
+        supervisor = self._session(request.get("name"))
+        observer = supervisor.observer
+        if observer.plan_current is None:
+            raise ApiError("bad-state", f"{supervisor.config.name} has no plan to approve")
+        changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
+        observer.accept_plan()
+        supervisor.commit_events(
+            supervisor.make_event(
+                "plan-approved",
+                f"plan approved as the new baseline ({changes} change(s) accepted)",
+                passing=observer.plan_current.passing,
+                total=observer.plan_current.total,
+            )
+        )
+        await send(result=supervisor.status())
+
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         await send(result=await session_report(supervisor))

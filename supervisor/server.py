@@ -86,6 +86,17 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
         request = decode(line)
         request_id = request.get("id")
         if request.get("op") == "hello":
+            if request.get("protocol") != PROTOCOL:
+                raise ApiError(
+                    "version-mismatch",
+                    f"this daemon (herd {HERD_VERSION}) speaks protocol {PROTOCOL}, the client "
+                    f"(herd {request.get('version')}) {request.get('protocol')}; restart the "
+                    "daemon with `herd down && herd up`",
+                )
+            if request.get("version") != HERD_VERSION:
+                log.info(
+                    "a herd %s client talks to this %s daemon", request.get("version"), HERD_VERSION
+                )
             await send(result={"version": HERD_VERSION, "protocol": PROTOCOL, "pid": os.getpid()})
             return
         await handler(request, send)

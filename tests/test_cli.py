@@ -322,3 +322,21 @@ def _processes_running(needle: str) -> list[list[str]]:
 def _events(cwd: Path) -> list[dict[str, object]]:
     out = run_herd(cwd, "events", "--json").stdout
     return [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_client_of_another_protocol_is_told_plainly(herd: Herd) -> None:
+    import socket
+
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+    """)
+    herd.start()
+    assert herd.daemon is not None
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(herd.daemon.socket_path))
+        sock.sendall(b'{"op": "hello", "version": "9.9.9", "protocol": 999}\n')
+        reply = json.loads(sock.makefile().readline())
+    assert reply["ok"] is False and reply["error"]["code"] == "version-mismatch"
+    assert "herd down && herd up" in reply["error"]["message"]

@@ -262,3 +262,18 @@ def test_the_report_says_what_changed_passed_remains_and_what_to_do(herd: Herd) 
     for section in ("What changed", "What passed", "What remains", "Incidents", "Next steps"):
         assert section in markdown, section
     assert "refs/herd/api/rescue/1" in markdown
+
+
+def test_approve_adopts_the_changed_plan_as_the_new_baseline(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=3)
+    herd.write(watched(repo))
+    herd.start()
+    wait_until(lambda: herd.status("api")["plan"], what="the baseline")
+    plan = json.loads((repo / "feature_list.json").read_text())
+    plan.pop()
+    (repo / "feature_list.json").write_text(json.dumps(plan))
+    wait_until(lambda: herd.status("api")["plan"]["changed_items"])
+    result = herd.cli("approve", "api")
+    assert result.returncode == 0 and "plan approved (0/2 passing)" in result.stdout
+    assert herd.status("api")["plan"] == {"passing": 0, "total": 2, "changed_items": []}
+    assert herd.events("api", "plan-approved")

@@ -337,6 +337,16 @@ def resume(name: str) -> None:
 
 
 @main.command()
+@click.argument("name")
+@guarded
+def approve(name: str) -> None:
+    """Adopt the session's changed plan as its new baseline."""
+    status = _client().call("approve", name=name)
+    plan = status.get("plan") or {}
+    click.echo(f"{name}: plan approved ({plan.get('passing')}/{plan.get('total')} passing)")
+
+
+@main.command()
 @click.argument("target", required=False)
 @click.option("--json", "as_json", is_flag=True)
 @guarded
