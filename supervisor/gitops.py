@@ -328,12 +328,13 @@ def _head_or_none(top: Path) -> str | None:
     return out.decode("ascii") if out else None
 
 
-def save_rescue(worktree: Path, ref: str, message: str) -> str | None:
+def save_rescue(worktree: Path, ref: str, message: str, exclude: Sequence[Path] = ()) -> str | None:
     """Commit the dirty tree (staged, modified, untracked; not ignored) to `ref`.
 
     The real index, the worktree and HEAD are left exactly as they are, no hook runs and no
-    user identity is needed: the tree is built in a temporary index. Returns the rescue
-    commit's sha, or None when the tree is clean and there is nothing to save.
+    user identity is needed: the tree is built in a temporary index. Untracked paths in
+    `exclude` (herd.toml living in the worktree) are not the agent's work and are left out.
+    Returns the rescue commit's sha, or None when there is nothing to save.
     """
     paths = git_paths(worktree)
     top = paths.worktree
@@ -351,6 +352,8 @@ def save_rescue(worktree: Path, ref: str, message: str) -> str | None:
                 _run(top, "read-tree", head, env=index)
         # --ignore-errors: an unreadable file must not lose the rest (exit 1 then).
         _run(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1))
+        for path in _inside(top, exclude):
+            _run(top, "rm", "--cached", "-q", "--ignore-unmatch", "--", path, env=index)
         tree = _run(top, "write-tree", env=index).strip().decode("ascii")
     if head is None:
         base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"")
@@ -376,13 +379,19 @@ def reset_worktree(worktree: Path, sha: str, keep: Sequence[Path] = ()) -> None:
     top = paths.worktree
     (paths.git_dir / "index.lock").unlink(missing_ok=True)
     _run(top, "reset", "--hard", "--quiet", full)
-    excludes: list[str] = []
-    for path in keep:
-        try:
-            excludes += ["-e", "/" + str(Path(path).resolve().relative_to(top.resolve()))]
-        except ValueError:
-            continue  # outside this worktree: nothing to protect here
+    excludes = [arg for path in _inside(top, keep) for arg in ("-e", "/" + path)]
     _run(top, "clean", "-f", "-d", "--quiet", *excludes)
+
+
+def _inside(top: Path, paths: Sequence[Path]) -> list[str]:
+    """The `paths` that lie in the worktree `top`, relative to it; others are dropped."""
+    found = []
+    for path in paths:
+        try:
+            found.append(str(Path(path).resolve().relative_to(top.resolve())))
+        except ValueError:
+            continue
+    return found
 
 
 @contextmanager

@@ -36,7 +36,11 @@ async def prepare_restart(
     ref = f"refs/herd/{session.config.name}/rescue/{last_run}"
     try:
         rescue_sha = await anyio.to_thread.run_sync(
-            gitops.save_rescue, cwd, ref, f"herd: rescue of run {last_run}"
+            gitops.save_rescue,
+            cwd,
+            ref,
+            f"herd: rescue of run {last_run}",
+            [session.ctx.config_path],
         )
         if rescue_sha:
             env_extra["HERD_RESCUE_REF"] = ref

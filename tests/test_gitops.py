@@ -516,3 +516,15 @@ def test_inherited_git_variables_do_not_redirect(
     assert (repo / "a").read_text() == "a\n"
     assert git(other, "rev-parse", "HEAD").strip() == other_head
     assert git(other, "status", "--porcelain") == ""
+
+
+def test_rescue_leaves_out_excluded_untracked_files(repo: Path) -> None:
+    """herd.toml living untracked in the worktree is not the agent's work."""
+    commit(repo, "first", {"README.md": "x\n"})
+    (repo / "herd.toml").write_text("[[session]]\n")
+    assert save_rescue(repo, "refs/herd/a/rescue/1", "m", [repo / "herd.toml"]) is None
+    (repo / "new.txt").write_text("work\n")
+    sha = save_rescue(repo, "refs/herd/a/rescue/2", "m", [repo / "herd.toml"])
+    assert sha is not None
+    files = tree_files(repo, sha)
+    assert "new.txt" in files and "herd.toml" not in files
