@@ -16,7 +16,6 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Field,
     ValidationError,
     field_validator,
     model_validator,
@@ -30,16 +29,6 @@ STATE_DIR_NAME = ".herd"
 AgentName = Literal["claude", "codex", "gemini", "amp", "opencode", "aider", "plain"]
 RestartPolicy = Literal["never", "on-failure", "always", "until-done"]
 DriftAction = Literal["warn", "notify", "pause"]
-DRIFT_KINDS = (
-    "plan-tampered",
-    "claims-done-but-fails",
-    "stalled",
-    "crash-loop",
-    "repeated-failure",
-    "out-of-scope",
-    "burn-without-progress",
-    "early-exit",
-)
 DriftKind = Literal[
     "plan-tampered",
     "claims-done-but-fails",
@@ -60,9 +49,6 @@ def _positive(value: float | None) -> float | None:
     if value is not None and value <= 0:
         raise ValueError("must be a positive number")
     return value
-
-
-PositiveFloat = Annotated[float | None, BeforeValidator(lambda v: v), Field(default=None)]
 
 
 class _Strict(BaseModel):
@@ -287,14 +273,6 @@ def _merge(defaults: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in _LOC_NOISE)]
-    return ".".join(parts)
-
-
-_LOC_NOISE = {"list[str]", "str", "function-after[_command(), union[list[str],str]]"}
 
 
 def _message(error: Any, known: set[str]) -> str:

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from agentherd.sessions.config import HerdConfig
 from agentherd.supervisor.client import Client
@@ -48,15 +47,6 @@ def ensure_daemon(config: HerdConfig) -> tuple[Client, bool]:
             break
         time.sleep(0.05)
     raise ApiError("internal", f"the daemon did not start; see {log_path}")
-
-
-def daemon_log_tail(config: HerdConfig, lines: int = 5) -> str:
-    """The last lines of the daemon log, for error messages."""
-    path: Path = config.state_dir / "daemon.log"
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def wait_for_exit(pid: int, timeout_s: float) -> bool:

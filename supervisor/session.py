@@ -769,6 +769,9 @@ class SessionSupervisor:
             ],
             "last_line": run.last_line if run is not None else "",
             "agent": self.config.agent,
+            "next_restart_at": self.record.backoff_until
+            if self.record.state == State.BACKOFF
+            else None,
         }
 
 

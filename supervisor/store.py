@@ -175,13 +175,6 @@ class Store:
         row = self._db.execute("SELECT data FROM tasks WHERE handle=?", (handle,)).fetchone()
         return TaskRecord.model_validate_json(row[0]) if row else None
 
-    def tasks(self, session: str) -> list[TaskRecord]:
-        """All tasks of a session, oldest first."""
-        rows = self._db.execute(
-            "SELECT data FROM tasks WHERE session=? ORDER BY first_run", (session,)
-        ).fetchall()
-        return [TaskRecord.model_validate_json(row[0]) for row in rows]
-
     def events(
         self,
         since_seq: int = 0,
@@ -262,11 +255,6 @@ class Store:
             (session,),
         ).fetchone()
         return str(row[0]) if row else None
-
-    def last_seq(self) -> int:
-        """The newest event's seq (0 when there is none)."""
-        row = self._db.execute("SELECT MAX(seq) FROM events").fetchone()
-        return int(row[0] or 0)
 
 
 class _Tx:
