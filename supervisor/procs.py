@@ -250,13 +250,17 @@ async def stop_tree(
             await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT)
         if await _wait_empty(identity, grace_s, poll_s):
             return True
-    await anyio.to_thread.run_sync(signal_run, identity, signal.SIGKILL)
-    return await _wait_empty(identity, kill_wait_s, poll_s)
+    return await _wait_empty(identity, kill_wait_s, poll_s, resend=signal.SIGKILL)
 
 
-async def _wait_empty(identity: RunIdentity, timeout_s: float, poll_s: float) -> bool:
+async def _wait_empty(
+    identity: RunIdentity, timeout_s: float, poll_s: float, resend: int | None = None
+) -> bool:
+    """Wait until nothing of the run is left, re-sending `resend` to what a fork left behind."""
     deadline = time.monotonic() + timeout_s
     while True:
+        if resend is not None:
+            await anyio.to_thread.run_sync(signal_run, identity, resend)
         left = await anyio.to_thread.run_sync(run_processes, identity)
         if not left:
             return True

@@ -422,3 +422,91 @@ def test_a_restart_storm_cannot_happen_with_zero_delay_and_a_crash_loop(herd: He
     herd.start().call("start", name="storm")
     status = herd.wait_state("storm", "failed")
     assert status["reason"] == "crash-loop" and status["run"] == 4
+
+
+def test_an_exit_nobody_saw_is_null_and_counts_as_a_crash(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    herd.write(f"""
+        [[session]]
+        name = "lost"
+        cwd = "{repo}"
+        command = {script("import time; print('working', flush=True); time.sleep(60)")}
+        restart_delay = "30s"
+    """)
+    client = herd.start()
+    client.call("start", name="lost")
+    pid = herd.wait_state("lost", "running")["pid"]
+    herd.stop_daemon()
+    os.killpg(pid, signal.SIGKILL)  # the wrapper dies too: no exit status is written
+    wait_until(lambda: _gone(pid))
+    herd.start()
+    exited = wait_until(lambda: herd.events("lost", "run-exited"))
+    assert exited[0]["data"]["exit_code"] is None and exited[0]["data"]["signal"] is None
+    assert exited[0]["data"]["outcome"] == "exit unknown"
+    status = herd.wait_state("lost", "backoff")
+    assert status["reason"] == "crashed" and status["next_restart_at"]
+    herd.client.call("stop", name="lost", socket_timeout_s=None)
+
+
+def test_an_unseen_exit_after_a_success_result_is_a_success(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    herd.write(f"""
+        [[session]]
+        name = "done"
+        cwd = "{repo}"
+        agent = "claude"
+        command = {
+        script('''
+            import json, time
+            print(json.dumps({"type": "system", "subtype": "init", "session_id": "s-1"}))
+            print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                              "session_id": "s-1", "num_turns": 1}), flush=True)
+            time.sleep(60)
+        ''')
+    }
+    """)
+    client = herd.start()
+    client.call("start", name="done")
+    wait_until(lambda: herd.status("done")["last_line"].startswith("result"))
+    pid = herd.status("done")["pid"]
+    herd.stop_daemon()
+    os.killpg(pid, signal.SIGKILL)
+    wait_until(lambda: _gone(pid))
+    herd.start()
+    status = herd.wait_state("done", "completed")
+    assert status["exit_code"] is None, "never invented"
+
+
+def test_a_process_that_forks_while_being_killed_is_still_stopped(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "spawner"
+        command = {
+        script('''
+            import os, signal, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            print("spawning", flush=True)
+            while True:          # keeps making short-lived children, each in a new session
+                if os.fork() == 0:
+                    os.setsid()
+                    time.sleep(60)
+                    os._exit(0)
+                time.sleep(0.002)
+        ''')
+    }
+        stop_grace = "0.2s"
+    """)
+    client = herd.start()
+    client.call("start", name="spawner")
+    wait_until(lambda: herd.status("spawner")["last_line"] == "spawning")
+    result = client.call("stop", name="spawner", socket_timeout_s=None)
+    assert result["state"] == "stopped"
+    assert _tagged() == []
+
+
+def _gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
