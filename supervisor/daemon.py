@@ -389,19 +389,18 @@ class Daemon:
             await anyio.sleep(SNAPSHOT_INTERVAL_S)
 
     async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Where a run's output (and the progress file) is, so clients read it themselves."""
         supervisor = self._session(request.get("name"))
-        number = request.get("run") or supervisor.record.run
-        if not number:
-            raise ApiError("bad-state", f"{supervisor.config.name} has no runs yet")
-        path = run_dir(self.state_dir, supervisor.config.name, int(number)) / OUTPUT_FILE
+        number = int(request.get("run") or supervisor.record.run or 0)
         progress = supervisor.config.progress
         live = supervisor.run is not None and not supervisor.run.exited.is_set()
+        path = run_dir(self.state_dir, supervisor.config.name, number) / OUTPUT_FILE
         await send(
             result={
-                "run": int(number),
-                "path": str(path),
+                "run": number or None,
+                "path": str(path) if number else None,
                 "current_run": supervisor.record.run,
-                "live": live and int(number) == supervisor.record.run,
+                "live": live and number == supervisor.record.run,
                 "progress": str(supervisor.config.cwd / progress) if progress else None,
                 "state": str(supervisor.record.state),
             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import PY, SIMAGENT, Herd, git, make_repo, script, sim_repo, wait_until
 
@@ -277,3 +278,58 @@ def test_approve_adopts_the_changed_plan_as_the_new_baseline(herd: Herd) -> None
     assert result.returncode == 0 and "plan approved (0/2 passing)" in result.stdout
     assert herd.status("api")["plan"] == {"passing": 0, "total": 2, "changed_items": []}
     assert herd.events("api", "plan-approved")
+
+
+def _git_children() -> list[psutil.Process]:
+    """`git` processes started by this test process (the daemon runs in it)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() == "git" and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_many_commits_leave_no_git_process_behind(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    herd.write(watched(repo))
+    herd.start()
+    wait_until(lambda: herd.status("api")["checkpoint"], what="the first checkpoint")
+    for number in range(20):
+        (repo / f"f{number}.txt").write_text(f"{number}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"step {number}")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: herd.status("api")["checkpoint"]["sha"] == head)
+    assert len(herd.events("api", "checkpoint")) == 21
+    wait_until(lambda: _git_children() == [], what="no git process left (GitPython cat-file)")
+
+
+def test_a_linked_worktree_session_sees_its_own_commits(herd: Herd) -> None:
+    main = make_repo(herd.root / "main")
+    linked = herd.root / "linked"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(linked))
+    (linked / "claude-progress.txt").write_text("## Session 1\n- set up\n")
+    herd.write(watched(linked))
+    herd.start()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["subject"] == "initial")
+    (linked / "work.txt").write_text("done\n")
+    git(linked, "add", "work.txt")
+    git(linked, "commit", "-q", "-m", "work in the linked worktree")
+    status = wait_until(
+        lambda: (s := herd.status("api"))["checkpoint"]["subject"].startswith("work in") and s
+    )
+    assert status["checkpoint"]["sha"] == git(linked, "rev-parse", "HEAD").strip()
+    git(main, "commit", "-q", "--allow-empty", "-m", "on main, not this session's branch")
+    assert herd.status("api")["checkpoint"]["subject"].startswith("work in")
+
+
+def test_logs_progress_prints_the_progress_file(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    (repo / "claude-progress.txt").write_text("## Session 1\n- \x1b[31mdid\x1b[0m a thing\n")
+    herd.write(watched(repo))
+    herd.start()
+    result = herd.cli("logs", "api", "--progress")
+    assert result.returncode == 0 and "did" in result.stdout

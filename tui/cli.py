@@ -398,6 +398,8 @@ def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> Non
         else:
             print_file(path, inert)
         return
+    if info["path"] is None:
+        raise Failure(f"{name} has no runs yet; `herd start {name}` begins one")
     if not follow:
         print_file(Path(info["path"]), inert)
         return

@@ -151,12 +151,9 @@ class OutputTail:
 
 async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | None:
     """The output file of the session's latest run, or None before its first run."""
-    try:
-        info = await client.call("log_info", name=session)
-    except ApiError as exc:
-        if exc.code == "bad-state":  # no runs yet
-            return None
-        raise
+    info = await client.call("log_info", name=session)
+    if info["path"] is None:  # no runs yet
+        return None
     return Path(info["path"]), int(info["run"])
 
 
