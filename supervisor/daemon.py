@@ -15,9 +15,15 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
 from agentherd.sessions.records import Event, SessionRecord
-from agentherd.sessions.states import TERMINAL_STATES, WAIT_EXIT_CODES, State, task_state
+from agentherd.sessions.states import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    WAIT_EXIT_CODES,
+    State,
+    task_state,
+)
 from agentherd.supervisor import server
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, run_dir, socket_path_for
@@ -62,6 +68,8 @@ class Daemon:
         self._lock_fd: int | None = None
         self._tg: TaskGroup | None = None
         self.watcher: FleetWatcher | None = None
+        self.ctx: Context | None = None
+        self.queue: VerificationQueue | None = None
         self.reconcile_passes = 0
         self.started_at = iso(utc_now())
 
@@ -92,7 +100,7 @@ class Daemon:
             self.store = Store(self.state_dir / "state.db")
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                ctx = Context(
+                self.ctx = Context(
                     self.store,
                     self.state_dir,
                     tg,
@@ -101,21 +109,14 @@ class Daemon:
                     self.config.path,
                     self.update_watch_targets,
                 )
+                self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
+                await tg.start(self.queue.run)
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
-                    record = records.get(session_config.name) or SessionRecord(
-                        name=session_config.name
-                    )
-                    self.sessions[session_config.name] = SessionSupervisor(
-                        session_config, record, ctx
-                    )
+                    self._add_session(session_config, records.get(session_config.name))
                 self.watcher = FleetWatcher(
                     self._on_file_change, self.timings.watch_debounce_ms, self.timings.watch_step_ms
                 )
-                queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
-                await tg.start(queue.run)
-                for supervisor in self.sessions.values():
-                    supervisor.observer.use_verifier(queue.submit)
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, self.handle)
                 for supervisor in self.sessions.values():
@@ -139,6 +140,53 @@ class Daemon:
                 self.socket_path.unlink(missing_ok=True)
             self._release_lock()
             log.info("daemon stopped")
+
+    def _add_session(
+        self, config: SessionConfig, record: SessionRecord | None
+    ) -> SessionSupervisor:
+        assert self.ctx is not None and self.queue is not None
+        supervisor = SessionSupervisor(config, record or SessionRecord(name=config.name), self.ctx)
+        supervisor.observer.use_verifier(self.queue.submit)
+        self.sessions[config.name] = supervisor
+        return supervisor
+
+    async def reload(self) -> dict[str, list[str]]:
+        """Re-read herd.toml: new sessions join, changed ones apply from their next run on.
+
+        A removed session goes unless it is still running; a file with problems changes nothing.
+        """
+        try:
+            config = await anyio.to_thread.run_sync(load_config, self.config.path)
+        except ConfigError as exc:
+            raise ApiError("bad-config", "; ".join(str(p) for p in exc.problems)) from None
+        assert self.store is not None
+        records = self.store.sessions()
+        added, changed, removed, kept = [], [], [], []
+        for session_config in config.sessions:
+            current = self.sessions.get(session_config.name)
+            if current is None:
+                supervisor = self._add_session(session_config, records.get(session_config.name))
+                await supervisor.observer.refresh_all()
+                added.append(session_config.name)
+            elif current.config != session_config:
+                current.config = session_config
+                changed.append(session_config.name)
+        wanted = {s.name for s in config.sessions}
+        for name in [n for n in self.sessions if n not in wanted]:
+            if self.sessions[name].record.state in ACTIVE_STATES:
+                kept.append(name)  # it goes once it is stopped and herd.toml is read again
+            else:
+                del self.sessions[name]
+                removed.append(name)
+        self.config = config
+        self.update_watch_targets()
+        summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
+        if added or changed or removed or kept:
+            parts = [f"{k.replace('_', ' ')}: {', '.join(v)}" for k, v in summary.items() if v]
+            self._commit_daemon_event(
+                "config-reloaded", "herd.toml read again; " + "; ".join(parts)
+            )
+        return summary
 
     def _on_file_change(self, session: str, kind: WatchKind) -> None:
         supervisor = self.sessions.get(session)
@@ -442,6 +490,9 @@ class Daemon:
         """Exit the daemon and leave the agents running."""
         await send(result={"pid": os.getpid()})
         self.request_shutdown()
+
+    async def op_reload(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=await self.reload())
 
     async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
         await send(

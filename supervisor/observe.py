@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
+from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.plan import (
     DEFAULT_MAX_PLAN_BYTES,
     Plan,
@@ -78,7 +79,6 @@ class Observer:
 
     def __init__(self, session: SessionSupervisor) -> None:
         self.session = session
-        self.config = session.config
         self.plan_current: Plan | None = None
         self.plan_diff: PlanDiff | None = None
         self.plan_error: str | None = None
@@ -95,6 +95,11 @@ class Observer:
         self._verify_submit: Submit | None = None
         baseline = session.record.plan_baseline
         self.plan_baseline = Plan.from_json(baseline) if baseline else None
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's config as it is now (a reload may replace it)."""
+        return self.session.config
 
     @property
     def plan_path(self) -> Path | None:

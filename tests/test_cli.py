@@ -340,3 +340,40 @@ def test_a_client_of_another_protocol_is_told_plainly(herd: Herd) -> None:
         reply = json.loads(sock.makefile().readline())
     assert reply["ok"] is False and reply["error"]["code"] == "version-mismatch"
     assert "herd down && herd up" in reply["error"]["message"]
+
+
+def test_up_again_after_editing_herd_toml_reads_it_again(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+        stop_grace = "2s"
+
+        [[session]]
+        name = "old"
+        command = {SLEEPER}
+        autostart = false
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "running")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+        stop_grace = "3s"
+
+        [[session]]
+        name = "web"
+        command = {SLEEPER}
+        stop_grace = "2s"
+    """)
+    result = herd.cli("up", "--no-tui")
+    assert result.returncode == 0, result.stderr
+    assert "added: web" in result.stdout and "changed: api" in result.stdout
+    assert "removed: old" in result.stdout
+    herd.wait_state("web", "running")
+    assert [s["session"] for s in herd.client.call("ls")] == ["api", "web"]
+    herd.config_path.write_text("[[session]]\nname = 'api'\n")
+    broken = herd.cli("up", "--no-tui")
+    assert broken.returncode == 2 and "command: required" in broken.stderr
+    assert [s["session"] for s in herd.client.call("ls")] == ["api", "web"], "nothing changed"

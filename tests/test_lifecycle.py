@@ -242,3 +242,43 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     assert after[: len(before)] == before
     assert after[-1]["kind"] == "daemon-started" and after[-1]["seq"] > before[-1]["seq"]
     assert herd.status("api")["state"] == "completed"
+
+
+def test_twenty_concurrent_restarts_leave_exactly_one_agent(herd: Herd) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {SLEEPER}
+        stop_grace = "2s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "running")
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        handles = list(
+            pool.map(
+                lambda _: herd.client.call("restart", name="api", socket_timeout_s=None), range(20)
+            )
+        )
+    assert len({h["handle"] for h in handles}) == 20, "each restart began its own task"
+    status = herd.wait_state("api", "running")
+    agents = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any("time.sleep(60)" in part for part in (p.info["cmdline"] or []))
+        and p.status() != psutil.STATUS_ZOMBIE
+        and "HERD_RUN_TAG" in _environ(p)
+    ]
+    assert len([p for p in agents if p.name().startswith("python")]) == 1, agents
+    assert status["handle"] == max(
+        (h["handle"] for h in handles), key=lambda h: int(h.split("/")[1])
+    )
+
+
+def _environ(proc: psutil.Process) -> dict[str, str]:
+    try:
+        return proc.environ()
+    except psutil.Error:
+        return {}

@@ -203,6 +203,11 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
         raise Failure(f"no session named {unknown[0]!r} in {config.path}")
     client, started = ensure_daemon(config)
     _warn_version(client)
+    if not started:
+        changes = client.call("reload")
+        for what, names_changed in changes.items():
+            if names_changed:
+                click.echo(f"herd.toml: {what.replace('_', ' ')}: {', '.join(names_changed)}")
     result = client.call("up", names=list(names) or None)
     if no_tui or not sys.stdout.isatty():
         word = "started the daemon; " if started else ""
