@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 import psutil
-from conftest import Herd, script, wait_until
+from conftest import TEST_ID_VAR, Herd, script, wait_until
 
 SLEEPER = script("""
     import time
@@ -269,6 +271,7 @@ def test_twenty_concurrent_restarts_leave_exactly_one_agent(herd: Herd) -> None:
         for p in psutil.process_iter(["cmdline"])
         if any("time.sleep(60)" in part for part in (p.info["cmdline"] or []))
         and p.status() != psutil.STATUS_ZOMBIE
+        and _environ(p).get(TEST_ID_VAR) == os.environ[TEST_ID_VAR]
         and "HERD_RUN_TAG" in _environ(p)
     ]
     assert len([p for p in agents if p.name().startswith("python")]) == 1, agents
