@@ -121,10 +121,13 @@ class Daemon:
                 tg.start_soon(server.serve, listener, self.handle)
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
-                for supervisor in self.sessions.values():
-                    await supervisor.observer.refresh_all()
+                async with anyio.create_task_group() as lookups:  # git folders, for the watcher
+                    for supervisor in self.sessions.values():
+                        lookups.start_soon(supervisor.observer.git_paths)
                 self.update_watch_targets()
                 await tg.start(self.watcher.run)
+                for supervisor in self.sessions.values():
+                    supervisor.refresh_everything()
                 self._commit_daemon_event(
                     "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
                 )
@@ -166,7 +169,8 @@ class Daemon:
             current = self.sessions.get(session_config.name)
             if current is None:
                 supervisor = self._add_session(session_config, records.get(session_config.name))
-                await supervisor.observer.refresh_all()
+                await supervisor.observer.git_paths()
+                supervisor.refresh_everything()
                 added.append(session_config.name)
             elif current.config != session_config:
                 current.config = session_config
@@ -228,8 +232,7 @@ class Daemon:
             for supervisor in self.sessions.values():
                 supervisor.check_log_cap()
                 supervisor.check_stall()
-                for kind in ("plan", "progress", "git"):
-                    supervisor.on_file_change(kind)
+                supervisor.refresh_everything()
             if self.watcher is not None:
                 self.watcher.recheck()
             self.reconcile_passes += 1

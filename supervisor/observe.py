@@ -115,12 +115,6 @@ class Observer:
         """Where to send new checkpoints for verification (the daemon's fleet-wide queue)."""
         self._verify_submit = submit
 
-    async def refresh_all(self) -> None:
-        """Re-read everything that may have changed (start-up and the slow reconcile pass)."""
-        await self.refresh_plan()
-        await self.refresh_progress()
-        await self.refresh_git()
-
     # ----- plan -----------------------------------------------------------------------------
 
     async def refresh_plan(self) -> None:

@@ -146,6 +146,11 @@ class SessionSupervisor:
         self._refreshing[kind] = False
         self.ctx.tg.start_soon(self._refresh, kind)
 
+    def refresh_everything(self) -> None:
+        """Look at the plan, progress file and git again (start-up, slow reconcile pass)."""
+        for kind in ("plan", "progress", "git"):
+            self.on_file_change(kind)
+
     async def _refresh(self, kind: str) -> None:
         refresh = {
             "plan": self.observer.refresh_plan,
