@@ -242,7 +242,7 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     herd.start()
     after = herd.events()
     assert after[: len(before)] == before
-    new = after[len(before):]
+    new = after[len(before) :]
     assert [e["kind"] for e in new].count("daemon-started") == 1
     assert all(e["seq"] > before[-1]["seq"] for e in new)
     assert herd.status("api")["state"] == "completed"
