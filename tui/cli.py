@@ -20,7 +20,7 @@ from agentherd.sessions.config import (
     find_config,
     load_config,
 )
-from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
+from agentherd.sessions.states import ACTIVE_STATES, WAIT_TIMEOUT_EXIT
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -210,8 +210,10 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
                 click.echo(f"herd.toml: {what.replace('_', ' ')}: {', '.join(names_changed)}")
     result = client.call("up", names=list(names) or None)
     if no_tui or not sys.stdout.isatty():
+        statuses = client.call("ls")
+        active = sum(1 for s in statuses if s["state"] in ACTIVE_STATES)
         word = "started the daemon; " if started else ""
-        click.echo(f"herd: {word}{len(result)} session(s) running")
+        click.echo(f"herd: {word}{active} of {len(statuses)} session(s) active")
         for item in result:
             click.echo(f"  {item['handle']}")
         return
