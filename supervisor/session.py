@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import signal
 import time
 import uuid
 from collections import deque
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +252,7 @@ class SessionSupervisor:
                 ),
                 run=run.record,
             )
-            signum = 9 if kill else self.config.stop_signal_number
+            signum = signal.SIGKILL if kill else self.config.stop_signal_number
             gone = await procs.stop_tree(
                 run.identity,
                 signum,
@@ -300,7 +303,7 @@ class SessionSupervisor:
             run = self.run
             if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
                 raise SessionError(f"{self.config.name} is {self.record.state}, not running")
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, 19)
+            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGSTOP)
             run.paused = True
             self.stall.pause(time.monotonic())
             self._set_state(State.PAUSED, "user")
@@ -312,7 +315,7 @@ class SessionSupervisor:
             run = self.run
             if run is None or self.record.state != State.PAUSED:
                 raise SessionError(f"{self.config.name} is {self.record.state}, not paused")
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, 18)
+            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
             run.paused = False
             self.stall.resume(time.monotonic())
             self._set_state(State.RUNNING)
@@ -321,6 +324,7 @@ class SessionSupervisor:
     # ----- launching -------------------------------------------------------------------------
 
     def _fill(self, argv: list[str], values: dict[str, str]) -> list[str]:
+        """Placeholders filled per argv element (never through a shell)."""
         filled = []
         for element in argv:
             for key, value in values.items():
@@ -347,7 +351,7 @@ class SessionSupervisor:
         folder = run_dir(self.ctx.state_dir, self.config.name, number)
         tag = uuid.uuid4().hex
         env = {
-            **__import__("os").environ,
+            **os.environ,
             **self.config.env,
             "HERD_SESSION": self.config.name,
             "HERD_RUN": str(number),
@@ -602,17 +606,10 @@ class SessionSupervisor:
         return min(raw, self.config.restart_delay_max) * self.ctx.timings.jitter()
 
     async def _schedule_restart(self, live: LiveRun, crashed: bool) -> None:
+        """Enter backoff and start the timer that relaunches (a stop cancels it)."""
         delay_s = self.backoff_delay_s(self.record.backoff_step)
         self.record.backoff_step += 1
-        self.record.backoff_until = (
-            iso(utc_now())
-            if delay_s <= 0
-            else iso(
-                __import__("datetime").datetime.fromtimestamp(
-                    time.time() + delay_s, __import__("datetime").UTC
-                )
-            )
-        )
+        self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
         self._set_state(State.BACKOFF, "crashed" if crashed else "exited")
         self._commit(
             self._event(
