@@ -19,6 +19,9 @@ class Timings:
 
     tail_poll_s: float = 1.0
     """A run's log is re-read at least this often even when no watcher event arrives."""
+    tail_min_gap_s: float = 0.1
+    """A run's log is read at most this often: enough for a person, and it bounds the cost of a
+    chatty agent (each line flushed on its own) to ten reads a second."""
     watch_debounce_ms: int = 30
     """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
     watch_step_ms: int = 10

@@ -436,8 +436,10 @@ class SessionSupervisor:
                 tail = live.splitter.flush()
                 if tail is not None:
                     self._take_line(live, tail)
+                live.tailer.close()
                 live.drained.set()
                 return
+            await anyio.sleep(self.ctx.timings.tail_min_gap_s)
             with anyio.move_on_after(self.ctx.timings.tail_poll_s):
                 await live.wake.wait()
             live.wake = anyio.Event()
@@ -691,9 +693,12 @@ class SessionSupervisor:
                 live.exit = procs.read_exit_file(folder) or procs.ExitInfo(None, None)
                 self.run = live
                 self._read_output(live)
+                while live.tailer.has_more():  # all of it: the outcome is on its last lines
+                    self._read_output(live)
                 tail = live.splitter.flush()
                 if tail is not None:
                     self._take_line(live, tail)
+                live.tailer.close()
                 live.exited.set()
                 live.drained.set()
                 live.handled = True

@@ -2,47 +2,83 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
 
 READ_CHUNK_BYTES = 1 << 20
 """At most this much is read per call, so one flood cannot hold the event loop for long."""
 
+REPLACED_CHECK_S = 1.0
+"""How often an idle tailer looks whether its path now names another file (that is rare)."""
+
 
 class LogTailer:
-    """Remembers how far a file was read and returns what was appended since."""
+    """Remembers how far a file was read and returns what was appended since.
+
+    The file stays open between reads (opening it is the costly part at a thousand reads a
+    second); when nothing new is there, the path is checked for a replaced or deleted file.
+    """
 
     def __init__(self, path: Path, offset: int = 0) -> None:
         self.path = path
         self.offset = offset
         self.truncations = 0
+        self._fd: int | None = None
         self._inode: int | None = None
+        self._next_check = 0.0
 
     def read_new(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
         """Bytes appended since the last call (at most `max_bytes`); b"" when nothing is new."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
+        if self._fd is None and not self._open():
             return b""
-        try:
-            info = os.fstat(fd)
-            if self._inode is not None and info.st_ino != self._inode:
-                self.offset = 0  # replaced by a new file
-            self._inode = info.st_ino
-            if info.st_size < self.offset:
-                self.offset = 0  # truncated under us
-                self.truncations += 1
-            if info.st_size == self.offset:
-                return b""
-            data = os.pread(fd, min(max_bytes, info.st_size - self.offset), self.offset)
-            self.offset += len(data)
-            return data
-        finally:
-            os.close(fd)
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size < self.offset:
+            self.offset = 0  # truncated under us
+            self.truncations += 1
+        if size == self.offset:
+            if self._replaced():
+                self.close()
+                self.offset = 0
+                return self.read_new(max_bytes) if self._open() else b""
+            return b""
+        data = os.pread(self._fd, min(max_bytes, size - self.offset), self.offset)
+        self.offset += len(data)
+        return data
 
     def has_more(self) -> bool:
         """True when the file holds bytes not read yet."""
+        if self._fd is None:
+            try:
+                return self.path.stat().st_size > self.offset
+            except FileNotFoundError:
+                return False
+        return os.fstat(self._fd).st_size > self.offset
+
+    def close(self) -> None:
+        """Let go of the file (the run is over, or the file was replaced)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def _open(self) -> bool:
         try:
-            return self.path.stat().st_size > self.offset
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return False
+        self._inode = os.fstat(self._fd).st_ino
+        return True
+
+    def _replaced(self) -> bool:
+        """True when the path now names another file (checked at most every REPLACED_CHECK_S)."""
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + REPLACED_CHECK_S
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:
+            return False  # keep reading the open file: the writer may still be appending

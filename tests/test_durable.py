@@ -510,3 +510,25 @@ def _gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def test_a_log_deleted_or_replaced_while_written_does_not_stop_the_reading(tmp_path: Path) -> None:
+    from agentherd.supervisor.tailer import LogTailer
+
+    log = tmp_path / "output.log"
+    log.write_bytes(b"one\n")
+    tailer = LogTailer(log)
+    assert tailer.read_new() == b"one\n"
+    with open(log, "ab") as writer:
+        log.unlink()  # deleted while the agent still appends to it
+        writer.write(b"two\n")
+        writer.flush()
+        assert tailer.read_new() == b"two\n"
+    log.write_bytes(b"three\n")  # a new file at the same path
+    tailer._next_check = 0.0  # the idle check is rate-limited; make it due now
+    assert tailer.read_new() == b"three\n"
+    log.write_bytes(b"")  # truncated
+    with open(log, "ab") as writer:
+        writer.write(b"four\n")
+    assert tailer.read_new() == b"four\n" and tailer.truncations == 1
+    tailer.close()
