@@ -1,0 +1,79 @@
+"""The daemon's own CPU with 50 chatty agents, without and with a dashboard subscribed.
+
+    python bench/daemon_cpu.py [--sessions 50] [--seconds 10]
+
+The daemon runs in this process (default timings) on its real socket; the agents are separate
+processes printing 20 lines a second each, so this process's CPU time is the daemon's (plus,
+in the second measurement, the subscriber's decoding of each snapshot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from agentherd.sessions.config import load_config
+from agentherd.supervisor.client import Client
+from agentherd.supervisor.daemon import Daemon
+
+sys.path.insert(0, str(Path(__file__).parent))
+from watch_latency import make_fleet  # noqa: E402
+
+LINES_PER_AGENT_S = 20
+"""What the busy agent of watch_latency prints."""
+
+
+def cpu_share(seconds: float) -> float:
+    """This process's CPU time over `seconds` of wall time, as a fraction of one core."""
+    cpu_start, wall_start = time.process_time(), time.monotonic()
+    time.sleep(seconds)
+    return (time.process_time() - cpu_start) / (time.monotonic() - wall_start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="herd-bench-"))
+    daemon = Daemon(load_config(make_fleet(root, args.sessions)))
+    thread = threading.Thread(target=anyio.run, args=(daemon.serve,), daemon=True)
+    thread.start()
+    client = Client(daemon.socket_path)
+    while not client.ping():
+        time.sleep(0.05)
+    try:
+        client.call("up")
+        time.sleep(3.0)  # every agent started and busy
+        lines_s = args.sessions * LINES_PER_AGENT_S
+        alone = cpu_share(args.seconds)
+        snapshots = [0]
+
+        def subscribe() -> None:
+            for _ in Client(daemon.socket_path).stream("subscribe"):
+                snapshots[0] += 1
+
+        threading.Thread(target=subscribe, daemon=True).start()
+        watched = cpu_share(args.seconds)
+        print(f"{args.sessions} agents, {lines_s} lines/s in all")
+        print(
+            f"  daemon alone:          {alone * 100:5.1f} % of a core "
+            f"({alone * 1e6 / lines_s:.0f} µs per line)"
+        )
+        print(
+            f"  with a subscriber:     {watched * 100:5.1f} % of a core "
+            f"({snapshots[0] / args.seconds:.1f} snapshots/s, decoding included)"
+        )
+    finally:
+        client.call("down", socket_timeout_s=None)
+        thread.join(60)
+
+
+if __name__ == "__main__":
+    main()
