@@ -40,6 +40,9 @@ log = logging.getLogger("herd.daemon")
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
 
+WATCH_UPDATE_DELAY_S = 0.05
+"""New runs' logs join the watch after this pause, so fifty starts cost one watcher restart."""
+
 MAX_CONCURRENT_VERIFICATIONS = 2
 """Verifications across the fleet at once: a test suite can use a core each, and we have few."""
 
@@ -71,6 +74,7 @@ class Daemon:
         self.ctx: Context | None = None
         self.queue: VerificationQueue | None = None
         self.reconcile_passes = 0
+        self._targets_update_pending = False
         self.started_at = iso(utc_now())
 
     # ----- life --------------------------------------------------------------------------
@@ -107,7 +111,7 @@ class Daemon:
                     self.timings,
                     self._announce,
                     self.config.path,
-                    self.update_watch_targets,
+                    self._runs_changed,
                 )
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
@@ -196,6 +200,19 @@ class Daemon:
         supervisor = self.sessions.get(session)
         if supervisor is not None:
             supervisor.on_file_change(kind)
+
+    def _runs_changed(self) -> None:
+        """A run started: update the watch once the burst is over (a fleet starts at once)."""
+        if self._targets_update_pending or self._tg is None:
+            return
+        self._targets_update_pending = True
+
+        async def later() -> None:
+            await anyio.sleep(WATCH_UPDATE_DELAY_S)
+            self._targets_update_pending = False
+            self.update_watch_targets()
+
+        self._tg.start_soon(later)
 
     def update_watch_targets(self) -> None:
         """Tell the one fleet watcher which files matter now (called when a run starts)."""
