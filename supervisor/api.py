@@ -1,0 +1,302 @@
+"""The control API's operations: what each request does to the daemon's sessions."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentherd.sessions.states import (
+    TERMINAL_STATES,
+    WAIT_EXIT_CODES,
+    State,
+    task_state,
+)
+from agentherd.supervisor import server
+from agentherd.supervisor.paths import run_dir
+from agentherd.supervisor.procs import OUTPUT_FILE
+from agentherd.supervisor.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.reporting import session_report
+from agentherd.supervisor.session import SessionError, SessionSupervisor
+from agentherd.supervisor.store import iso, utc_now
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.daemon import Daemon
+
+SNAPSHOT_INTERVAL_S = 0.05
+"""Subscribers get at most 20 snapshots a second, each replacing the last."""
+
+DOWN_TIMEOUT_S = 60.0
+"""`herd down` gives every session this long to stop before the daemon exits anyway."""
+
+
+class ControlApi:
+    """One method per operation (`op_<name>`); the daemon's server calls `handle`."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    def _session(self, name: Any) -> SessionSupervisor:
+        if not isinstance(name, str) or name not in self.daemon.sessions:
+            known = ", ".join(sorted(self.daemon.sessions)) or "none"
+            raise ApiError("unknown-session", f"no session named {name!r} (sessions: {known})")
+        return self.daemon.sessions[name]
+
+    async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Answer one request; streaming ops call `send` repeatedly."""
+        op = request.get("op")
+        method = getattr(self, f"op_{str(op).replace('-', '_')}", None)
+        if method is None:
+            raise ApiError("bad-request", f"unknown operation {op!r}")
+        try:
+            await method(request, send)
+        except SessionError as exc:
+            raise ApiError("bad-state", str(exc)) from None
+
+    async def op_ls(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=[s.status() for s in self.daemon.sessions.values()])
+
+    async def op_status(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = request.get("target")
+        if not target:
+            await send(result=[s.status() for s in self.daemon.sessions.values()])
+            return
+        await send(result=self._target_status(str(target)))
+
+    def _target_status(self, target: str) -> dict[str, Any]:
+        """A session's status, or a task's when given a handle like api/3."""
+        if "/" not in target:
+            return self._session(target).status()
+        name, _, number = target.partition("/")
+        supervisor = self._session(name)
+        if supervisor.record.handle == target:
+            return supervisor.status()
+        assert self.daemon.store is not None
+        task = self.daemon.store.task(target)
+        if task is None:
+            raise ApiError(
+                "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
+            )
+        return {
+            "session": name,
+            "handle": target,
+            "run": task.first_run,
+            "state": task.state,
+            "task_state": task_state(task.state),
+            "reason": task.reason,
+            "started_at": task.started_at,
+            "ended_at": task.ended_at,
+        }
+
+    async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        handle = await supervisor.start()
+        await send(
+            result={
+                "handle": handle,
+                "session": supervisor.config.name,
+                "state": str(supervisor.record.state),
+            }
+        )
+
+    async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        names = request.get("names") or [
+            s.config.name
+            for s in self.daemon.sessions.values()
+            if s.config.autostart
+            and (
+                s.record.state == State.IDLE
+                or (s.record.state == State.STOPPED and s.record.reason == "down")
+            )
+        ]
+        started = []
+        for name in names:
+            supervisor = self._session(name)
+            started.append({"session": name, "handle": await supervisor.start()})
+        await send(result=started)
+
+    async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        kill = bool(request.get("kill"))
+        if request.get("no_wait"):
+            assert self.daemon.task_group is not None
+            self.daemon.task_group.start_soon(
+                self.daemon.run_logged, functools.partial(supervisor.stop, kill=kill)
+            )
+        else:
+            await supervisor.stop(kill=kill)
+        await send(result=supervisor.status())
+
+    async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        source = request.get("from")
+        try:
+            handle = await supervisor.restart(source)
+        except ValueError as exc:
+            raise ApiError("bad-request", str(exc)) from None
+        await send(
+            result={
+                "handle": handle,
+                "session": supervisor.config.name,
+                "state": str(supervisor.record.state),
+            }
+        )
+
+    async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.pause()
+        await send(result=supervisor.status())
+
+    async def op_resume(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.resume_run()
+        await send(result=supervisor.status())
+
+    async def op_wait(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = str(request.get("target") or "")
+        timeout_s = request.get("timeout_s")
+        name = target.partition("/")[0]
+        supervisor = self._session(name)
+        handle = target if "/" in target else supervisor.record.handle
+        if handle is None:
+            raise ApiError("bad-state", f"{name} has never been started; `herd start {name}`")
+        assert self.daemon.store is not None
+        deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+        while True:
+            task = self.daemon.store.task(handle)
+            if task is None:
+                raise ApiError("unknown-handle", f"no task {handle!r}")
+            if task.state in TERMINAL_STATES:
+                await send(
+                    result={
+                        "handle": handle,
+                        "state": str(task.state),
+                        "reason": task.reason,
+                        "exit": WAIT_EXIT_CODES[State(task.state)],
+                    }
+                )
+                return
+            changed = self.daemon.changed
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                await send(
+                    result={
+                        "handle": handle,
+                        "state": str(task.state),
+                        "reason": task.reason,
+                        "exit": 124,
+                    }
+                )
+                return
+            with anyio.move_on_after(min(remaining or 1.0, 1.0)):
+                await changed.wait()
+
+    async def op_events(self, request: dict[str, Any], send: server.Sender) -> None:
+        assert self.daemon.store is not None
+        since = int(request.get("since") or 0)
+        session = request.get("session")
+        if session is not None:
+            self._session(session)
+        follow = bool(request.get("follow"))
+        limit = int(request.get("limit") or 1000)
+        if not follow:
+            events = self.daemon.store.events(since, session, limit=limit)
+            await send(result=[e.to_json() for e in events])
+            return
+        while True:
+            changed = self.daemon.changed
+            events = self.daemon.store.events(since, session, limit=limit)
+            for event in events:
+                await send(stream=event.to_json())
+                since = event.seq or since
+            if not events:
+                await changed.wait()
+
+    async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S."""
+        last_version = -1
+        while True:
+            version = sum(s.version for s in self.daemon.sessions.values())
+            if version != last_version:
+                last_version = version
+                await send(
+                    stream={
+                        "sessions": [s.status() for s in self.daemon.sessions.values()],
+                        "at": iso(utc_now()),
+                    }
+                )
+            await anyio.sleep(SNAPSHOT_INTERVAL_S)
+
+    async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Where a run's output (and the progress file) is, so clients read it themselves."""
+        supervisor = self._session(request.get("name"))
+        number = int(request.get("run") or supervisor.record.run or 0)
+        progress = supervisor.config.progress
+        live = supervisor.run is not None and not supervisor.run.exited.is_set()
+        path = run_dir(self.daemon.state_dir, supervisor.config.name, number) / OUTPUT_FILE
+        await send(
+            result={
+                "run": number or None,
+                "path": str(path) if number else None,
+                "current_run": supervisor.record.run,
+                "live": live and number == supervisor.record.run,
+                "progress": str(supervisor.config.cwd / progress) if progress else None,
+                "state": str(supervisor.record.state),
+            }
+        )
+
+    async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Adopt the current plan as the session's baseline (a person accepted the change)."""
+        supervisor = self._session(request.get("name"))
+        observer = supervisor.observer
+        if observer.plan_current is None:
+            raise ApiError("bad-state", f"{supervisor.config.name} has no plan to approve")
+        changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
+        observer.accept_plan()
+        supervisor.commit_events(
+            supervisor.make_event(
+                "plan-approved",
+                f"plan approved as the new baseline ({changes} change(s) accepted)",
+                passing=observer.plan_current.passing,
+                total=observer.plan_current.total,
+            )
+        )
+        await send(result=supervisor.status())
+
+    async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await send(result=await session_report(supervisor))
+
+    async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Stop every session gracefully, then the daemon."""
+        with anyio.move_on_after(DOWN_TIMEOUT_S):
+            async with anyio.create_task_group() as tg:
+                for supervisor in self.daemon.sessions.values():
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
+        self.daemon.commit_daemon_event("daemon-stopping", "daemon stopping (herd down)")
+        await send(result={"stopped": [s.status() for s in self.daemon.sessions.values()]})
+        self.daemon.request_shutdown()
+
+    async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Exit the daemon and leave the agents running."""
+        await send(result={"pid": os.getpid()})
+        self.daemon.request_shutdown()
+
+    async def op_reload(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=await self.daemon.reload())
+
+    async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(
+            result={
+                "version": HERD_VERSION,
+                "pid": os.getpid(),
+                "config": str(self.daemon.config.path),
+                "state_dir": str(self.daemon.state_dir),
+                "started_at": self.daemon.started_at,
+                "reconcile_passes": self.daemon.reconcile_passes,
+                "sessions": sorted(self.daemon.sessions),
+            }
+        )
