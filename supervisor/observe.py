@@ -38,6 +38,9 @@ MAX_NEW_CHECKPOINTS = 50
 PLAN_SETTLE_S = 0.15
 """A plan that fails to parse is re-read after this pause; only a settled problem is reported."""
 
+VERIFY_TAIL_LINES = 5
+"""`herd status` shows this many last lines of a verification's output (the report, 20)."""
+
 PROGRESS_ENTRIES = 5
 """How many of the latest progress entries the status carries."""
 
@@ -93,6 +96,8 @@ class Observer:
         self._git_paths: GitPaths | None = None
         self._head_log_sig: FileSignature | None = None
         self._verify_submit: Submit | None = None
+        self.verification: dict[str, Any] | None = None
+        """The newest verification result, shown with the checkpoint it belongs to."""
         baseline = session.record.plan_baseline
         self.plan_baseline = Plan.from_json(baseline) if baseline else None
 
@@ -342,6 +347,17 @@ class Observer:
         store.set_verification(self.config.name, result.sha, result.passed, result.to_json())
         if self.checkpoint is not None and self.checkpoint.sha == result.sha:
             self.checkpoint = self.checkpoint.model_copy(update={"verified": result.passed})
+        tail = result.output_tail.splitlines()[-VERIFY_TAIL_LINES:]
+        self.verification = {
+            "sha": result.sha,
+            "passed": result.passed,
+            "duration_s": round(result.duration_s, 2),
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "error": result.error,
+            "output_tail": "\n".join(tail),
+        }
+        self.session.touch()
         if result.passed:
             event = self.session.make_event(
                 "verify-passed",
@@ -420,8 +436,9 @@ class Observer:
             if self.progress_error:
                 progress["error"] = self.progress_error
         checkpoint = self.checkpoint.to_status_json() if self.checkpoint else None
-        if checkpoint is None and self.git_error:
-            checkpoint = None
+        verification = self.verification
+        if checkpoint is not None and verification and verification["sha"] == checkpoint["sha"]:
+            checkpoint["verification"] = verification
         return {
             "plan": plan,
             "progress": progress,

@@ -143,6 +143,13 @@ def test_a_failing_checkpoint_that_claims_done_is_flagged(herd: Herd) -> None:
     assert "Feature 1" in claims[0]["message"]
     failed = herd.events("api", "verify-failed")
     assert failed and "2 failed" in failed[-1]["data"]["output_tail"]
+    checkpoint = wait_until(
+        lambda: (c := herd.status("api")["checkpoint"]).get("verification") and c
+    )
+    assert checkpoint["verification"]["passed"] is False
+    assert checkpoint["verification"]["output_tail"] == "2 failed"
+    shown = herd.cli("status", "api").stdout
+    assert "verify:        exit 1 after" in shown and "2 failed" in shown
 
 
 def test_a_hanging_verify_times_out_and_its_tree_is_killed(herd: Herd) -> None:

@@ -70,6 +70,8 @@ def table(statuses: list[dict[str, Any]], width: int = 120) -> str:
 def detail(status: dict[str, Any]) -> str:
     """Every field of one session's status, one per line, for people."""
     lines = [f"{status['session']}  {state_text(status)}  ({status.get('task_state')})"]
+    if status.get("next_restart_at"):
+        lines.append(f"  {'next restart:':<15}{status['next_restart_at']}")
     fields = [
         ("handle", status.get("handle")),
         ("run", status.get("run")),
@@ -89,6 +91,13 @@ def detail(status: dict[str, Any]) -> str:
         fields.append(
             ("checkpoint", f"{checkpoint['sha'][:10]} {inert(checkpoint['subject'])} ({verified})")
         )
+        check = checkpoint.get("verification")
+        if check and not check["passed"]:
+            why = check.get("error") or (
+                "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
+            )
+            last = (check.get("output_tail") or "").splitlines()[-1:] or [""]
+            fields.append(("verify", f"{why} after {check['duration_s']}s: {inert(last[0])}"))
     usage = status.get("usage")
     if usage:
         cost = usage.get("cost_usd")
