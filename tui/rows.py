@@ -113,6 +113,13 @@ def detail_lines(status: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  checkpoint {str(checkpoint['sha'])[:10]} {verdict}: {checkpoint.get('subject', '')}"
         )
+        check = checkpoint.get("verification") or {}
+        if check and not check.get("passed"):
+            tail = (check.get("output_tail") or "").splitlines()[-1:] or [""]
+            lines.append(
+                f"  verify: {check.get('error') or 'exit ' + str(check.get('exit_code'))}"
+                f": {tail[0]}"
+            )
     elif status.get("git_note"):
         lines.append(f"  {status['git_note']}")
     progress = status.get("progress") or {}
