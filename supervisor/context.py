@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 from anyio.abc import TaskGroup
 
 from agentherd.sessions.records import Event
@@ -40,6 +41,11 @@ class Timings:
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
 
+MAX_GIT_READS = 4
+"""Concurrent git reads across the fleet: a burst of commits must not take every worker
+thread (watching and file reads share them) nor start dozens of git processes at once."""
+
+
 class Context:
     """What a session needs from the daemon: the store, the task group, and a way to announce."""
 
@@ -60,3 +66,5 @@ class Context:
         self.tg = task_group
         self.timings = timings
         self.announce = announce
+        self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
+        """Git reads of the whole fleet run in at most this many worker threads at once."""

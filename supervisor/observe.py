@@ -242,6 +242,10 @@ class Observer:
     # ----- git ------------------------------------------------------------------------------
 
     @property
+    def _git_limiter(self) -> anyio.CapacityLimiter:
+        return self.session.ctx.git_reads
+
+    @property
     def cached_git_paths(self) -> GitPaths | None:
         """The git folders found by the last look, without looking again."""
         return self._git_paths
@@ -250,7 +254,9 @@ class Observer:
         """The session's git folders (cached), or None when cwd is not a git worktree."""
         if self._git_paths is None:
             try:
-                self._git_paths = await anyio.to_thread.run_sync(gitops.git_paths, self.config.cwd)
+                self._git_paths = await anyio.to_thread.run_sync(
+                    gitops.git_paths, self.config.cwd, limiter=self._git_limiter
+                )
             except (gitops.NotAGitRepo, OSError):
                 return None
         return self._git_paths
@@ -269,7 +275,9 @@ class Observer:
                 return
             self._head_log_sig = signature
         try:
-            head = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
+            head = await anyio.to_thread.run_sync(
+                gitops.head_checkpoint, cwd, limiter=self._git_limiter
+            )
         except gitops.NotAGitRepo:
             self._git_problem(
                 f"{cwd} is not a git repository: no checkpoints, verification, rescue or reset",
@@ -295,7 +303,12 @@ class Observer:
             return
         try:
             new = await anyio.to_thread.run_sync(
-                gitops.commits_between, cwd, since, head.sha, MAX_NEW_CHECKPOINTS
+                gitops.commits_between,
+                cwd,
+                since,
+                head.sha,
+                MAX_NEW_CHECKPOINTS,
+                limiter=self._git_limiter,
             )
         except Exception:
             new = [head]
@@ -399,10 +412,14 @@ class Observer:
         plan_file = self.config.plan
         try:
             now_data = await anyio.to_thread.run_sync(
-                gitops.read_at, self.config.cwd, sha, plan_file
+                gitops.read_at, self.config.cwd, sha, plan_file, limiter=self._git_limiter
             )
             before_data = await anyio.to_thread.run_sync(
-                gitops.read_at, self.config.cwd, f"{sha}~1", plan_file
+                gitops.read_at,
+                self.config.cwd,
+                f"{sha}~1",
+                plan_file,
+                limiter=self._git_limiter,
             )
         except Exception:
             return []
