@@ -16,14 +16,10 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
-
-from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
-from agentherd.supervisor.daemon import Daemon
 
 sys.path.insert(0, str(Path(__file__).parent))
-from watch_latency import make_fleet  # noqa: E402
+from harness import Served, make_fleet  # noqa: E402
 
 LINES_PER_AGENT_S = 20
 """What the busy agent of watch_latency prints."""
@@ -42,12 +38,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="herd-bench-"))
-    daemon = Daemon(load_config(make_fleet(root, args.sessions)))
-    thread = threading.Thread(target=anyio.run, args=(daemon.serve,), daemon=True)
-    thread.start()
-    client = Client(daemon.socket_path)
-    while not client.ping():
-        time.sleep(0.05)
+    served = Served(make_fleet(root, args.sessions))
+    daemon, client = served.daemon, served.client
     try:
         client.call("up")
         time.sleep(3.0)  # every agent started and busy
@@ -71,8 +63,7 @@ def main() -> None:
             f"({snapshots[0] / args.seconds:.1f} snapshots/s, decoding included)"
         )
     finally:
-        client.call("down", socket_timeout_s=None)
-        thread.join(60)
+        served.stop()
 
 
 if __name__ == "__main__":

@@ -16,54 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import anyio
-
-from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
 from agentherd.supervisor.context import Timings
-from agentherd.supervisor.daemon import Daemon
 
-GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
-
-
-class Served:
-    """A daemon on a background thread."""
-
-    def __init__(self, config_path: Path, timings: Timings) -> None:
-        self.daemon = Daemon(load_config(config_path), timings=timings)
-        self.thread = threading.Thread(target=anyio.run, args=(self.daemon.serve,), daemon=True)
-        self.started = time.monotonic()
-        self.thread.start()
-        self.client = Client(self.daemon.socket_path)
-        while not self.client.ping():
-            time.sleep(0.005)
-
-    def stop(self, down: bool) -> None:
-        self.client.call("down" if down else "shutdown", socket_timeout_s=None)
-        self.thread.join(60)
-
-
-def repo(path: Path) -> Path:
-    path.mkdir(parents=True)
-    subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=path, check=True)
-    (path / "README.md").write_text("x\n")
-    subprocess.run([*GIT, "add", "-A"], cwd=path, check=True)
-    subprocess.run([*GIT, "commit", "-q", "-m", "initial"], cwd=path, check=True)
-    return path
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import Served, make_repo  # noqa: E402
 
 
 def readoption(root: Path, agents: int) -> float:
     """Seconds from a new daemon's start to the last of `agents` adoptions."""
     sleeper = json.dumps([sys.executable, "-c", "import time; time.sleep(120)"])
     blocks = [
-        f'[[session]]\nname = "a{i}"\ncwd = "{repo(root / f"a{i}")}"\n'
+        f'[[session]]\nname = "a{i}"\ncwd = "{make_repo(root / f"a{i}")}"\n'
         f'command = {sleeper}\nstop_grace = "2s"\n'
         for i in range(agents)
     ]
@@ -107,7 +75,7 @@ def crash_gaps(root: Path, crashes: int) -> list[float]:
     )
     config = root / "crash.toml"
     config.write_text(
-        f'[[session]]\nname = "crashy"\ncwd = "{repo(root / "crashy")}"\n'
+        f'[[session]]\nname = "crashy"\ncwd = "{make_repo(root / "crashy")}"\n'
         f"command = {json.dumps([sys.executable, '-c', agent])}\n"
         f'restart_delay = 0\nmax_crashes = {crashes + 5}\nstop_grace = "2s"\n'
     )

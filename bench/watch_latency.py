@@ -11,50 +11,19 @@ not measured). Prints p50/p95/max per kind and the watcher's counters.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import anyio
-
-from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
-from agentherd.supervisor.daemon import Daemon
 
-BUSY_AGENT = (
-    "import time\n"
-    "i = 0\n"
-    "while True:\n"
-    "    print('working on it', i, flush=True); i += 1; time.sleep(0.05)\n"
-)
-GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
-
-
-def make_fleet(root: Path, sessions: int) -> Path:
-    """`sessions` git repos with a progress file, and a herd.toml running busy agents."""
-    blocks = []
-    for index in range(sessions):
-        repo = root / f"s{index}"
-        repo.mkdir()
-        subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=repo, check=True)
-        (repo / "progress.txt").write_text("## Session 1\n- started\n")
-        subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
-        subprocess.run([*GIT, "commit", "-q", "-m", "initial"], cwd=repo, check=True)
-        blocks.append(
-            f'[[session]]\nname = "s{index}"\ncwd = "{repo}"\n'
-            f"command = {json.dumps([sys.executable, '-c', BUSY_AGENT])}\n"
-            f'progress = "progress.txt"\nstop_grace = "2s"\n'
-        )
-    path = root / "herd.toml"
-    path.write_text("\n".join(blocks))
-    return path
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import GIT, Served, make_fleet  # noqa: E402
 
 
 def wait_for(client: Client, name: str, check: object, timeout_s: float = 10.0) -> float:
@@ -78,13 +47,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="herd-bench-"))
-    config = load_config(make_fleet(root, args.sessions))
-    daemon = Daemon(config)
-    thread = threading.Thread(target=anyio.run, args=(daemon.serve,), daemon=True)
-    thread.start()
-    client = Client(daemon.socket_path)
-    while not client.ping():
-        time.sleep(0.05)
+    served = Served(make_fleet(root, args.sessions))
+    daemon, client = served.daemon, served.client
     try:
         client.call("up")
         time.sleep(2.0)  # let every agent start and the fleet get busy
@@ -137,8 +101,7 @@ def main() -> None:
             f"{'OK' if target <= 250 else 'OVER'}"
         )
     finally:
-        client.call("down", socket_timeout_s=None)
-        thread.join(60)
+        served.stop()
         if os.environ.get("HERD_BENCH_KEEP") is None:
             subprocess.run(["rm", "-rf", str(root)], check=False)
 
