@@ -347,3 +347,24 @@ def _reworded(before: PlanItem, now: PlanItem) -> str:
     if before.description == now.description:
         return before.description
     return f"{before.description} → {now.description}"
+
+
+def restore_plan(baseline_raw: bytes, current: Plan) -> bytes:
+    """The baseline plan file again, keeping each item's pass state from `current`.
+
+    What `herd reject` writes: the items, their wording and order as first seen, with the
+    progress made since (an item passing now, matched by key, stays passing).
+    """
+    value = json.loads(_decode(baseline_raw, DEFAULT_MAX_PLAN_BYTES))
+    items = _item_list(value)
+    passing_now = Counter(item.key for item in current.items if item.passes)
+    for index, raw in enumerate(items):
+        key = _parse_item(index, raw).key
+        if passing_now[key] <= 0:
+            continue
+        passing_now[key] -= 1
+        if "passes" in raw or "status" not in raw:
+            raw["passes"] = True
+        else:
+            raw["status"] = "passing"
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()

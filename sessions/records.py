@@ -106,6 +106,8 @@ class SessionRecord(BaseModel):
     task_started_at: str | None = None
     plan_baseline: str | None = None
     """The first plan seen (Plan.to_json()), against which every later change is judged."""
+    plan_baseline_raw: str | None = None
+    """That plan file's text, for `herd reject` to write back."""
     passing_at_run_start: int | None = None
     idle_runs: int = 0
     """until-done: consecutive clean runs that made no new plan item pass."""

@@ -26,7 +26,7 @@ RESOLVED_BY: dict[str, frozenset[str]] = {
     "repeated-failure": frozenset({"verify-passed"}),
     "stalled": frozenset({"checkpoint", "run-started"}),
     "rate-limited": frozenset({"run-started"}),
-    "plan-tampered": frozenset({"plan-approved"}),
+    "plan-tampered": frozenset({"plan-approved", "plan-rejected"}),
 }
 """A warning is no longer open once a later event of one of these kinds arrived."""
 
@@ -304,9 +304,8 @@ def _state_steps(report: dict[str, Any]) -> list[str]:
     tampered = any(warning["kind"] == "plan-tampered" for warning in remains["open_warnings"])
     if state == "waiting-approval" or remains["plan_changes"] or tampered:
         steps.append(
-            "the plan was changed against its baseline: review the changes below (and "
-            f"`git log -p -- <plan>` in the worktree); `herd approve {name}` accepts them, or "
-            "restore the plan file by hand"
+            "the plan was changed against its baseline: review the changes below, then "
+            f"`herd approve {name}` to accept them or `herd reject {name}` to restore the plan"
         )
     if state == "failed" and reason == "crash-loop":
         steps.append(f"crash loop: look at the last run's output with {logs}")

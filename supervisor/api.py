@@ -266,6 +266,25 @@ class ControlApi:
         )
         await send(result=supervisor.status())
 
+    async def op_reject(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
+        supervisor = self._session(request.get("name"))
+        observer = supervisor.observer
+        diff = observer.plan_diff
+        if diff is None or not diff.changed_items:
+            raise ApiError("bad-state", f"{supervisor.config.name}: the plan matches its baseline")
+        try:
+            await observer.restore_baseline()
+        except (ValueError, OSError) as exc:
+            raise ApiError("bad-state", f"{supervisor.config.name}: {exc}") from None
+        supervisor.commit_events(
+            supervisor.make_event(
+                "plan-rejected",
+                f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
+            )
+        )
+        await send(result=supervisor.status())
+
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         await send(result=await session_report(supervisor))

@@ -20,6 +20,7 @@ from agentherd.sessions.plan import (
     PlanError,
     diff_plan,
     parse_plan,
+    restore_plan,
 )
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
@@ -85,6 +86,8 @@ class Observer:
         self.plan_current: Plan | None = None
         self.plan_diff: PlanDiff | None = None
         self.plan_error: str | None = None
+        self.plan_raw = b""
+        """The bytes of the last plan file that parsed (what approve adopts as the baseline)."""
         self._plan_sig: FileSignature | None = None
         self._reported_changes: tuple[Any, ...] = ()
         self.progress_latest: tuple[str, ...] = ()
@@ -139,6 +142,7 @@ class Observer:
         if self.plan_baseline is None:
             self.plan_baseline = plan
             self.session.record.plan_baseline = plan.to_json()
+            self.session.record.plan_baseline_raw = self.plan_raw.decode("utf-8-sig")
             self.session.commit_events(
                 self.session.make_event(
                     "plan-baseline",
@@ -177,7 +181,9 @@ class Observer:
                 problem = f"too large: over the {DEFAULT_MAX_PLAN_BYTES} byte limit"
             else:
                 try:
-                    plan = parse_plan(await anyio.to_thread.run_sync(_read, path))
+                    data = await anyio.to_thread.run_sync(_read, path)
+                    plan = parse_plan(data)
+                    self.plan_raw = data
                 except (OSError, PlanError) as exc:
                     problem = str(exc)
             if plan is not None:
@@ -195,11 +201,22 @@ class Observer:
         self.plan_error = message
         self.session.commit_events(self.session.make_event("plan-invalid", message))
 
+    async def restore_baseline(self) -> None:
+        """Write the baseline plan back, keeping today's progress (a person rejected a change)."""
+        raw = self.session.record.plan_baseline_raw
+        path = self.plan_path
+        if raw is None or path is None or self.plan_current is None:
+            raise ValueError("no baseline plan to restore")
+        data = restore_plan(raw.encode(), self.plan_current)
+        await anyio.to_thread.run_sync(_write_atomically, path, data)
+        await self.refresh_plan()
+
     def accept_plan(self) -> None:
         """Adopt the current plan as the new baseline (a person approved the change)."""
         if self.plan_current is not None:
             self.plan_baseline = self.plan_current
             self.session.record.plan_baseline = self.plan_current.to_json()
+            self.session.record.plan_baseline_raw = self.plan_raw.decode("utf-8-sig")
             self.plan_diff = diff_plan(self.plan_baseline, self.plan_current)
             self._reported_changes = ()
 
@@ -466,6 +483,13 @@ class Observer:
 
 PROGRESS_TAIL_BYTES = 256 * 1024
 """Only the end of a long progress file is read: the latest entries live there."""
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace a file in one rename, so its reader never sees it half written."""
+    temporary = path.with_name(f".{path.name}.herd-tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
 
 
 def _read_tail(path: Path) -> bytes:

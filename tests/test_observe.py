@@ -340,3 +340,26 @@ def test_logs_progress_prints_the_progress_file(herd: Herd) -> None:
     herd.start()
     result = herd.cli("logs", "api", "--progress")
     assert result.returncode == 0 and "did" in result.stdout
+
+
+def test_reject_writes_the_baseline_back_and_keeps_progress(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=3)
+    herd.write(watched(repo))
+    herd.start()
+    wait_until(lambda: herd.status("api")["plan"], what="the baseline")
+    original = json.loads((repo / "feature_list.json").read_text())
+    plan = json.loads((repo / "feature_list.json").read_text())
+    plan[0]["passes"] = True  # progress, kept
+    plan[1]["description"] = "something easier"  # drift, undone
+    plan.pop()  # drift, undone
+    (repo / "feature_list.json").write_text(json.dumps(plan))
+    wait_until(lambda: herd.status("api")["plan"]["changed_items"])
+    result = herd.cli("reject", "api")
+    assert result.returncode == 0 and "plan restored (1/3 passing)" in result.stdout
+    restored = json.loads((repo / "feature_list.json").read_text())
+    assert [i["description"] for i in restored] == [i["description"] for i in original]
+    assert [i["passes"] for i in restored] == [True, False, False]
+    assert herd.status("api")["plan"] == {"passing": 1, "total": 3, "changed_items": []}
+    assert herd.events("api", "plan-rejected")
+    again = herd.cli("reject", "api")
+    assert again.returncode == 2 and "matches its baseline" in again.stderr

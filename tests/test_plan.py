@@ -283,3 +283,56 @@ def test_large_plan_diff_is_quick() -> None:
     moved = descriptions[1:] + descriptions[:1]
     diff = diff_plan(baseline, plan_of(harness(*moved)))
     assert [(c.index, c.change) for c in diff.changed_items] == [(4999, "reordered")]
+
+
+def test_restore_plan_brings_the_baseline_back_with_todays_progress() -> None:
+    from agentherd.sessions.plan import restore_plan
+
+    baseline = json.dumps(
+        [
+            {
+                "category": "functional",
+                "description": "add a todo",
+                "steps": ["a"],
+                "passes": False,
+            },
+            {
+                "category": "functional",
+                "description": "edit a todo",
+                "steps": ["b"],
+                "passes": False,
+            },
+            {"category": "style", "description": "dark mode", "steps": ["c"], "passes": False},
+        ]
+    ).encode()
+    tampered = parse_plan(
+        json.dumps(
+            [
+                {
+                    "category": "functional",
+                    "description": "add a todo",
+                    "steps": ["a"],
+                    "passes": True,
+                },
+                {
+                    "category": "functional",
+                    "description": "edit (easier)",
+                    "steps": [],
+                    "passes": True,
+                },
+            ]
+        ).encode()
+    )
+    restored = parse_plan(restore_plan(baseline, tampered))
+    assert [i.description for i in restored.items] == ["add a todo", "edit a todo", "dark mode"]
+    assert [i.passes for i in restored.items] == [True, False, False]
+    assert diff_plan(parse_plan(baseline), restored).changed_items == ()
+
+
+def test_restore_plan_keeps_a_status_field_shape() -> None:
+    from agentherd.sessions.plan import restore_plan
+
+    baseline = json.dumps([{"id": "F1", "title": "one", "status": "todo"}]).encode()
+    current = parse_plan(json.dumps([{"id": "F1", "title": "one!", "status": "done"}]).encode())
+    restored = json.loads(restore_plan(baseline, current))
+    assert restored == [{"id": "F1", "title": "one", "status": "passing"}]

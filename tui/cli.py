@@ -354,6 +354,16 @@ def approve(name: str) -> None:
 
 
 @main.command()
+@click.argument("name")
+@guarded
+def reject(name: str) -> None:
+    """Write the session's baseline plan back (items passing now stay passing)."""
+    status = _client().call("reject", name=name)
+    plan = status.get("plan") or {}
+    click.echo(f"{name}: plan restored ({plan.get('passing')}/{plan.get('total')} passing)")
+
+
+@main.command()
 @click.argument("target", required=False)
 @click.option("--json", "as_json", is_flag=True)
 @guarded
