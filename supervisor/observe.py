@@ -24,6 +24,7 @@ from agentherd.sessions.plan import (
 )
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
+from agentherd.sessions.scope import outside
 from agentherd.supervisor import gitops
 from agentherd.supervisor.store import iso
 
@@ -340,9 +341,30 @@ class Observer:
                         files=list(commit.files[:50]),
                     )
                 )
+                if known:  # history from before herd watched is not this session's drift
+                    self._check_scope(commit)
         self.checkpoint = store.checkpoints(self.config.name, limit=1)[-1]
         self.session.note_progress()
         self._submit_verification(self.checkpoint.sha)
+
+    def _check_scope(self, commit: Checkpoint) -> None:
+        """Warn when a commit touches files outside `scope` (the plan and progress file aside)."""
+        if not self.config.scope or self._git_paths is None:
+            return
+        top = self._git_paths.worktree
+        own = [self.plan_path, self.progress_path]
+        always = [str(p.resolve().relative_to(top)) for p in own if p and _under(p, top)]
+        stray = outside(commit.files, self.config.scope, always)
+        if stray:
+            shown = ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else "")
+            self.session.commit_events(
+                self.session.make_event(
+                    "out-of-scope",
+                    f"checkpoint {commit.short_sha} changes files outside scope: {inert(shown)}",
+                    sha=commit.sha,
+                    files=stray[:50],
+                )
+            )
 
     def _git_problem(self, message: str, kind: str = "git-unavailable") -> None:
         if message == self.git_error:
@@ -483,6 +505,11 @@ class Observer:
 
 PROGRESS_TAIL_BYTES = 256 * 1024
 """Only the end of a long progress file is read: the latest entries live there."""
+
+
+def _under(path: Path, top: Path) -> bool:
+    """True when `path` lies inside the folder `top`."""
+    return path.resolve().is_relative_to(top)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -363,3 +363,21 @@ def test_reject_writes_the_baseline_back_and_keeps_progress(herd: Herd) -> None:
     assert herd.events("api", "plan-rejected")
     again = herd.cli("reject", "api")
     assert again.returncode == 2 and "matches its baseline" in again.stderr
+
+
+def test_a_commit_outside_scope_raises_a_warning(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=2)
+    herd.write(watched(repo, extra='scope = ["src/**", "tests/**"]'))
+    herd.start()
+    wait_until(lambda: herd.status("api")["checkpoint"], what="the first checkpoint")
+    (repo / "src").mkdir(exist_ok=True)
+    (repo / "src" / "ok.py").write_text("x = 1\n")
+    (repo / "claude-progress.txt").write_text("## Session 9\n- did a thing\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "in scope")
+    (repo / "infra.tf").write_text("resource {}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "rewrites the infrastructure")
+    warned = wait_until(lambda: herd.events("api", "out-of-scope"))
+    assert len(warned) == 1 and warned[0]["data"]["files"] == ["infra.tf"]
+    assert any(w["kind"] == "out-of-scope" for w in herd.status("api")["warnings"])
