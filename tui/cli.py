@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -263,7 +264,7 @@ def ls_(as_json: bool) -> None:
     if as_json:
         _print_json(statuses)
     else:
-        click.echo(render.table(statuses))
+        click.echo(render.table(statuses, shutil.get_terminal_size().columns))
 
 
 @main.command()
@@ -373,7 +374,7 @@ def status(target: str | None, as_json: bool) -> None:
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
-        click.echo(render.table(result))
+        click.echo(render.table(result, shutil.get_terminal_size().columns))
     else:
         click.echo(render.detail(result))
 
