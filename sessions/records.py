@@ -72,11 +72,6 @@ class RunRecord(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     stop_requested: bool = False
 
-    @property
-    def live(self) -> bool:
-        """True until the run's end has been recorded."""
-        return self.ended_at is None and self.pid is not None
-
 
 class TaskRecord(BaseModel):
     """What one `start` began: its first run plus every automatic restart; ends once."""
@@ -111,4 +106,3 @@ class SessionRecord(BaseModel):
     passing_at_run_start: int | None = None
     idle_runs: int = 0
     """until-done: consecutive clean runs that made no new plan item pass."""
-    extra: dict[str, Any] = Field(default_factory=dict)
