@@ -202,9 +202,10 @@ def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     client.call("start", name="api")
     pid = herd.wait_state("api", "running")["pid"]
     client.call("pause", name="api")
-    assert psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    # A signal is delivered asynchronously: wait for the state, do not read it at once.
+    wait_until(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="SIGSTOP")
     client.call("resume", name="api")
-    assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
+    wait_until(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, what="SIGCONT")
     client.call("pause", name="api")
     stopped = client.call("stop", name="api", socket_timeout_s=None)
     assert stopped["state"] == "stopped" and stopped["signal"] == "SIGTERM", (
