@@ -16,6 +16,7 @@ from agentherd.sessions.states import (
     task_state,
 )
 from agentherd.supervisor import server
+from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
 from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -47,10 +48,8 @@ class ControlApi:
 
     async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
         """Answer one request; streaming ops call `send` repeatedly."""
-        op = request.get("op")
-        method = getattr(self, f"op_{str(op).replace('-', '_')}", None)
-        if method is None:
-            raise ApiError("bad-request", f"unknown operation {op!r}")
+        request = checked(request)
+        method = getattr(self, f"op_{str(request['op']).replace('-', '_')}")
         try:
             await method(request, send)
         except SessionError as exc:
@@ -112,9 +111,9 @@ class ControlApi:
                 or (s.record.state == State.STOPPED and s.record.reason == "down")
             )
         ]
+        supervisors = [self._session(name) for name in names]  # an unknown name starts none
         started = []
-        for name in names:
-            supervisor = self._session(name)
+        for name, supervisor in zip(names, supervisors, strict=True):
             started.append({"session": name, "handle": await supervisor.start()})
         await send(result=started)
 
