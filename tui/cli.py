@@ -252,7 +252,19 @@ def down() -> None:
             f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log",
             EXIT_INTERNAL,
         )
+    if result.get("left"):
+        raise Failure(left_running_line(result["left"], result.get("waited_s")), EXIT_INTERNAL)
     click.echo("herd: daemon stopped")
+
+
+def left_running_line(left: list[dict[str, Any]], waited_s: float | None) -> str:
+    """One line naming every session and pid `herd down` could not stop."""
+    runs = "; ".join(f"{e['session']} (pids {', '.join(map(str, e['pids']))})" for e in left)
+    after = f" after {waited_s:g}s" if waited_s is not None else ""
+    return (
+        f"the daemon stopped, but{after} these still run: {runs}; "
+        "end them with `kill PID`, see .herd/daemon.log"
+    )
 
 
 @main.command(name="ls")
