@@ -398,7 +398,9 @@ def _validation_problems(
     for error in errors:
         # A value that fails every member of a union reports once per member; keep the first,
         # and the deepest: `command = [1]` is about command.0, not about command being text.
-        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p == "str")))
+        loc = tuple(
+            p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p == "str"))
+        )
         fields.append(prefix + ".".join(str(p) for p in loc))
     for error, field in zip(errors, fields, strict=True):
         if len(error["loc"]) > 1 and any(other.startswith(field + ".") for other in fields):
