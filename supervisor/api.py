@@ -15,11 +15,10 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
-from agentherd.supervisor import server
+from agentherd.supervisor import procs, server
+from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
-from agentherd.supervisor import procs
-from agentherd.supervisor.context import Timings
 from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.reporting import session_report
@@ -334,7 +333,7 @@ class ControlApi:
 
 
 def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float:
-    """How long `herd down` waits: the longest stop_grace, then SIGKILL's two waits, then a margin."""
+    """How long `herd down` waits: the longest stop_grace, the two kill waits, then a margin."""
     # stop_tree waits kill_wait_s after SIGKILL, then stop() waits as long again for the exit.
     longest_grace_s = max((s.config.stop_grace for s in supervisors), default=0.0)
     return max(0.0, longest_grace_s + 2 * timings.kill_wait_s + timings.down_margin_s)
