@@ -8,7 +8,9 @@ import pytest
 from conftest import make_repo
 
 from agentherd.sessions.config import (
+    Budget,
     ConfigError,
+    SessionConfig,
     environment_problems,
     find_config,
     load_config,
@@ -323,3 +325,45 @@ def test_a_folder_name_too_long_is_a_problem_not_a_crash(tmp_path: Path) -> None
     (tmp_path / "herd.toml").write_text(SESSION + f'cwd = "{"x" * 5000}"\n')
     found = environment_problems(load_config(tmp_path / "herd.toml"))
     assert len(found) == 1 and "File name too long; fix the path" in str(found[0])
+
+
+ANY_VALUE = [
+    *("true", "0", "-1", "1.5", "nan", "inf", "99999999999999999999", "1979-05-27"),
+    *('"x"', '""', '"\\u0000"', '"~nosuchuser-herd/x"', '"-1"'),
+    *("[]", "[1]", '[""]', "{}", "{ a = 1 }"),
+]
+"""A value of every TOML type, and the edge values that broke herd check (case 13)."""
+
+
+def _every_field_with_every_value() -> list[str]:
+    session = '[[session]]\nname = "a"\ncommand = ["true"]\n'
+    texts = []
+    for value in ANY_VALUE:
+        for field in SessionConfig.model_fields:
+            body = {"name": '"a"', "command": '["true"]', field: value}
+            texts.append("[[session]]\n" + "".join(f"{k} = {v}\n" for k, v in body.items()))
+            if field != "name":
+                texts.append(f"[defaults]\n{field} = {value}\n" + session)
+        for field in Budget.model_fields:
+            texts.append(session + f"budget = {{ {field} = {value} }}\n")
+            texts.append(f"[fleet]\nbudget = {{ {field} = {value} }}\n")
+        keys = ("notify", "notify_on", "fleet", "keys", "defaults", "session")
+        texts.extend(f"{key} = {value}\n" for key in keys)
+        texts.append(f"[keys]\nrestart = {value}\n")
+        texts.append(session + f"on_drift = {{ stalled = {value} }}\n")
+        texts.append(session + f"env = {{ X = {value} }}\n")
+    return texts
+
+
+def test_no_value_in_any_field_is_an_internal_error(tmp_path: Path) -> None:
+    """Case 13: every field of every section, given every type, is valid or one-line problems."""
+    crashes = []
+    for text in _every_field_with_every_value():
+        (tmp_path / "herd.toml").write_text(text)
+        try:
+            environment_problems(load_config(tmp_path / "herd.toml"))
+        except ConfigError as exc:
+            assert exc.problems and all("\n" not in str(p) for p in exc.problems), text
+        except Exception as exc:  # what `herd check` answered with exit 70
+            crashes.append((text, f"{type(exc).__name__}: {exc}"))
+    assert not crashes, crashes[:5]
