@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from pydantic import (
 )
 
 from agentherd.sessions.durations import parse_duration
+from agentherd.sessions.scope import in_scope
 
 CONFIG_NAME = "herd.toml"
 STATE_DIR_NAME = ".herd"
@@ -44,17 +46,32 @@ DEFAULT_LOG_MAX_BYTES = 268_435_456
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
+MAX_COUNT = 2**63 - 1
+"""The largest count or byte size herd accepts: SQLite's largest integer, where such values go."""
+MAX_STOP_GRACE_S = 3600.0
+"""`herd stop` and `herd down` wait up to stop_grace for a run to exit; longer looks like a hang."""
+
 
 def _positive(value: float | None) -> float | None:
-    if value is not None and value <= 0:
+    if value is None:
+        return value
+    # nan compares false with everything, so `value <= 0` alone would let it through.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number, not nan or inf")
+    if value <= 0:
         raise ValueError("must be a positive number")
+    if value > MAX_COUNT:
+        raise ValueError(f"must be at most {MAX_COUNT}")
     return value
 
 
 class _Strict(BaseModel):
-    """Base for config models: unknown keys are errors, values are immutable."""
+    """Base for config models: unknown keys are errors, values are immutable, types exact.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Strict: `autostart = "yes"` or `max_crashes = true` is an error, never quietly coerced.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Budget(_Strict):
@@ -76,7 +93,7 @@ class Budget(_Strict):
     @field_validator("warn_at")
     @classmethod
     def _fraction(cls, value: float) -> float:
-        if not 0 < value <= 1:
+        if not 0 < value <= 1:  # also refuses nan, which compares false
             raise ValueError("must be a fraction between 0 and 1, like 0.8")
         return value
 
@@ -137,6 +154,41 @@ class SessionConfig(_Strict):
             raise ValueError("the program (first element) must not be empty")
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not key or "=" in key:
+                raise ValueError(
+                    f"{key!r} cannot be an environment variable name (empty, or holds '='); "
+                    "use letters, digits and _"
+                )
+        return value
+
+    @field_validator("resume", "verify", "verify_setup")
+    @classmethod
+    def _argv_program(cls, value: Argv | str | None) -> Argv | str | None:
+        if isinstance(value, list) and not value:
+            raise ValueError('must not be empty; give an argv list like ["prog", "arg"]')
+        return value
+
+    @field_validator("plan", "progress")
+    @classmethod
+    def _file_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must name a file; remove the line or give a path")
+        return value
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                in_scope("", [pattern])
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid pattern ({exc.msg})") from None
+        return value
+
     @field_validator("restart_from")
     @classmethod
     def _restart_from(cls, value: str) -> str:
@@ -161,6 +213,17 @@ class SessionConfig(_Strict):
     def _positive_int(cls, value: int) -> int:
         if value <= 0:
             raise ValueError("must be a positive number")
+        if value > MAX_COUNT:
+            raise ValueError(f"must be at most {MAX_COUNT}")
+        return value
+
+    @field_validator("stop_grace")
+    @classmethod
+    def _stop_grace(cls, value: float) -> float:
+        if value > MAX_STOP_GRACE_S:
+            raise ValueError(
+                "must be at most 1h: `herd stop` and `herd down` wait this long for a run to exit"
+            )
         return value
 
     @field_validator("restart_delay_max", "stable_after", "crash_window", "verify_timeout")
@@ -197,6 +260,21 @@ class HerdConfig(_Strict):
     keys: dict[str, str] = {}
     sessions: list[SessionConfig] = []
     path: Path = Path(CONFIG_NAME)
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0]):
+            raise ValueError('must be an argv list with a program first, like ["notify-send", "x"]')
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for action, key in value.items():
+            if not key.strip():
+                raise ValueError(f'{action} = "" binds no key; name one, like {action} = "r"')
+        return value
 
     @property
     def state_dir(self) -> Path:
@@ -275,6 +353,20 @@ def _merge(defaults: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+_TYPE_MESSAGES = {
+    "bool_type": "must be true or false, without quotes",
+    "int_type": "must be a whole number, without quotes",
+    "float_type": "must be a number, without quotes",
+    "string_type": "must be text in quotes",
+    "list_type": 'must be a list, like ["a", "b"]',
+    "dict_type": "must be a table, like { key = value }",
+    "model_type": "must be a table, like { key = value }",
+    "is_instance_of": "must be a path in quotes",
+}
+"""What a wrong type means in herd.toml's words (pydantic speaks of Python's types)."""
+_ARGV_FIELDS = ("command", "resume", "verify", "verify_setup")
+
+
 def _message(error: Any, known: set[str]) -> str:
     kind = error["type"]
     loc = error["loc"]
@@ -285,6 +377,10 @@ def _message(error: Any, known: set[str]) -> str:
         return f"unknown key{hint}"
     if kind == "missing":
         return "required; add it"
+    if kind == "list_type" and len(loc) == 2 and loc[0] in _ARGV_FIELDS:
+        return 'must be an argv list like ["prog", "arg"], or a string run by sh -c'
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind]
     text = str(error["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         text = text.removeprefix(prefix)
@@ -294,17 +390,106 @@ def _message(error: Any, known: set[str]) -> str:
 
 
 def _validation_problems(
-    exc: ValidationError, file: str, session: str | None, known: set[str]
+    exc: ValidationError, file: str, session: str | None, known: set[str], prefix: str = ""
 ) -> list[Problem]:
     problems: dict[tuple[str, str], Problem] = {}
-    for error in exc.errors():
-        loc = tuple(error["loc"])
-        # A value that fails every member of a union reports once per member; keep the first.
-        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p == "str")))
-        field = ".".join(str(p) for p in loc)
+    errors = exc.errors()
+    fields = []
+    for error in errors:
+        # A value that fails every member of a union reports once per member; keep the first,
+        # and the deepest: `command = [1]` is about command.0, not about command being text.
+        loc = tuple(
+            p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p == "str"))
+        )
+        fields.append(prefix + ".".join(str(p) for p in loc))
+    for error, field in zip(errors, fields, strict=True):
+        if len(error["loc"]) > 1 and any(other.startswith(field + ".") for other in fields):
+            continue
         key = (field, error["type"] if error["type"] == "extra_forbidden" else "")
         problems.setdefault(key, Problem(file, _message(error, known), session, field or None))
     return list(problems.values())
+
+
+def _defaults_problems(
+    defaults: dict[str, Any], file: str, folder: Path
+) -> tuple[list[Problem], dict[str, Any]]:
+    """[defaults] checked on its own (it may apply to no session), and what is left to merge."""
+    if not defaults:
+        return [], defaults
+    # A stand-in session shows which defaults are wrong; keys it needs are not the defaults' own.
+    trial = {"name": "defaults", "command": ["true"], **defaults}
+    problems: list[Problem] = []
+    bad: set[str] = set()
+    try:
+        trial["cwd"] = _session_cwd(trial.get("cwd", "."), folder)
+    except ValueError as exc:
+        problems.append(Problem(file, str(exc), field="defaults.cwd"))
+        bad.add("cwd")
+        trial["cwd"] = folder
+    try:
+        SessionConfig.model_validate(trial)
+    except ValidationError as exc:
+        problems.extend(
+            p
+            for p in _validation_problems(exc, file, None, _SESSION_KEYS, prefix="defaults.")
+            if p.field != "defaults."  # whole-session rules (until-done) are judged per session
+        )
+        bad |= {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+    return problems, {k: v for k, v in defaults.items() if k not in bad}
+
+
+def _nul_problems(raw: dict[str, Any], file: str) -> list[Problem]:
+    """Every key or text holding a NUL: no program argument, variable or path can carry one."""
+    problems: list[Problem] = []
+    # Iterative, not recursive: tomllib accepts nesting deeper than a walk could recurse.
+    stack: list[tuple[str | None, str, Any]] = [(None, "", raw)]
+    while stack:
+        session, field, item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                problems.append(Problem(file, _NUL_MESSAGE, session, field or None))
+            continue
+        if isinstance(item, dict):
+            children: list[tuple[Any, Any]] = list(item.items())
+        elif isinstance(item, list):
+            children = list(enumerate(item))
+        else:
+            continue
+        for key, child in reversed(children):  # reversed onto the stack: file order out
+            if "\x00" in str(key):
+                problems.append(Problem(file, "a key " + _NUL_MESSAGE, session, field or None))
+            elif session is None and field == "" and key == "session" and isinstance(child, list):
+                for index, entry in reversed(list(enumerate(child))):
+                    stack.append((_session_label(entry, index), "", entry))
+            else:
+                stack.append((session, f"{field}.{key}" if field else str(key), child))
+    return problems
+
+
+def _session_label(entry: Any, index: int) -> str:
+    """How a problem names a [[session]]: its name, else its position."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return name.replace("\x00", "\\u0000") if isinstance(name, str) else f"#{index + 1}"
+
+
+_NUL_MESSAGE = (
+    "contains a NUL character (\\u0000), which no program argument, environment variable or "
+    "path can hold; remove it"
+)
+
+
+def _session_cwd(value: Any, folder: Path) -> Path | Any:
+    """An absolute cwd for a text value (relative to herd.toml's folder, ~ expanded)."""
+    if not isinstance(value, str):
+        return value  # validation names the wrong type
+    try:
+        return (folder / Path(value).expanduser()).resolve()
+    except RuntimeError:  # expanduser: no such user, or no home to expand ~ to
+        user = value[1:].partition("/")[0]
+        who = f"no user {user!r}" if user else "no home folder"
+        raise ValueError(f"{value!r}: {who} to expand ~ for; write the full path") from None
+    except OSError as exc:
+        raise ValueError(f"{value!r}: {exc.strerror or exc}; fix the path") from None
 
 
 def parse_config(text: str, path: Path) -> HerdConfig:
@@ -314,6 +499,13 @@ def parse_config(text: str, path: Path) -> HerdConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([Problem(file, f"not valid TOML: {exc}")]) from None
+    except RecursionError:
+        raise ConfigError(
+            [Problem(file, "not valid TOML for herd: arrays or tables nested too deep")]
+        ) from None
+    nul_problems = _nul_problems(raw, file)
+    if nul_problems:
+        raise ConfigError(nul_problems)
     problems: list[Problem] = []
     for key in raw:
         if key not in _TOP_KEYS:
@@ -327,6 +519,8 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     if "name" in defaults:
         problems.append(Problem(file, "name is per session; remove it", field="defaults.name"))
         defaults = {k: v for k, v in defaults.items() if k != "name"}
+    defaults_problems, defaults = _defaults_problems(defaults, file, path.parent)
+    problems.extend(defaults_problems)
     raw_sessions = raw.get("session", [])
     if not isinstance(raw_sessions, list):
         problems.append(Problem(file, "write each session as [[session]]", field="session"))
@@ -334,12 +528,22 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     sessions: list[SessionConfig] = []
     seen: set[str] = set()
     for index, raw_session in enumerate(raw_sessions):
+        if not isinstance(raw_session, dict):
+            problems.append(
+                Problem(
+                    file,
+                    f"entry {index + 1} is not a table; write each session as [[session]]",
+                    field="session",
+                )
+            )
+            continue
         label = str(raw_session.get("name", f"#{index + 1}"))
         merged = _merge(defaults, raw_session)
-        if "cwd" in merged and isinstance(merged["cwd"], str):
-            merged["cwd"] = (path.parent / Path(merged["cwd"]).expanduser()).resolve()
-        else:
-            merged.setdefault("cwd", path.parent.resolve())
+        try:
+            merged["cwd"] = _session_cwd(merged.get("cwd", "."), path.parent)
+        except ValueError as exc:
+            problems.append(Problem(file, str(exc), label, "cwd"))
+            continue
         try:
             session = SessionConfig.model_validate(merged)
         except ValidationError as exc:
@@ -377,28 +581,39 @@ def _worktree_root(folder: Path) -> Path | None:
     return None
 
 
+def _folder_problem(folder: Path) -> str | None:
+    """Why `folder` cannot be a session's cwd, or None when it can."""
+    try:
+        if folder.is_dir():
+            return None
+    except OSError as exc:  # a name too long, a permission denied on the way
+        return f"{folder}: {exc.strerror or exc}; fix the path"
+    return f"{folder} does not exist; create it or fix the path"
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def environment_problems(config: HerdConfig) -> list[Problem]:
     """Problems only the machine can show: missing folders, programs not on PATH, shared trees."""
     file = config.path.name
     problems: list[Problem] = []
     roots: dict[Path, str] = {}
     for session in config.sessions:
-        if not session.cwd.is_dir():
-            problems.append(
-                Problem(
-                    file,
-                    f"{session.cwd} does not exist; create it or fix the path",
-                    session.name,
-                    "cwd",
-                )
-            )
+        cwd_problem = _folder_problem(session.cwd)
+        if cwd_problem:
+            problems.append(Problem(file, cwd_problem, session.name, "cwd"))
             continue
         if isinstance(session.command, list):
             program = session.command[0]
             search_path = session.env.get("PATH", os.environ.get("PATH"))
             if "/" in program:
                 candidate = session.cwd / program
-                found = candidate.is_file() and os.access(candidate, os.X_OK)
+                found = _is_file(candidate) and os.access(candidate, os.X_OK)
             else:
                 found = shutil.which(program, path=search_path) is not None
             if not found:

@@ -15,7 +15,9 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
-from agentherd.supervisor import server
+from agentherd.supervisor import procs, server
+from agentherd.supervisor.context import Timings
+from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
 from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -28,9 +30,6 @@ if TYPE_CHECKING:
 
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
-
-DOWN_TIMEOUT_S = 60.0
-"""`herd down` gives every session this long to stop before the daemon exits anyway."""
 
 
 class ControlApi:
@@ -47,10 +46,8 @@ class ControlApi:
 
     async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
         """Answer one request; streaming ops call `send` repeatedly."""
-        op = request.get("op")
-        method = getattr(self, f"op_{str(op).replace('-', '_')}", None)
-        if method is None:
-            raise ApiError("bad-request", f"unknown operation {op!r}")
+        request = checked(request)
+        method = getattr(self, f"op_{str(request['op']).replace('-', '_')}")
         try:
             await method(request, send)
         except SessionError as exc:
@@ -112,9 +109,9 @@ class ControlApi:
                 or (s.record.state == State.STOPPED and s.record.reason == "down")
             )
         ]
+        supervisors = [self._session(name) for name in names]  # an unknown name starts none
         started = []
-        for name in names:
-            supervisor = self._session(name)
+        for name, supervisor in zip(names, supervisors, strict=True):
             started.append({"session": name, "handle": await supervisor.start()})
         await send(result=started)
 
@@ -290,13 +287,27 @@ class ControlApi:
         await send(result=await session_report(supervisor))
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
-        """Stop every session gracefully, then the daemon."""
-        with anyio.move_on_after(DOWN_TIMEOUT_S):
+        """Stop every session gracefully, then the daemon; name whatever could not be stopped."""
+        supervisors = list(self.daemon.sessions.values())
+        waited_s = down_wait_s(supervisors, self.daemon.timings)
+        with anyio.move_on_after(waited_s):
             async with anyio.create_task_group() as tg:
-                for supervisor in self.daemon.sessions.values():
+                for supervisor in supervisors:
                     tg.start_soon(functools.partial(supervisor.stop, reason="down"))
-        self.daemon.commit_daemon_event("daemon-stopping", "daemon stopping (herd down)")
-        await send(result={"stopped": [s.status() for s in self.daemon.sessions.values()]})
+        left = [entry for s in supervisors if (entry := await _left_running(s))]
+        message = "daemon stopping (herd down)"
+        if left:
+            message += "; still running: " + "; ".join(
+                f"{e['session']} (pids {', '.join(map(str, e['pids']))})" for e in left
+            )
+        self.daemon.commit_daemon_event("daemon-stopping", message)
+        await send(
+            result={
+                "stopped": [s.status() for s in supervisors],
+                "left": left,
+                "waited_s": waited_s,
+            }
+        )
         self.daemon.request_shutdown()
 
     async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
@@ -319,3 +330,24 @@ class ControlApi:
                 "sessions": sorted(self.daemon.sessions),
             }
         )
+
+
+def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float:
+    """How long `herd down` waits: the longest stop_grace, the two kill waits, then a margin."""
+    # stop_tree waits kill_wait_s after SIGKILL, then stop() waits as long again for the exit.
+    longest_grace_s = max((s.config.stop_grace for s in supervisors), default=0.0)
+    return max(0.0, longest_grace_s + 2 * timings.kill_wait_s + timings.down_margin_s)
+
+
+async def _left_running(supervisor: SessionSupervisor) -> dict[str, Any] | None:
+    """The session and the pids of its run that are still alive after a stop, or None."""
+    run = supervisor.run
+    if run is None:
+        return None
+    record = supervisor.record
+    if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
+        return None  # stopped cleanly: its stop already found nothing left
+    pids = sorted(p.pid for p in await anyio.to_thread.run_sync(procs.run_processes, run.identity))
+    if not pids:
+        return None
+    return {"session": supervisor.config.name, "state": str(supervisor.record.state), "pids": pids}

@@ -33,6 +33,9 @@ class Timings:
     """How often a stopping run is re-checked for leftover processes."""
     kill_wait_s: float = 5.0
     """After SIGKILL, how long to wait before calling a run unkillable."""
+    down_margin_s: float = 30.0
+    """`herd down` waits the longest stop_grace, the kill waits and this: a stop may first wait
+    for a rescue or a launch that holds its session."""
     reconcile_s: float = 5.0
     """The slow pass re-stats every session's files this often, for events inotify dropped."""
     drain_wait_s: float = 2.0

@@ -65,18 +65,22 @@ async def _connection(stream: SocketStream, handler: Handler) -> None:
             log.warning("refused a connection from uid %s", uid)
             return
         reader = BufferedByteReceiveStream(stream)
+        greeted = False
         try:
             while True:
                 try:
                     line = await reader.receive_until(b"\n", MAX_MESSAGE_BYTES)
                 except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
                     return
-                await _answer(stream, line, handler)
+                greeted = await _answer(stream, line, handler, greeted)
+                if not greeted:
+                    return  # no handshake, or a protocol this daemon does not speak
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             return  # the client went away mid-reply (a closed dashboard, a ^C'd `herd logs -f`)
 
 
-async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
+async def _answer(stream: SocketStream, line: bytes, handler: Handler, greeted: bool) -> bool:
+    """Answer one request line; returns whether the connection has (now) completed `hello`."""
     request_id: Any = None
 
     async def send(**reply: Any) -> None:
@@ -85,6 +89,12 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
     try:
         request = decode(line)
         request_id = request.get("id")
+        if request.get("op") != "hello" and not greeted:
+            raise ApiError(
+                "bad-request",
+                f'the first message must be {{"op": "hello", "protocol": {PROTOCOL}, '
+                '"version": "..."}; herd\'s clients send it for you',
+            )
         if request.get("op") == "hello":
             if request.get("protocol") != PROTOCOL:
                 raise ApiError(
@@ -98,7 +108,7 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
                     "a herd %s client talks to this %s daemon", request.get("version"), HERD_VERSION
                 )
             await send(result={"version": HERD_VERSION, "protocol": PROTOCOL, "pid": os.getpid()})
-            return
+            return True
         await handler(request, send)
     except ApiError as exc:
         await stream.send(encode({"id": request_id, "ok": False, "error": exc.to_json()}))
@@ -108,3 +118,4 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler) -> None:
         log.exception("request failed: %r", line[:200])
         error = ApiError("internal", f"{type(exc).__name__}: {exc}; see .herd/daemon.log")
         await stream.send(encode({"id": request_id, "ok": False, "error": error.to_json()}))
+    return greeted

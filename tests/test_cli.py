@@ -52,6 +52,91 @@ def test_check_prints_one_line_per_problem_and_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'cwd = "w\\u0000x"',
+            'herd.toml: session "a": cwd: contains a NUL character (\\u0000), which no program '
+            "argument, environment variable or path can hold; remove it\n",
+        ),
+        (
+            'cwd = "~nosuchuser-herd/x"',
+            "herd.toml: session \"a\": cwd: '~nosuchuser-herd/x': no user 'nosuchuser-herd' to "
+            "expand ~ for; write the full path\n",
+        ),
+        (
+            'env = { X = "a\\u0000b" }',
+            'herd.toml: session "a": env.X: contains a NUL character (\\u0000), which no program '
+            "argument, environment variable or path can hold; remove it\n",
+        ),
+        (
+            'env = { "X=Y" = "b" }',
+            "herd.toml: session \"a\": env: 'X=Y' cannot be an environment variable name (empty, "
+            "or holds '='); use letters, digits and _\n",
+        ),
+        (
+            'autostart = "yes"',
+            'herd.toml: session "a": autostart: must be true or false, without quotes\n',
+        ),
+        (
+            "restart_delay = nan",
+            'herd.toml: session "a": restart_delay: nan is not a duration; write it like 90s, '
+            "20m, 6h or 1h30m\n",
+        ),
+        (
+            "stop_grace = inf",
+            'herd.toml: session "a": stop_grace: inf is not a duration; write it like 90s, 20m, '
+            "6h or 1h30m\n",
+        ),
+    ],
+)
+def test_check_answers_hostile_values_with_one_line_and_exit_2(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """Cases 1(a), 5 and 13: each was exit 0 (accepted) or exit 70 (internal error) before."""
+    (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "a"\ncommand = ["true"]\n{text}\n')
+    result = run_herd(tmp_path, "check")
+    assert (result.returncode, result.stderr) == (2, expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "session = [1, 2]",
+            "herd.toml: session: entry 1 is not a table; write each session as [[session]]\n"
+            "herd.toml: session: entry 2 is not a table; write each session as [[session]]\n",
+        ),
+        (
+            "x = " + "[" * 5000 + "]" * 5000,
+            "herd.toml: not valid TOML for herd: arrays or tables nested too deep\n",
+        ),
+    ],
+)
+def test_check_answers_a_malformed_file_with_exit_2(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """Case 13: a list of numbers for sessions, and nesting that makes tomllib recurse too deep."""
+    (tmp_path / "herd.toml").write_text(text + "\n")
+    result = run_herd(tmp_path, "check")
+    assert (result.returncode, result.stderr) == (2, expected)
+
+
+def test_init_with_an_unknown_agent_is_a_person_error(tmp_path: Path) -> None:
+    """Case 13: with a herd.toml present, `herd init --agent foo` was exit 70."""
+    expected = (
+        "herd: --agent: unknown agent 'foo'; choose one of claude, codex, gemini, amp, "
+        "opencode, aider, plain\n"
+    )
+    fresh = run_herd(tmp_path, "init", "--agent", "foo")
+    assert (fresh.returncode, fresh.stderr) == (2, expected)
+    assert not (tmp_path / "herd.toml").exists()
+    (tmp_path / "herd.toml").write_text("")
+    present = run_herd(tmp_path, "init", "--agent", "foo")
+    assert (present.returncode, present.stderr, present.stdout) == (2, expected, "")
+
+
 def test_check_reports_a_missing_program_and_passes_a_good_file(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text('[[session]]\nname = "a"\ncommand = ["nope-not-here"]\n')
     bad = run_herd(tmp_path, "check")

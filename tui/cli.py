@@ -138,18 +138,18 @@ def main(config: str | None, debug: bool) -> None:
 def init(agent: str | None) -> None:
     """Write a commented herd.toml here."""
     path = Path.cwd() / "herd.toml"
-    if path.exists():
-        if agent:
-            click.echo(session_block(agent))
-            return
+    if path.exists() and not agent:
         raise Failure(
             f"{path} already exists; edit it, or run `herd init --agent NAME` to "
             "print a session block to add"
         )
     try:
-        text = init_text(agent or "claude")
-    except KeyError as exc:
-        raise Failure(str(exc.args[0])) from None
+        text = session_block(agent) if agent and path.exists() else init_text(agent or "claude")
+    except KeyError as exc:  # an unknown preset: the message names the known ones
+        raise Failure(f"--agent: {exc.args[0]}") from None
+    if path.exists():
+        click.echo(text)
+        return
     path.write_text(text)
     click.echo(f"wrote {path}; edit it, then `herd check` and `herd up`")
 
@@ -252,7 +252,19 @@ def down() -> None:
             f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log",
             EXIT_INTERNAL,
         )
+    if result.get("left"):
+        raise Failure(left_running_line(result["left"], result.get("waited_s")), EXIT_INTERNAL)
     click.echo("herd: daemon stopped")
+
+
+def left_running_line(left: list[dict[str, Any]], waited_s: float | None) -> str:
+    """One line naming every session and pid `herd down` could not stop."""
+    runs = "; ".join(f"{e['session']} (pids {', '.join(map(str, e['pids']))})" for e in left)
+    after = f" after {waited_s:g}s" if waited_s is not None else ""
+    return (
+        f"the daemon stopped, but{after} these still run: {runs}; "
+        "end them with `kill PID`, see .herd/daemon.log"
+    )
 
 
 @main.command(name="ls")
