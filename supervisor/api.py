@@ -112,10 +112,15 @@ class ControlApi:
                 or (s.record.state == State.STOPPED and s.record.reason == "down")
             )
         ]
-        started = []
+        started, refused = [], []
         for name in names:
             supervisor = self._session(name)
-            started.append({"session": name, "handle": await supervisor.start()})
+            try:
+                started.append({"session": name, "handle": await supervisor.start()})
+            except SessionError as exc:  # the others still start; the refusal is reported
+                refused.append(str(exc))
+        if refused:
+            raise ApiError("bad-state", "; ".join(refused))
         await send(result=started)
 
     async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
