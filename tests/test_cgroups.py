@@ -1,0 +1,111 @@
+"""A run's own cgroup catches what leaves its process group and clears its environment."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import Herd, script, wait_until
+
+from agentherd.supervisor import cgroups
+
+
+def _cgroups_work() -> bool:
+    probe = cgroups.create(f"probe-{uuid.uuid4().hex}")
+    if probe is None:
+        return False
+    cgroups.remove(probe)
+    return True
+
+
+needs_cgroups = pytest.mark.skipif(
+    not _cgroups_work(), reason="this machine lets herd make no cgroup (see supervisor/cgroups.py)"
+)
+
+
+def escaping_agent(seconds: str) -> str:
+    """An agent that double-forks a `sleep` with a cleared environment in a new session."""
+    return script(f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execve("/bin/sleep", ["sleep", "{seconds}"], {{}})
+            os._exit(0)
+        os.wait()
+        print("escaped", flush=True)
+        time.sleep(600)
+    """)
+
+
+def _escapee(seconds: str) -> psutil.Process:
+    """The `sleep` the agent left behind: no tag, no group, only the cgroup knows it."""
+
+    def find() -> psutil.Process | None:
+        for proc in psutil.process_iter(["cmdline", "environ", "status"]):
+            alive = proc.info["status"] != psutil.STATUS_ZOMBIE
+            if alive and proc.info["cmdline"] == ["sleep", seconds] and not proc.info["environ"]:
+                return proc
+        return None
+
+    return wait_until(find, what="the escaped sleep")
+
+
+def _gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@needs_cgroups
+def test_herd_stop_kills_a_descendant_that_called_setsid_and_cleared_its_env(
+    herd: Herd,
+) -> None:
+    seconds = f"600.{uuid.uuid4().int % 10**6}"  # names this test's escapee among all sleeps
+    herd.write(f"""
+        [[session]]
+        name = "a"
+        command = {escaping_agent(seconds)}
+        stop_grace = "2s"
+    """)
+    client = herd.start()
+    client.call("start", name="a")
+    herd.wait_state("a", "running")
+    wait_until(lambda: herd.status("a")["last_line"] == "escaped", what="the agent to fork")
+    escapee = _escapee(seconds)
+    try:
+        assert herd.daemon is not None and herd.daemon.store is not None
+        run = herd.daemon.store.run("a", 1)
+        assert run is not None and run.cgroup is not None
+        assert escapee.pid in cgroups.members(run.cgroup)
+        # A new daemon re-adopts the run and stops it through the cgroup it recorded.
+        herd.stop_daemon()
+        client = herd.start()
+        wait_until(lambda: herd.events("a", "adopted"), what="the run to be re-adopted")
+        stopped = client.call("stop", name="a", socket_timeout_s=None)
+        assert stopped["state"] == "stopped"
+        assert _gone(escapee), "the setsid + env -i descendant survived herd stop"
+        assert not Path(run.cgroup).exists(), "the empty cgroup is removed when the run ends"
+    finally:
+        if not _gone(escapee):
+            escapee.kill()
+
+
+@needs_cgroups
+def test_a_run_that_ends_leaves_no_cgroup_behind(herd: Herd) -> None:
+    herd.write(f"""
+        [[session]]
+        name = "once"
+        command = {script('print("done")')}
+    """)
+    client = herd.start()
+    client.call("start", name="once")
+    herd.wait_state("once", "completed")
+    assert herd.daemon is not None and herd.daemon.store is not None
+    run = herd.daemon.store.run("once", 1)
+    assert run is not None and run.cgroup is not None
+    wait_until(lambda: not Path(run.cgroup or "").exists(), what="the cgroup to be removed")
+    assert Path(run.cgroup).name.startswith(cgroups.RUN_PREFIX)
