@@ -150,8 +150,8 @@ async def launch(
         os.close(lock_fd)
         users = await anyio.to_thread.run_sync(describe_users, folder)
         raise RunFolderBusy(
-            f"{folder} is still in use by a run herd no longer remembers ({users}); "
-            "stop those processes, then start again"
+            f"processes of an earlier run still hold {folder} ({users}); "
+            "stop them, then start again"
         ) from None
     try:
         with contextlib.suppress(FileNotFoundError):

@@ -211,8 +211,13 @@ class SessionSupervisor:
         run = self.run
         return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
 
-    async def _refuse_if_taken(self) -> None:
-        """Refuse a start beside another session's agent or beside a run no state remembers."""
+    async def _refuse_if_taken(self, restarting: bool = False) -> None:
+        """Refuse a start beside another session's agent, or beside processes of an old run.
+
+        A run folder whose `alive.lock` is held has live processes in this worktree: leftovers
+        of an earlier run, or a run no state remembers (state.db deleted while agents ran).
+        A restart stops the current run itself, so its own folder does not count.
+        """
         name = self.config.name
         other = self.ctx.worktree_user(name, self.config.cwd)
         if other is not None:
@@ -221,11 +226,13 @@ class SessionSupervisor:
                 f"({self.config.cwd}); stop it first (`herd stop {other}`)"
             )
         held = await anyio.to_thread.run_sync(procs.held_run_folders, self._runs_folder)
+        if restarting and self.run is not None:
+            held = [folder for folder in held if folder != self.run.folder]
         if held:
             users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
             raise SessionError(
-                f"cannot start {name}: {held[0]} is still held by a run herd no longer remembers "
-                f"({users}); stop those processes, then start again"
+                f"cannot start {name}: processes of an earlier run still hold {held[0]} "
+                f"({users}); stop them, then start again"
             )
 
     async def _begin_task(
@@ -312,7 +319,7 @@ class SessionSupervisor:
                 from_rev = await anyio.to_thread.run_sync(
                     gitops.resolve_commit, self.config.cwd, from_rev
                 )
-            await self._refuse_if_taken()
+            await self._refuse_if_taken(restarting=True)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:

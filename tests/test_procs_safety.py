@@ -304,7 +304,7 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
         refused = herd.cli("start", "a", timeout_s=20)
         assert refused.returncode == 2, refused
         message = refused.stderr.strip()
-        assert len(message.splitlines()) == 1 and "no longer remembers" in message, message
+        assert len(message.splitlines()) == 1 and "of an earlier run still hold" in message, message
         assert f"pid {old_pid}" in message
         assert client.ping(), "the daemon still answers"
         assert herd.status("a")["state"] == "idle"
@@ -312,7 +312,7 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
         old_tree = {old_pid, *(p.pid for p in old_agent.children(recursive=True))}
         assert {p.pid for p in agents} == old_tree, "no second agent"
         # `herd restart` is refused the same way, at once.
-        with pytest.raises(ApiError, match="no longer remembers"):
+        with pytest.raises(ApiError, match="of an earlier run still hold"):
             client.call("restart", name="a", socket_timeout_s=20)
     finally:
         for proc in procs.folder_users(herd.root / ".herd" / "runs" / "a" / "1"):
@@ -335,7 +335,7 @@ def test_launch_never_blocks_on_a_held_lock(tmp_path: Path) -> None:
                     [sys.executable, "-c", "pass"], tmp_path, os.environ, folder, "t"
                 )
 
-        with pytest.raises(procs.RunFolderBusy, match="no longer remembers"):
+        with pytest.raises(procs.RunFolderBusy, match="of an earlier run still hold"):
             anyio.run(launch)
     finally:
         holder.kill()
