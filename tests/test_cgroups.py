@@ -60,10 +60,8 @@ def _gone(proc: psutil.Process) -> bool:
         return True
 
 
-@needs_cgroups
-def test_herd_stop_kills_a_descendant_that_called_setsid_and_cleared_its_env(
-    herd: Herd,
-) -> None:
+def _start_escaping_agent(herd: Herd) -> psutil.Process:
+    """Start session `a`, whose agent leaves a setsid + env -i sleep behind; return that sleep."""
     seconds = f"600.{uuid.uuid4().int % 10**6}"  # names this test's escapee among all sleeps
     herd.write(f"""
         [[session]]
@@ -71,17 +69,33 @@ def test_herd_stop_kills_a_descendant_that_called_setsid_and_cleared_its_env(
         command = {escaping_agent(seconds)}
         stop_grace = "2s"
     """)
-    client = herd.start()
-    client.call("start", name="a")
-    herd.wait_state("a", "running")
+    herd.start().call("start", name="a")
     wait_until(lambda: herd.status("a")["last_line"] == "escaped", what="the agent to fork")
-    escapee = _escapee(seconds)
+    return _escapee(seconds)
+
+
+@needs_cgroups
+def test_herd_stop_kills_a_descendant_that_called_setsid_and_cleared_its_env(
+    herd: Herd,
+) -> None:
+    escapee = _start_escaping_agent(herd)
+    try:
+        stopped = herd.client.call("stop", name="a", socket_timeout_s=None)
+        assert stopped["state"] == "stopped"
+        assert _gone(escapee), "the setsid + env -i descendant survived herd stop"
+    finally:
+        if not _gone(escapee):
+            escapee.kill()
+
+
+@needs_cgroups
+def test_a_new_daemon_stops_an_adopted_run_through_the_cgroup_it_recorded(herd: Herd) -> None:
+    escapee = _start_escaping_agent(herd)
     try:
         assert herd.daemon is not None and herd.daemon.store is not None
         run = herd.daemon.store.run("a", 1)
         assert run is not None and run.cgroup is not None
         assert escapee.pid in cgroups.members(run.cgroup)
-        # A new daemon re-adopts the run and stops it through the cgroup it recorded.
         herd.stop_daemon()
         client = herd.start()
         wait_until(lambda: herd.events("a", "adopted"), what="the run to be re-adopted")
