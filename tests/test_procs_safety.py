@@ -24,7 +24,7 @@ from conftest import PY, Herd, script, wait_until
 
 from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor import procs
+from agentherd.supervisor import cgroups, procs
 from agentherd.supervisor.protocol import ApiError
 from agentherd.supervisor.store import Change, Store
 
@@ -315,10 +315,21 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
         with pytest.raises(ApiError, match="of an earlier run still hold"):
             client.call("restart", name="a", socket_timeout_s=20)
     finally:
+        cgroup = _cgroup_of(old_pid)  # its path went with state.db: remove it by hand
         for proc in procs.folder_users(herd.root / ".herd" / "runs" / "a" / "1"):
             proc.kill()
         psutil.wait_procs([old_agent], timeout=10)
+        cgroups.remove(cgroup)
     bystander.assert_untouched()
+
+
+def _cgroup_of(pid: int) -> Path | None:
+    """The run cgroup a process is in, if herd made one for it."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        mount = cgroups._cgroup2_mount()
+        if line.startswith("0::") and mount is not None:
+            return mount / line[3:].lstrip("/")
+    return None
 
 
 def test_launch_never_blocks_on_a_held_lock(tmp_path: Path) -> None:
