@@ -117,6 +117,15 @@ class Launched:
     identity: RunIdentity
 
 
+def set_aside_forgotten(folder: Path) -> None:
+    """Rename a run folder no state remembers (state.db was lost), so its log is kept apart.
+
+    A folder whose lock is held is left where it is: its run lives, and `launch` refuses it.
+    """
+    if folder.exists() and not lock_held(folder):
+        folder.rename(folder.with_name(f"{folder.name}.forgotten-{time.time_ns()}"))
+
+
 def new_cgroup(tag: str) -> str | None:
     """Make the cgroup a run will move into, or None where the machine does not allow it."""
     path = cgroups.create(tag)

@@ -381,6 +381,8 @@ class SessionSupervisor:
             mode = "command"
             argv = self._fill(self.config.argv(self.config.command), values)
         folder = run_dir(self.ctx.state_dir, self.config.name, number)
+        if self.ctx.store.run(self.config.name, number) is None:
+            await anyio.to_thread.run_sync(procs.set_aside_forgotten, folder)
         tag = uuid.uuid4().hex
         cgroup = await anyio.to_thread.run_sync(procs.new_cgroup, tag)
         env = {

@@ -296,6 +296,15 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
     client = herd.start()
     old_pid = client.call("start", name="a") and herd.wait_state("a", "running")["pid"]
     old_agent = psutil.Process(old_pid)
+    old_cgroup = _cgroup_of(old_pid)  # its path goes with state.db: removed by hand below
+    run_1 = herd.root / ".herd" / "runs" / "a" / "1"
+
+    def kill_run_1() -> None:
+        users = procs.folder_users(run_1)
+        for proc in users:
+            proc.kill()
+        psutil.wait_procs(users, timeout=10)
+
     try:
         herd.stop_daemon()
         for name in ("state.db", "state.db-wal", "state.db-shm"):
@@ -308,28 +317,26 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
         assert f"pid {old_pid}" in message
         assert client.ping(), "the daemon still answers"
         assert herd.status("a")["state"] == "idle"
-        agents = procs.folder_users(herd.root / ".herd" / "runs" / "a" / "1")
         old_tree = {old_pid, *(p.pid for p in old_agent.children(recursive=True))}
-        assert {p.pid for p in agents} == old_tree, "no second agent"
+        assert {p.pid for p in procs.folder_users(run_1)} == old_tree, "no second agent"
         # `herd restart` is refused the same way, at once.
         with pytest.raises(ApiError, match="of an earlier run still hold"):
             client.call("restart", name="a", socket_timeout_s=20)
+        # Once it is gone, a start works; the forgotten run's log is kept apart, not mixed in.
+        kill_run_1()
+        client.call("start", name="a")
+        herd.wait_state("a", "running")
+        assert sorted(p.name.split(".")[0] for p in run_1.parent.iterdir()) == ["1", "1"]
+        client.call("stop", name="a", socket_timeout_s=None)
     finally:
-        cgroup = _cgroup_of(old_pid)  # its path went with state.db: remove it by hand
-        for proc in procs.folder_users(herd.root / ".herd" / "runs" / "a" / "1"):
-            proc.kill()
-        psutil.wait_procs([old_agent], timeout=10)
-        cgroups.remove(cgroup)
+        kill_run_1()
+        cgroups.remove(old_cgroup)
     bystander.assert_untouched()
 
 
-def _cgroup_of(pid: int) -> Path | None:
-    """The run cgroup a process is in, if herd made one for it."""
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        mount = cgroups._cgroup2_mount()
-        if line.startswith("0::") and mount is not None:
-            return mount / line[3:].lstrip("/")
-    return None
+def _cgroup_of(pid: int) -> str | None:
+    """The cgroup herd made for the run of `pid`, if it made one."""
+    return psutil.Process(pid).environ().get(procs.CGROUP_VAR)
 
 
 def test_launch_never_blocks_on_a_held_lock(tmp_path: Path) -> None:
