@@ -123,7 +123,11 @@ def set_aside_forgotten(folder: Path) -> None:
     A folder whose lock is held is left where it is: its run lives, and `launch` refuses it.
     """
     if folder.exists() and not lock_held(folder):
-        folder.rename(folder.with_name(f"{folder.name}.forgotten-{time.time_ns()}"))
+        aside = folder.with_name(f"{folder.name}.forgotten-{time.time_ns()}")
+        try:
+            folder.rename(aside)
+        except OSError as exc:  # the run still starts, appending to the old log
+            log.warning("cannot set aside %s: %s", folder, exc)
 
 
 def new_cgroup(tag: str) -> str | None:
@@ -166,6 +170,7 @@ async def launch(
         with contextlib.suppress(FileNotFoundError):
             (folder / EXIT_FILE).unlink()
         full_env = {**env, "HERD_RUN_DIR": str(folder), TAG_VAR: tag, "PYTHONUNBUFFERED": "1"}
+        full_env.pop(CGROUP_VAR, None)  # never an outer run's (herd under herd)
         if cgroup is not None:
             full_env[CGROUP_VAR] = cgroup
         _check_program(argv, cwd, full_env)
