@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +25,10 @@ log = logging.getLogger("herd.cgroups")
 
 RUN_PREFIX = "herd-run-"
 """Every cgroup herd makes is named so; herd never writes to a cgroup without this prefix."""
+
+STALE_AFTER_S = 600.0
+"""An empty run cgroup this old is garbage: a wrapper moves into its new one within
+milliseconds, and an ended run's is never used again (its path was lost with a state.db)."""
 
 _warned: set[str] = set()
 
@@ -173,3 +178,21 @@ def remove(path: str | Path | None) -> None:
     if folder is not None:
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+def sweep_stale(now_s: float | None = None) -> int:
+    """Remove empty run cgroups left beside this daemon's (their runs' state was lost)."""
+    base = _base_dir()
+    if base is None:
+        return 0
+    now_s = time.time() if now_s is None else now_s
+    removed = 0
+    for folder in base.glob(f"{RUN_PREFIX}*"):
+        try:
+            if now_s - folder.stat().st_mtime < STALE_AFTER_S or populated(folder):
+                continue
+            os.rmdir(folder)  # the kernel refuses a populated one, whatever we read before
+        except OSError:
+            continue
+        removed += 1
+    return removed

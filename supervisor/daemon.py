@@ -18,7 +18,7 @@ from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
-from agentherd.supervisor import server, worktree
+from agentherd.supervisor import cgroups, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
@@ -89,6 +89,7 @@ class Daemon:
             self.take_lock()
         try:
             self.store = Store(self.state_dir / "state.db")
+            await anyio.to_thread.run_sync(cgroups.sweep_stale)
             async with anyio.create_task_group() as tg:
                 self.task_group = tg
                 self.ctx = Context(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -123,3 +126,29 @@ def test_a_run_that_ends_leaves_no_cgroup_behind(herd: Herd) -> None:
     assert run is not None and run.cgroup is not None
     wait_until(lambda: not Path(run.cgroup or "").exists(), what="the cgroup to be removed")
     assert Path(run.cgroup).name.startswith(cgroups.RUN_PREFIX)
+
+
+@needs_cgroups
+def test_a_new_daemon_removes_empty_run_cgroups_whose_state_was_lost(herd: Herd) -> None:
+    old_empty, old_busy, fresh = (cgroups.create(uuid.uuid4().hex) for _ in range(3))
+    assert old_empty is not None and old_busy is not None and fresh is not None
+    long_ago_s = time.time() - cgroups.STALE_AFTER_S - 60
+    for folder in (old_empty, old_busy):
+        os.utime(folder, (long_ago_s, long_ago_s))
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        (old_busy / "cgroup.procs").write_text(str(sleeper.pid))
+        herd.write(f"""
+            [[session]]
+            name = "a"
+            command = {script("pass")}
+        """)
+        herd.start()
+        assert not old_empty.exists(), "an old empty run cgroup is garbage"
+        assert old_busy.exists() and fresh.exists(), "a populated or new one is left alone"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        wait_until(lambda: not cgroups.populated(old_busy), what="the sleeper to leave")
+        cgroups.remove(old_busy)
+        cgroups.remove(fresh)
