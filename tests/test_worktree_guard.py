@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psutil
 import pytest
-from conftest import Herd, make_repo, script
+from conftest import Herd, make_repo, script, wait_until
 
 from agentherd.supervisor.protocol import ApiError
 
@@ -50,11 +50,11 @@ def test_a_second_session_naming_the_same_cwd_is_refused_while_the_first_runs(
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "session first is running in the same worktree" in lines[0], lines
     assert herd.status("second")["state"] == "idle"
-    assert agents_in(herd) == ["first"]
+    wait_until(lambda: agents_in(herd) == ["first"], what="only first's agent")
     client.call("stop", name="first", socket_timeout_s=None)
     client.call("start", name="second")  # never at once is fine
     assert herd.wait_state("second", "running")
-    assert agents_in(herd) == ["second"]
+    wait_until(lambda: agents_in(herd) == ["second"], what="only second's agent")
 
 
 def test_renaming_a_running_session_and_up_starts_no_second_agent(herd: Herd) -> None:
@@ -75,6 +75,6 @@ def test_renaming_a_running_session_and_up_starts_no_second_agent(herd: Herd) ->
     assert "cannot start new-name: session old-name is running" in up.stderr
     assert len(up.stderr.strip().splitlines()) == 1
     assert herd.status("new-name")["state"] == "idle"
-    assert agents_in(herd) == ["old-name"]
+    wait_until(lambda: agents_in(herd) == ["old-name"], what="only old-name's agent")
     with pytest.raises(ApiError, match="old-name"):
         client.call("start", name="new-name")
