@@ -150,5 +150,5 @@ def test_a_new_daemon_removes_empty_run_cgroups_whose_state_was_lost(herd: Herd)
         sleeper.kill()
         sleeper.wait()
         wait_until(lambda: not cgroups.populated(old_busy), what="the sleeper to leave")
-        cgroups.remove(old_busy)
-        cgroups.remove(fresh)
+        for folder in (old_empty, old_busy, fresh):
+            cgroups.remove(folder)

@@ -336,7 +336,7 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
 
 def _cgroup_of(pid: int) -> str | None:
     """The cgroup herd made for the run of `pid`, if it made one."""
-    return psutil.Process(pid).environ().get(procs.CGROUP_VAR)
+    return psutil.Process(pid).environ().get("HERD_CGROUP")
 
 
 def test_launch_never_blocks_on_a_held_lock(tmp_path: Path) -> None:
