@@ -3,11 +3,12 @@
 A process can leave its process group (`setsid`) and clear its environment (`env -i`), which
 hides it from the group and the env tag; it cannot leave its cgroup without write access to
 another one. So where a run has a cgroup, a stop finds (`cgroup.procs`) and kills
-(`cgroup.kill`) everything the agent started.
+(`cgroup.kill`, at once, in any PID namespace) everything the agent started. Without
+`cgroup.kill` (kernels before 5.14) the members are killed one by one, again at each poll.
 
-Where no cgroup can be made (no cgroup2 mount, no permission to create a child of the
-daemon's own cgroup, a kernel before 5.14 without `cgroup.kill`), herd falls back to the
-process group plus the env tag. Then a descendant that both leaves the group (`setsid`) and
+Where no cgroup can be made (no cgroup2 mount, or no permission to create a child of the
+daemon's own cgroup: not root and not delegated), herd falls back to the process group plus
+the env tag, with one log line. Then a descendant that both leaves the group (`setsid`) and
 clears `HERD_RUN_TAG` from its environment survives a stop, and so does one that only clears
 its environment and outlives the run's wrapper (the group leader).
 """
