@@ -63,6 +63,8 @@ class RunRecord(BaseModel):
     pgid: int | None = None
     create_time: float | None = None
     tag: str = ""
+    cgroup: str | None = None
+    """The run's own cgroup folder, where the machine allows one (a new daemon stops it too)."""
     started_at: str | None = None
     ended_at: str | None = None
     exit_code: int | None = None

@@ -110,9 +110,14 @@ class ControlApi:
             )
         ]
         supervisors = [self._session(name) for name in names]  # an unknown name starts none
-        started = []
+        started, refused = [], []
         for name, supervisor in zip(names, supervisors, strict=True):
-            started.append({"session": name, "handle": await supervisor.start()})
+            try:
+                started.append({"session": name, "handle": await supervisor.start()})
+            except SessionError as exc:  # the others still start; the refusal is reported
+                refused.append(str(exc))
+        if refused:
+            raise ApiError("bad-state", "; ".join(refused))
         await send(result=started)
 
     async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:

@@ -61,7 +61,10 @@ class Context:
         announce: Callable[[list[Event]], None],
         config_path: Path,
         runs_changed: Callable[[], None] = lambda: None,
+        worktree_user: Callable[[str, Path], str | None] = lambda name, cwd: None,
     ) -> None:
+        self.worktree_user = worktree_user
+        """The other session at work in the worktree of `cwd`, if any (name, cwd) -> name."""
         self.config_path = config_path
         self.runs_changed = runs_changed
         self.store = store

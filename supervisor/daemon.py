@@ -18,7 +18,7 @@ from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
-from agentherd.supervisor import server
+from agentherd.supervisor import cgroups, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
@@ -89,6 +89,7 @@ class Daemon:
             self.take_lock()
         try:
             self.store = Store(self.state_dir / "state.db")
+            await anyio.to_thread.run_sync(cgroups.sweep_stale)
             async with anyio.create_task_group() as tg:
                 self.task_group = tg
                 self.ctx = Context(
@@ -99,6 +100,7 @@ class Daemon:
                     self._announce,
                     self.config.path,
                     self._runs_changed,
+                    self.worktree_user,
                 )
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
@@ -180,6 +182,15 @@ class Daemon:
             parts = [f"{k.replace('_', ' ')}: {', '.join(v)}" for k, v in summary.items() if v]
             self.commit_daemon_event("config-reloaded", "herd.toml read again; " + "; ".join(parts))
         return summary
+
+    def worktree_user(self, name: str, cwd: Path) -> str | None:
+        """The session other than `name` whose agent may be at work in the worktree of `cwd`."""
+        tree = worktree.tree_of(cwd)
+        for other in self.sessions.values():
+            busy = other.config.name != name and other.holds_worktree()
+            if busy and worktree.tree_of(other.config.cwd) == tree:
+                return other.config.name
+        return None
 
     def _on_file_change(self, session: str, kind: WatchKind) -> None:
         supervisor = self.sessions.get(session)

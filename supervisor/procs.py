@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import signal
@@ -12,34 +13,54 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psutil
 from anyio.abc import Process
 
+from agentherd.supervisor import cgroups
+
+log = logging.getLogger("herd.procs")
+
 EXIT_FILE = "exit_status"
 LOCK_FILE = "alive.lock"
 OUTPUT_FILE = "output.log"
 TAG_VAR = "HERD_RUN_TAG"
+CGROUP_VAR = "HERD_CGROUP"
 
-# The wrapper stays the group leader so a new daemon can learn how a run it did not start
-# ended. It traps (not ignores) the usual stop signals: a trap is reset in the exec'd agent,
-# an ignored signal would be inherited. The shell records the status after the agent exits.
+# The wrapper first moves itself into the run's cgroup (when it has one), so everything it
+# starts is inside before it exists. It stays the group leader so a new daemon can learn how a
+# run it did not start ended. It traps (not ignores) the usual stop signals: a trap is reset in
+# the exec'd agent, an ignored signal would be inherited. It records the status after the exit.
 _WRAPPER = (
+    'if [ -n "$HERD_CGROUP" ]; then { echo $$ > "$HERD_CGROUP/cgroup.procs"; } 2>/dev/null; fi; '
     'trap : TERM INT HUP QUIT USR1 USR2; "$@"; s=$?; '
     'printf "%s\\n" "$s" > "$HERD_RUN_DIR/exit_status.tmp" && '
     'mv "$HERD_RUN_DIR/exit_status.tmp" "$HERD_RUN_DIR/exit_status"; exit $s'
 )
 
+CREATE_TIME_SLACK_S = 0.05
+"""psutil's start times are rounded to clock ticks: two readings of one process differ this much."""
+
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """Enough to find every process of a run again, and never to signal a recycled PID."""
+    """Enough to find every process of a run again, and never to signal a recycled PID.
 
-    pid: int
-    pgid: int
-    create_time: float
+    `pid`/`pgid`/`create_time` are None when the leader was never learned (a daemon died
+    between recording the run and spawning it): then only the tag and the cgroup find it.
+    """
+
+    pid: int | None
+    pgid: int | None
+    create_time: float | None
     tag: str
+    cgroup: str | None = None
+
+
+class RunFolderBusy(Exception):
+    """The run's folder is held by a live process: a run that no state remembers still runs."""
 
 
 @dataclass(frozen=True)
@@ -96,38 +117,106 @@ class Launched:
     identity: RunIdentity
 
 
+def set_aside_forgotten(folder: Path) -> None:
+    """Rename a run folder no state remembers (state.db was lost), so its log is kept apart.
+
+    A folder whose lock is held is left where it is: its run lives, and `launch` refuses it.
+    """
+    if folder.exists() and not lock_held(folder):
+        aside = folder.with_name(f"{folder.name}.forgotten-{time.time_ns()}")
+        try:
+            folder.rename(aside)
+        except OSError as exc:  # the run still starts, appending to the old log
+            log.warning("cannot set aside %s: %s", folder, exc)
+
+
+def new_cgroup(tag: str) -> str | None:
+    """Make the cgroup a run will move into, or None where the machine does not allow it."""
+    path = cgroups.create(tag)
+    return str(path) if path is not None else None
+
+
+def remove_cgroup(identity: RunIdentity) -> None:
+    """Remove the run's cgroup once nothing is left in it."""
+    cgroups.remove(identity.cgroup)
+
+
 async def launch(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], folder: Path, tag: str
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    folder: Path,
+    tag: str,
+    cgroup: str | None = None,
 ) -> Launched:
     """Start `argv` in its own session, stdin /dev/null, stdout+stderr appended to output.log.
 
-    The run holds `alive.lock` (inherited by every descendant) for as long as any of it lives.
-    Raises OSError when the program cannot be started.
+    The run holds `alive.lock` (inherited by every descendant) for as long as any of it lives;
+    a lock already held means a run no state remembers still lives there: RunFolderBusy, never
+    a wait and never a second agent. Raises OSError when the program cannot be started.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        (folder / EXIT_FILE).unlink()
-    full_env = {**env, "HERD_RUN_DIR": str(folder), TAG_VAR: tag, "PYTHONUNBUFFERED": "1"}
-    log_fd = os.open(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     lock_fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # never block the event loop
+    except BlockingIOError:
+        os.close(lock_fd)
+        users = await anyio.to_thread.run_sync(describe_users, folder)
+        raise RunFolderBusy(
+            f"processes of an earlier run still hold {folder} ({users}); "
+            "stop them, then start again"
+        ) from None
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            (folder / EXIT_FILE).unlink()
+        full_env = {**env, "HERD_RUN_DIR": str(folder), TAG_VAR: tag, "PYTHONUNBUFFERED": "1"}
+        full_env.pop(CGROUP_VAR, None)  # never an outer run's (herd under herd)
+        if cgroup is not None:
+            full_env[CGROUP_VAR] = cgroup
         _check_program(argv, cwd, full_env)
-        process = await anyio.open_process(
-            ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=log_fd,
-            cwd=cwd,
-            env=full_env,
-            start_new_session=True,
-            pass_fds=(lock_fd,),
-        )
+        log_fd = os.open(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            process = await anyio.open_process(
+                ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                cwd=cwd,
+                env=full_env,
+                start_new_session=True,
+                pass_fds=(lock_fd,),
+            )
+        finally:
+            os.close(log_fd)
     finally:
-        os.close(log_fd)
         os.close(lock_fd)
     create_time = _create_time(process.pid) or time.time()
-    return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag))
+    return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
+
+
+def folder_users(folder: Path) -> list[psutil.Process]:
+    """Live processes started for the run folder `folder` (they carry it in HERD_RUN_DIR)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if proc.environ().get("HERD_RUN_DIR") == str(folder):
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def describe_users(folder: Path) -> str:
+    """`pid 123 (sleep), pid 124 (python3)`, or a note that none can be seen, for a message."""
+    described = []
+    for proc in folder_users(folder)[:5]:
+        try:
+            described.append(f"pid {proc.pid} ({proc.name()})")
+        except psutil.Error:
+            continue
+    return ", ".join(described) or "no process of it is visible; one holds its alive.lock"
 
 
 def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
@@ -168,38 +257,112 @@ def lock_held(folder: Path) -> bool:
     return False
 
 
+def held_run_folders(session_runs: Path) -> list[Path]:
+    """The run folders of a session whose `alive.lock` some live process still holds."""
+    try:
+        folders = sorted(p for p in session_runs.iterdir() if p.name.isdigit())
+    except OSError:
+        return []
+    return [folder for folder in folders if lock_held(folder)]
+
+
 def leader_alive(identity: RunIdentity) -> bool:
     """True while the run's leader process (checked by start time, not PID alone) lives."""
+    if identity.pid is None or identity.create_time is None or identity.pid <= 1:
+        return False
     try:
         proc = psutil.Process(identity.pid)
         return (
-            abs(proc.create_time() - identity.create_time) < 0.05
+            abs(proc.create_time() - identity.create_time) < CREATE_TIME_SLACK_S
             and proc.status() != psutil.STATUS_ZOMBIE
         )
     except psutil.Error:
         return False
 
 
-def run_processes(identity: RunIdentity) -> list[psutil.Process]:
-    """Every live process of the run: its group members and anything carrying its env tag."""
+def run_alive(identity: RunIdentity, folder: Path) -> bool:
+    """True while anything of the run lives: its leader, its lock, or its cgroup."""
+    return leader_alive(identity) or lock_held(folder) or cgroups.populated(identity.cgroup)
+
+
+def _refusal(pid: int, pgid: int | None) -> str | None:
+    """Why no signal may ever go to this process, or None when it may."""
+    if pid <= 1:
+        return "PID 1 and below are never signalled"
+    if pid == os.getpid():
+        return "it is the daemon itself"
+    if pgid is not None and pgid <= 1:
+        return f"its process group {pgid} is not a run's"
+    if pgid is not None and pgid == os.getpgrp():
+        return "it is in the daemon's own process group"
+    try:
+        if pid in {parent.pid for parent in psutil.Process().parents()}:
+            return "it is an ancestor of the daemon"
+    except psutil.Error:
+        pass
+    return None
+
+
+def _confirmed_group(identity: RunIdentity) -> int | None:
+    """The run's process group, only while its leader is the very process herd started."""
+    pgid, pid, created = identity.pgid, identity.pid, identity.create_time
+    if pgid is None or pid is None or created is None:
+        return None
+    reason = _refusal(pgid, pgid) or (None if pgid == pid else "it is not the leader's")
+    if reason is not None:
+        log.warning("refused process group %s of run %s: %s", pgid, identity.tag, reason)
+        return None
+    try:
+        # A zombie leader still holds its PID, so its group cannot be anyone else's yet.
+        if abs(psutil.Process(pgid).create_time() - created) < CREATE_TIME_SLACK_S:
+            return pgid
+    except psutil.Error:
+        pass
+    return None  # leader gone or recycled: only the tag and the cgroup prove membership now
+
+
+Known = dict[tuple[int, float], psutil.Process]
+"""Processes proven to be a run's during one stop, by (pid, start time): they stay proven."""
+
+
+def run_processes(identity: RunIdentity, known: Known | None = None) -> list[psutil.Process]:
+    """Every live process the run provably owns: its cgroup, its confirmed group, its env tag."""
     found: list[psutil.Process] = []
     me = os.getpid()
+    in_cgroup = cgroups.members(identity.cgroup)
+    group = _confirmed_group(identity)
     for proc in psutil.process_iter(["pid", "create_time", "status"]):
         info = proc.info
         if info["pid"] == me or info["status"] == psutil.STATUS_ZOMBIE:
             continue
-        if info["create_time"] is None or info["create_time"] < identity.create_time - 0.05:
-            continue
-        try:
-            in_group = os.getpgid(info["pid"]) == identity.pgid
-        except OSError:
-            continue
-        if in_group or _has_tag(proc, identity.tag):
+        key = (info["pid"], info["create_time"])
+        if known is not None and key in known:
             found.append(proc)
+            continue
+        owned = info["pid"] in in_cgroup or _has_tag(proc, identity.tag)
+        if owned or _in_group(info, group, identity):
+            found.append(proc)
+            if known is not None:
+                known[key] = proc
     return found
 
 
+def _in_group(info: dict[str, Any], group: int | None, identity: RunIdentity) -> bool:
+    """A member of the run's confirmed group, started no earlier than the run itself."""
+    created = info["create_time"]
+    if group is None or created is None or identity.create_time is None:
+        return False
+    if created < identity.create_time - CREATE_TIME_SLACK_S:
+        return False
+    try:
+        return os.getpgid(info["pid"]) == group
+    except OSError:
+        return False
+
+
 def _has_tag(proc: psutil.Process, tag: str) -> bool:
+    if not tag:
+        return False
     try:
         return proc.environ().get(TAG_VAR) == tag
     except (psutil.Error, OSError):
@@ -213,23 +376,47 @@ def find_leader(tag: str) -> RunIdentity | None:
         if info["status"] == psutil.STATUS_ZOMBIE or not _has_tag(proc, tag):
             continue
         try:
-            if os.getpgid(info["pid"]) == info["pid"]:
+            if info["pid"] > 1 and os.getpgid(info["pid"]) == info["pid"]:
                 return RunIdentity(info["pid"], info["pid"], info["create_time"], tag)
         except OSError:
             continue
     return None
 
 
-def signal_run(identity: RunIdentity, signum: int) -> int:
+def send_checked(proc: psutil.Process, signum: int) -> bool:
+    """Send one signal, unless the target is PID <= 1, the daemon, its group or its ancestor.
+
+    Every signal herd sends to an agent goes through here, so no caller can get it wrong;
+    a refusal is logged. psutil refuses a PID reused since `proc` was found.
+    """
+    try:
+        pgid: int | None = os.getpgid(proc.pid)
+    except OSError:
+        return False
+    reason = _refusal(proc.pid, pgid)
+    if reason is not None:
+        log.warning("refused to send %s to pid %d: %s", signal_name(signum), proc.pid, reason)
+        return False
+    try:
+        proc.send_signal(signum)
+    except psutil.Error:
+        return False
+    return True
+
+
+def signal_run(identity: RunIdentity, signum: int, known: Known | None = None) -> int:
     """Send `signum` to every process of the run (each re-checked by psutil); returns how many."""
-    sent = 0
-    for proc in run_processes(identity):
-        try:
-            proc.send_signal(signum)  # psutil refuses a PID that was reused since we found it
-            sent += 1
-        except psutil.Error:
-            pass
-    return sent
+    return sum(send_checked(proc, signum) for proc in run_processes(identity, known))
+
+
+def _kill_run(identity: RunIdentity, known: Known) -> int:
+    """SIGKILL the whole run: its cgroup at once (any namespace), then each process found."""
+    cgroups.kill(identity.cgroup)
+    return signal_run(identity, signal.SIGKILL, known)
+
+
+def _run_gone(identity: RunIdentity, known: Known) -> bool:
+    return not run_processes(identity, known) and not cgroups.populated(identity.cgroup)
 
 
 async def stop_tree(
@@ -243,26 +430,27 @@ async def stop_tree(
     """Signal the run, wait `grace_s`, SIGKILL what is left, wait `kill_wait_s`.
 
     Returns True when nothing of the run is left; False means it could not be killed.
+    A process proven to be the run's stays so for the whole stop, even once its leader is gone.
     """
+    known: Known = {}
     if stop_signal != signal.SIGKILL:
-        await anyio.to_thread.run_sync(signal_run, identity, stop_signal)
+        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known)
         if continue_first:
-            await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT)
-        if await _wait_empty(identity, grace_s, poll_s):
+            await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT, known)
+        if await _wait_empty(identity, known, grace_s, poll_s):
             return True
-    return await _wait_empty(identity, kill_wait_s, poll_s, resend=signal.SIGKILL)
+    return await _wait_empty(identity, known, kill_wait_s, poll_s, kill=True)
 
 
 async def _wait_empty(
-    identity: RunIdentity, timeout_s: float, poll_s: float, resend: int | None = None
+    identity: RunIdentity, known: Known, timeout_s: float, poll_s: float, kill: bool = False
 ) -> bool:
-    """Wait until nothing of the run is left, re-sending `resend` to what a fork left behind."""
+    """Wait until nothing of the run is left, killing again what a fork left behind."""
     deadline = time.monotonic() + timeout_s
     while True:
-        if resend is not None:
-            await anyio.to_thread.run_sync(signal_run, identity, resend)
-        left = await anyio.to_thread.run_sync(run_processes, identity)
-        if not left:
+        if kill:
+            await anyio.to_thread.run_sync(_kill_run, identity, known)
+        if await anyio.to_thread.run_sync(_run_gone, identity, known):
             return True
         if time.monotonic() >= deadline:
             return False

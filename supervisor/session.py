@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -201,8 +202,38 @@ class SessionSupervisor:
         async with self._lock:
             if self.record.state in ACTIVE_STATES and self.record.handle:
                 return self.record.handle
+            await self._refuse_if_taken()
             await self._begin_task()
             return self.record.handle or ""
+
+    def holds_worktree(self) -> bool:
+        """True while an agent of this session may be at work (or is about to be) in its tree."""
+        run = self.run
+        return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
+
+    async def _refuse_if_taken(self, restarting: bool = False) -> None:
+        """Refuse a start beside another session's agent, or beside processes of an old run.
+
+        A run folder whose `alive.lock` is held has live processes in this worktree: leftovers
+        of an earlier run, or a run no state remembers (state.db deleted while agents ran).
+        A restart stops the current run itself, so its own folder does not count.
+        """
+        name = self.config.name
+        other = self.ctx.worktree_user(name, self.config.cwd)
+        if other is not None:
+            raise SessionError(
+                f"cannot start {name}: session {other} is running in the same worktree "
+                f"({self.config.cwd}); stop it first (`herd stop {other}`)"
+            )
+        held = await anyio.to_thread.run_sync(procs.held_run_folders, self._runs_folder)
+        if restarting and self.run is not None:
+            held = [folder for folder in held if folder != self.run.folder]
+        if held:
+            users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
+            raise SessionError(
+                f"cannot start {name}: processes of an earlier run still hold {held[0]} "
+                f"({users}); stop them, then start again"
+            )
 
     async def _begin_task(
         self, env_extra: dict[str, str] | None = None, mode: str = "command"
@@ -288,6 +319,7 @@ class SessionSupervisor:
                 from_rev = await anyio.to_thread.run_sync(
                     gitops.resolve_commit, self.config.cwd, from_rev
                 )
+            await self._refuse_if_taken(restarting=True)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:
@@ -349,7 +381,10 @@ class SessionSupervisor:
             mode = "command"
             argv = self._fill(self.config.argv(self.config.command), values)
         folder = run_dir(self.ctx.state_dir, self.config.name, number)
+        if self.ctx.store.run(self.config.name, number) is None:
+            await anyio.to_thread.run_sync(procs.set_aside_forgotten, folder)
         tag = uuid.uuid4().hex
+        cgroup = await anyio.to_thread.run_sync(procs.new_cgroup, tag)
         env = {
             **os.environ,
             **self.config.env,
@@ -368,6 +403,7 @@ class SessionSupervisor:
             argv=argv,
             mode=mode,
             tag=tag,
+            cgroup=cgroup,
             started_at=iso(utc_now()),
         )
         self.record.run = number
@@ -377,12 +413,9 @@ class SessionSupervisor:
         # Written before the spawn: a daemon killed right after it finds the run by its tag.
         self._commit(run=record)
         try:
-            launched = await procs.launch(argv, self.config.cwd, env, folder, tag)
-        except OSError as exc:
-            record.ended_at = iso(utc_now())
-            record.outcome = "spawn-failed"
-            self._commit(run=record)
-            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}")
+            launched = await procs.launch(argv, self.config.cwd, env, folder, tag, cgroup)
+        except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
+            await self._spawn_failed(record, argv, exc)
             return
         record.pid = launched.identity.pid
         record.pgid = launched.identity.pgid
@@ -414,6 +447,26 @@ class SessionSupervisor:
         )
         self._watch(live)
         self.check_log_cap()
+
+    async def _spawn_failed(self, record: RunRecord, argv: list[str], exc: Exception) -> None:
+        """Record a run that never started as ended, and fail its task with the reason."""
+        if not isinstance(exc, (OSError, ValueError, procs.RunFolderBusy)):
+            log.exception("starting run %d of %s failed", record.run, self.config.name)
+        await anyio.to_thread.run_sync(procs.remove_cgroup, self._identity_of(record))
+        record.ended_at = iso(utc_now())
+        record.outcome = "spawn-failed"
+        self._commit(run=record)
+        if isinstance(exc, procs.RunFolderBusy):
+            self._end_task(State.FAILED, "run-folder-busy", f"not started: {exc}")
+        else:
+            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}")
+
+    @staticmethod
+    def _identity_of(record: RunRecord) -> procs.RunIdentity:
+        """What the store knows of a run's processes; a PID of 1 or below is no PID at all."""
+        pid = record.pid if record.pid is not None and record.pid > 1 else None
+        pgid = record.pgid if pid is not None else None
+        return procs.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)
 
     def _watch(self, live: LiveRun) -> None:
         self.run = live
@@ -479,7 +532,13 @@ class SessionSupervisor:
             status = await live.process.wait()
             info = procs.decode_status(status)
         else:
-            while await anyio.to_thread.run_sync(procs.leader_alive, live.identity):
+            # With its leader unknown, a run lives while its lock is held or its cgroup populated.
+            alive = (
+                procs.leader_alive
+                if live.identity.pid is not None
+                else functools.partial(procs.run_alive, folder=live.folder)
+            )
+            while await anyio.to_thread.run_sync(alive, live.identity):
                 await anyio.sleep(self.ctx.timings.adopt_poll_s)
             info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
         live.exit = info
@@ -530,6 +589,7 @@ class SessionSupervisor:
                     self.ctx.timings.kill_wait_s,
                     self.ctx.timings.stop_poll_s,
                 )
+        await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
 
     # ----- restart policy --------------------------------------------------------------------
 
@@ -658,29 +718,31 @@ class SessionSupervisor:
             last = (
                 self.ctx.store.run(self.config.name, self.record.run) if self.record.run else None
             )
-            if last is not None and last.ended_at is None and last.pid is None:
-                # The daemon died between writing the run and recording its pid.
+            if last is not None and last.ended_at is None and (last.pid or 0) <= 1:
+                # The daemon died between writing the run and recording its pid: find it by its
+                # tag. Not found, it is ended (exit unknown) and only its tag and cgroup, never
+                # an invented pid or group, say what of it might be left.
+                last.pid = last.pgid = last.create_time = None
                 found = await anyio.to_thread.run_sync(procs.find_leader, last.tag)
                 if found is not None:
                     last.pid, last.pgid, last.create_time = found.pid, found.pgid, found.create_time
-                else:
-                    last.pid = 0  # never started, or gone without a trace: ended, exit unknown
-            if last is not None and last.ended_at is None and last.pid is not None:
-                identity = procs.RunIdentity(
-                    last.pid, last.pgid or last.pid, last.create_time or 0.0, last.tag
-                )
+            if last is not None and last.ended_at is None:
+                identity = self._identity_of(last)
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
                 parser = make_parser(self.config.agent, session_id=last.agent_session_id)
                 live = LiveRun(last, identity, folder, parser, None)
                 alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
-                if alive and await anyio.to_thread.run_sync(procs.leader_alive, identity):
+                if alive and (
+                    identity.pid is None  # a held lock is a live run, even with no leader known
+                    or await anyio.to_thread.run_sync(procs.leader_alive, identity)
+                ):
                     live.paused = state == State.PAUSED
                     if state not in (State.RUNNING, State.PAUSED, State.STOPPING):
                         self._set_state(State.RUNNING)
                     self._commit(
                         self._event(
                             "adopted",
-                            f"re-adopted run {last.run} (pid {last.pid})",
+                            f"re-adopted run {last.run} (pid {last.pid or 'unknown'})",
                             last.run,
                             pid=last.pid,
                         )

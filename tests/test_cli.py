@@ -441,6 +441,7 @@ def test_up_again_after_editing_herd_toml_reads_it_again(herd: Herd) -> None:
     """)
     herd.start().call("start", name="api")
     herd.wait_state("api", "running")
+    (herd.root / "web").mkdir()  # its own folder: two sessions never run in one at once
     herd.write(f"""
         [[session]]
         name = "api"
@@ -449,6 +450,7 @@ def test_up_again_after_editing_herd_toml_reads_it_again(herd: Herd) -> None:
 
         [[session]]
         name = "web"
+        cwd = "web"
         command = {SLEEPER}
         stop_grace = "2s"
     """)

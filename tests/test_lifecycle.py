@@ -202,8 +202,8 @@ def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     client.call("start", name="api")
     pid = herd.wait_state("api", "running")["pid"]
     client.call("pause", name="api")
-    # A signal is delivered asynchronously: wait for the state, do not read it at once.
-    wait_until(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="SIGSTOP")
+    # A stop lands asynchronously (the wrapper may be inside its move to the run's cgroup).
+    wait_until(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="a stop")
     client.call("resume", name="api")
     wait_until(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, what="SIGCONT")
     client.call("pause", name="api")
@@ -269,15 +269,21 @@ def test_twenty_concurrent_restarts_leave_exactly_one_agent(herd: Herd) -> None:
         )
     assert len({h["handle"] for h in handles}) == 20, "each restart began its own task"
     status = herd.wait_state("api", "running")
-    agents = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if any("time.sleep(60)" in part for part in (p.info["cmdline"] or []))
-        and p.status() != psutil.STATUS_ZOMBIE
-        and _environ(p).get(TEST_ID_VAR) == os.environ[TEST_ID_VAR]
-        and "HERD_RUN_TAG" in _environ(p)
-    ]
-    assert len([p for p in agents if p.name().startswith("python")]) == 1, agents
+
+    def agents() -> list[psutil.Process]:
+        return [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if any("time.sleep(60)" in part for part in (p.info["cmdline"] or []))
+            and p.status() != psutil.STATUS_ZOMBIE
+            and _environ(p).get(TEST_ID_VAR) == os.environ[TEST_ID_VAR]
+            and "HERD_RUN_TAG" in _environ(p)
+            and p.name().startswith("python")
+        ]
+
+    # `running` means the wrapper is spawned; it starts the agent once in the run's cgroup.
+    wait_until(agents, what="the last run's agent")
+    assert len(agents()) == 1, agents()
     assert status["handle"] == max(
         (h["handle"] for h in handles), key=lambda h: int(h.split("/")[1])
     )
