@@ -87,6 +87,7 @@ class Daemon:
         """Run until `down` or `shutdown`; agents keep running when the daemon exits."""
         if self._lock_fd is None:
             self.take_lock()
+        log.info("open-file limit %d", server.raise_fd_limit())
         try:
             self.store = Store(self.state_dir / "state.db")
             async with anyio.create_task_group() as tg:
