@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 import time
 from pathlib import Path
+
+from agentherd.supervisor import agentfiles
+
+log = logging.getLogger("herd.tailer")
 
 READ_CHUNK_BYTES = 1 << 20
 """At most this much is read per call, so one flood cannot hold the event loop for long."""
@@ -25,6 +31,10 @@ class LogTailer:
         self.path = path
         self.offset = offset
         self.truncations = 0
+        self.skipped_bytes = 0
+        """Bytes passed over because the log cap punched them out of the file."""
+        self.refused: str | None = None
+        """Why the path cannot be read (it is not a regular file), or None."""
         self._fd: int | None = None
         self._inode: int | None = None
         self._next_check = 0.0
@@ -44,9 +54,23 @@ class LogTailer:
                 self.offset = 0
                 return self.read_new(max_bytes) if self._open() else b""
             return b""
+        self._skip_hole(size)
         data = os.pread(self._fd, min(max_bytes, size - self.offset), self.offset)
         self.offset += len(data)
         return data
+
+    def _skip_hole(self, size: int) -> None:
+        """Move past a range the log cap punched out (it reads as zeros, and it is not output)."""
+        assert self._fd is not None
+        try:
+            data_at = os.lseek(self._fd, self.offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: a hole up to the end of the file
+                return
+            data_at = size
+        if data_at > self.offset:
+            self.skipped_bytes += data_at - self.offset
+            self.offset = data_at
 
     def has_more(self) -> bool:
         """True when the file holds bytes not read yet."""
@@ -66,9 +90,15 @@ class LogTailer:
 
     def _open(self) -> bool:
         try:
-            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._fd = agentfiles.open_regular(self.path)
         except FileNotFoundError:
             return False
+        except OSError as exc:  # a FIFO or device planted in place of the log: never read it
+            if self.refused is None:
+                log.warning("not reading %s: %s", self.path, exc)
+            self.refused = str(exc)
+            return False
+        self.refused = None
         self._inode = os.fstat(self._fd).st_ino
         return True
 
