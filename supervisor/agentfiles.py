@@ -6,6 +6,7 @@ An agent can replace its plan with a FIFO (an open or read that never returns) o
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -81,3 +82,11 @@ def read_regular_tail(path: os.PathLike[str] | str, tail_bytes: int) -> bytes:
         return os.pread(fd, size - start, start)
     finally:
         os.close(fd)
+
+
+def next_data(fd: int, offset: int, size: int) -> int:
+    """Where data resumes at or after `offset`: past a hole the log cap punched (else offset)."""
+    try:
+        return max(offset, os.lseek(fd, offset, os.SEEK_DATA))
+    except OSError as exc:
+        return size if exc.errno == errno.ENXIO else offset  # ENXIO: a hole to the end
