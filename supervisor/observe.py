@@ -26,7 +26,7 @@ from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.scope import outside
 from agentherd.supervisor import agentfiles, gitops
-from agentherd.supervisor.store import iso
+from agentherd.supervisor.store import StoreUnavailable, iso
 
 if TYPE_CHECKING:
     from agentherd.supervisor.session import SessionSupervisor
@@ -119,6 +119,10 @@ class Observer:
     def progress_path(self) -> Path | None:
         """The progress file, relative to the session's cwd."""
         return self.config.cwd / self.config.progress if self.config.progress else None
+
+    def reread(self) -> None:
+        """Forget what was read, so the next refresh reads every file and git again."""
+        self._plan_sig = self._progress_sig = self._head_log_sig = None
 
     def use_verifier(self, submit: Submit) -> None:
         """Where to send new checkpoints for verification (the daemon's fleet-wide queue)."""
@@ -331,7 +335,12 @@ class Observer:
         except Exception:
             new = [head]
         for commit in new:
-            if store.add_checkpoint(self.config.name, commit):
+            try:
+                added = store.add_checkpoint(self.config.name, commit)
+            except StoreUnavailable:
+                self._head_log_sig = None  # the disk is full: read git again next time
+                return
+            if added:
                 self.session.commit_events(
                     self.session.make_event(
                         "checkpoint",

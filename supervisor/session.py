@@ -32,7 +32,7 @@ from agentherd.sessions.records import (
     TaskRecord,
 )
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
-from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
+from agentherd.supervisor import diskspace, gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.context import Context
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.observe import Observer
@@ -604,6 +604,11 @@ class SessionSupervisor:
         if policy == "never":
             self._end_task(State.FAILED, outcome, f"failed: run {live.record.run} {outcome}")
             return
+        if self.disk_full():
+            # The disk killed it (its log, its tree or the store is on a full disk): no count
+            # toward the crash loop, and the restart waits for space (see _restart_after).
+            await self._schedule_restart(live, crashed=True, reason="disk-full")
+            return
         now = time.time()
         window = self.config.crash_window
         self.record.crash_times = [t for t in self.record.crash_times if now - t < window] + [now]
@@ -651,16 +656,26 @@ class SessionSupervisor:
         raw = base * math.pow(2, min(step, 62))
         return min(raw, self.config.restart_delay_max) * self.ctx.timings.jitter()
 
-    async def _schedule_restart(self, live: LiveRun, crashed: bool) -> None:
+    def disk_full(self) -> bool:
+        """True while the store's disk refuses writes or the state or work folder has no room."""
+        return self.ctx.store.unavailable or diskspace.low_on_space(
+            self.ctx.state_dir, self.config.cwd
+        )
+
+    async def _schedule_restart(
+        self, live: LiveRun, crashed: bool, reason: str | None = None
+    ) -> None:
         """Enter backoff and start the timer that relaunches (a stop cancels it)."""
         delay_s = self.backoff_delay_s(self.record.backoff_step)
         self.record.backoff_step += 1
         self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
-        self._set_state(State.BACKOFF, "crashed" if crashed else "exited")
+        self._set_state(State.BACKOFF, reason or ("crashed" if crashed else "exited"))
+        waits = "; it waits until the disk has space again" if reason == "disk-full" else ""
         self._commit(
             self._event(
                 "restart-scheduled",
-                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})",
+                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})"
+                + waits,
                 live.record.run,
                 delay_s=round(delay_s, 3),
                 crashed=crashed,
@@ -682,6 +697,8 @@ class SessionSupervisor:
         last_exit: procs.ExitInfo | None,
     ) -> None:
         await anyio.sleep(delay_s)
+        while generation == self._backoff_generation and self.disk_full():
+            await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
         async with self._lock:
             if generation != self._backoff_generation or self.record.state != State.BACKOFF:
                 return
