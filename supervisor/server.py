@@ -42,6 +42,9 @@ ACCEPT_BACKOFF_S = 0.1
 REFUSE_SEND_TIMEOUT_S = 1.0
 """A refused client gets this long to take the "busy" reply before it is simply closed."""
 
+MAX_REFUSED_READ_BYTES = 4096
+"""What is read (and dropped) from a refused client: its hello."""
+
 _OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
@@ -138,8 +141,16 @@ async def _refuse(stream: SocketStream, active: int) -> None:
         with anyio.move_on_after(REFUSE_SEND_TIMEOUT_S):
             try:
                 await stream.send(encode({"id": None, "ok": False, "error": busy.to_json()}))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
-                pass
+                # Take the client's first line before hanging up, so its send does not fail
+                # (EPIPE) before it reads why.
+                await stream.receive(MAX_REFUSED_READ_BYTES)
+            except (
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                anyio.EndOfStream,
+                ConnectionError,
+            ):
+                pass  # it left first: nothing more to tell it
 
 
 async def _connection(stream: SocketStream, handler: Handler) -> None:
