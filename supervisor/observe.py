@@ -460,13 +460,19 @@ class Observer:
         plan_file = self.config.plan
         try:
             now_data = await anyio.to_thread.run_sync(
-                gitops.read_at, self.config.cwd, sha, plan_file, limiter=self._git_limiter
+                gitops.read_at,
+                self.config.cwd,
+                sha,
+                plan_file,
+                DEFAULT_MAX_PLAN_BYTES,
+                limiter=self._git_limiter,
             )
             before_data = await anyio.to_thread.run_sync(
                 gitops.read_at,
                 self.config.cwd,
                 f"{sha}~1",
                 plan_file,
+                DEFAULT_MAX_PLAN_BYTES,
                 limiter=self._git_limiter,
             )
         except Exception:

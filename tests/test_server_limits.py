@@ -66,6 +66,12 @@ def test_a_16_mib_request_line_ends_that_connection_not_the_daemon(herd: Herd) -
     }
     assert client.ping()
     assert client.call("status", target="idle")["state"] == "idle"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(herd.daemon.socket_path))
+        sock.sendall(b"{not json\n")
+        assert read_reply(sock)["error"]["code"] == "bad-request"  # type: ignore[index]
+    assert client.ping()
     assert not herd.errors
 
 
