@@ -90,3 +90,18 @@ def next_data(fd: int, offset: int, size: int) -> int:
         return max(offset, os.lseek(fd, offset, os.SEEK_DATA))
     except OSError as exc:
         return size if exc.errno == errno.ENXIO else offset  # ENXIO: a hole to the end
+
+
+def read_data(fd: int, offset: int, max_bytes: int, size: int) -> tuple[bytes, int]:
+    """Up to `max_bytes` of data from `offset` on, skipping holes the log cap punched, and
+    where it starts; bytes a punch zeroed while they were read are left out."""
+    start = next_data(fd, offset, size)
+    data = os.pread(fd, min(max_bytes, max(0, size - start)), start)
+    if data:
+        try:
+            hole = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError:
+            return data, start
+        if hole < start + len(data):
+            data = data[: max(0, hole - start)]
+    return data, start

@@ -53,18 +53,11 @@ class LogTailer:
                 self.offset = 0
                 return self.read_new(max_bytes) if self._open() else b""
             return b""
-        self._skip_hole(size)
-        data = os.pread(self._fd, min(max_bytes, size - self.offset), self.offset)
-        self.offset += len(data)
+        # Ranges the log cap punched out read as zeros and are no output: pass over them.
+        data, start = agentfiles.read_data(self._fd, self.offset, max_bytes, size)
+        self.skipped_bytes += start - self.offset
+        self.offset = start + len(data)
         return data
-
-    def _skip_hole(self, size: int) -> None:
-        """Move past a range the log cap punched out (it reads as zeros, and it is not output)."""
-        assert self._fd is not None
-        data_at = agentfiles.next_data(self._fd, self.offset, size)
-        if data_at > self.offset:
-            self.skipped_bytes += data_at - self.offset
-            self.offset = data_at
 
     def has_more(self) -> bool:
         """True when the file holds bytes not read yet."""

@@ -17,7 +17,7 @@ import anyio
 from textual.message import Message
 
 from agentherd.sessions.activity import summarize
-from agentherd.supervisor.agentfiles import next_data, open_regular
+from agentherd.supervisor.agentfiles import open_regular, read_data
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
@@ -108,8 +108,8 @@ def _read_chunk(path: Path, offset: int) -> tuple[bytes, int, int]:
         size = os.fstat(fd).st_size
         if size <= offset:
             return b"", offset, size
-        start = next_data(fd, offset, size)
-        return os.pread(fd, min(LOG_READ_MAX_BYTES, max(0, size - start)), start), start, size
+        data, start = read_data(fd, offset, LOG_READ_MAX_BYTES, size)
+        return data, start, size
     finally:
         os.close(fd)
 

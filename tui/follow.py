@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentherd.sessions.sanitize import inert
-from agentherd.supervisor.agentfiles import next_data, open_regular
+from agentherd.supervisor.agentfiles import open_regular, read_data
 
 FOLLOW_POLL_S = 0.2
 """How often `-f` looks for new bytes; a person does not notice 200 ms."""
@@ -33,8 +33,8 @@ def _read_at(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
         size = os.fstat(fd).st_size
         if size < offset:
             offset = 0  # truncated
-        start = next_data(fd, offset, size)
-        return os.pread(fd, min(max_bytes, max(0, size - start)), start), start, size
+        data, start = read_data(fd, offset, max_bytes, size)
+        return data, start, size
     finally:
         os.close(fd)
 
