@@ -26,6 +26,11 @@ from agentherd.supervisor.protocol import (
 
 log = logging.getLogger("herd.api")
 
+FD_SOFT_LIMIT = 16384
+"""The daemon's open-file limit, raised at start from the usual 1024: room for MAX_CONNECTIONS
+clients, hundreds of sessions' logs, git and the watcher. Not the hard limit itself: agents
+inherit it, and some tools walk every possible fd when they start a child."""
+
 MAX_REQUEST_BYTES = 1 << 20
 """A request is a small JSON object; a longer line is refused (it would be held in memory)."""
 
@@ -75,10 +80,10 @@ def _peer_uid(stream: SocketStream) -> int | None:
 
 
 def raise_fd_limit() -> int:
-    """Raise the soft open-file limit to the hard one (agents' logs, git, clients); return it."""
+    """Raise the soft open-file limit toward FD_SOFT_LIMIT (within the hard one); return it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    wanted = FD_SOFT_LIMIT if hard == resource.RLIM_INFINITY else min(hard, FD_SOFT_LIMIT)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
             soft = wanted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import subprocess
 import textwrap
@@ -17,7 +18,7 @@ from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
-from agentherd.supervisor.server import MAX_CONNECTIONS, MAX_REQUEST_BYTES
+from agentherd.supervisor.server import FD_SOFT_LIMIT, MAX_CONNECTIONS, MAX_REQUEST_BYTES
 
 IDLE = """
 [[session]]
@@ -94,14 +95,14 @@ def test_connections_over_the_cap_are_refused_politely_and_served_once_others_cl
 
 @contextmanager
 def daemon_with_fd_limit(
-    root: Path, max_fds: int
+    root: Path, max_fds: int, hard_fds: int | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
-    """A real daemon in a child process whose open-file limit (soft and hard) is `max_fds`."""
+    """A real daemon in a child process whose open-file limit is `max_fds` (hard: `hard_fds`)."""
     (root / "herd.toml").write_text(IDLE)
     config = load_config(root / "herd.toml")
     code = textwrap.dedent(f"""
         import resource, sys
-        resource.setrlimit(resource.RLIMIT_NOFILE, ({max_fds}, {max_fds}))
+        resource.setrlimit(resource.RLIMIT_NOFILE, ({max_fds}, {hard_fds or max_fds}))
         from agentherd.supervisor.main import main
         sys.exit(main([{str(root / "herd.toml")!r}]))
     """)
@@ -136,3 +137,13 @@ def test_running_out_of_file_descriptors_is_survived(tmp_path: Path) -> None:
         assert wait_until(lambda: Client(path).ping(), what="the daemon to serve again")
         assert Client(path).call("status", target="idle")["state"] == "idle"
         assert daemon.poll() is None
+
+
+def test_the_daemon_raises_its_soft_fd_limit(tmp_path: Path) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the hard open-file limit here is {hard}")
+    with daemon_with_fd_limit(tmp_path, 1024, hard) as (daemon, _):
+        limits = Path(f"/proc/{daemon.pid}/limits").read_text()
+        soft = int(next(line for line in limits.splitlines() if "open files" in line).split()[3])
+        assert soft == min(FD_SOFT_LIMIT, hard)
