@@ -44,6 +44,10 @@ class Timings:
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
 
+MAX_LOG_GUARDS = 8
+"""Flooding run logs watched from their own worker thread at once; more are checked from the
+event loop, less often."""
+
 MAX_GIT_READS = 4
 """Concurrent git reads across the fleet: a burst of commits must not take every worker
 thread (watching and file reads share them) nor start dozens of git processes at once."""
@@ -72,5 +76,7 @@ class Context:
         self.tg = task_group
         self.timings = timings
         self.announce = announce
+        self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        """Worker threads that keep flooding logs within their cap."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
         """Git reads of the whole fleet run in at most this many worker threads at once."""

@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ class Daemon:
         """Run until `down` or `shutdown`; agents keep running when the daemon exits."""
         if self._lock_fd is None:
             self.take_lock()
+        log.info("open-file limit %d", server.raise_fd_limit())
         try:
             self.store = Store(self.state_dir / "state.db")
             await anyio.to_thread.run_sync(cgroups.sweep_stale)
@@ -131,6 +133,8 @@ class Daemon:
                 tg.cancel_scope.cancel()
         finally:
             if self.store is not None:
+                if not self.store.retry():
+                    log.error("the disk is still full: changes held in memory are lost")
                 self.store.close()
             if self.socket_path.exists():
                 self.socket_path.unlink(missing_ok=True)
@@ -248,7 +252,26 @@ class Daemon:
                 supervisor.refresh_everything()
             if self.watcher is not None:
                 self.watcher.recheck()
+            self._catch_up_after_disk_full()
             self.reconcile_passes += 1
+
+    def _catch_up_after_disk_full(self) -> None:
+        """Write what a full disk held back, say so, and read every session's files again."""
+        assert self.store is not None
+        self.store.retry()
+        outage = self.store.take_recovery()
+        if outage is None:
+            return
+        lost = f"; {outage.dropped_events} event(s) were dropped" if outage.dropped_events else ""
+        self.commit_daemon_event(
+            "disk-full",
+            f"the state disk was full for {time.monotonic() - outage.since:.0f}s "
+            f"({outage.error}); {outage.held_changes} change(s) held in memory are written "
+            f"now{lost}",
+        )
+        for supervisor in self.sessions.values():
+            supervisor.observer.reread()  # checkpoints the store could not take come from git
+            supervisor.refresh_everything()
 
     def _announce(self, events: list[Event]) -> None:
         for event in events:

@@ -414,9 +414,18 @@ def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path
             _run_raw(top, "worktree", "prune")
 
 
-def read_at(worktree: Path, rev: str, path: str) -> bytes | None:
-    """The bytes of `path` (relative to the worktree top) at commit `rev`; None if absent."""
+def read_at(worktree: Path, rev: str, path: str, max_bytes: int | None = None) -> bytes | None:
+    """The bytes of `path` (relative to the worktree top) at commit `rev`; None if absent.
+
+    With `max_bytes`, a larger blob raises ValueError before it is read (an agent commits it).
+    """
     _check_rev(rev)
     top = git_paths(worktree).worktree
+    if max_bytes is not None:
+        size = _run_raw(top, "cat-file", "-s", f"{rev}:{path}")
+        if size.returncode != 0:
+            return None
+        if int(size.stdout) > max_bytes:
+            raise ValueError(f"{path} at {rev} is {int(size.stdout)} bytes, over {max_bytes}")
     result = _run_raw(top, "show", f"{rev}:{path}")
     return result.stdout if result.returncode == 0 else None

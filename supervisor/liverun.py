@@ -12,7 +12,7 @@ from anyio.abc import Process
 from agentherd.sessions.agent_output import OutputParser
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord
-from agentherd.supervisor import procs
+from agentherd.supervisor import logcap, procs
 from agentherd.supervisor.tailer import LogTailer
 
 
@@ -33,6 +33,12 @@ class LiveRun:
         self.parser = parser
         self.process = process
         self.tailer = LogTailer(folder / procs.OUTPUT_FILE)
+        self.log_cap = logcap.RunningLogCap(folder / procs.OUTPUT_FILE)
+        self.log_grew = anyio.Event()
+        """Set by the watcher when the log changed: the cap guard looks at once."""
+        self.log_capped_reported = 0
+        """Dropped bytes the last `log-capped` event told of."""
+        self.log_capped_at = 0.0
         self.splitter = LineSplitter()
         self.last_line = ""
         self.exit: procs.ExitInfo | None = None

@@ -25,8 +25,8 @@ from agentherd.sessions.plan import (
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.scope import outside
-from agentherd.supervisor import gitops
-from agentherd.supervisor.store import iso
+from agentherd.supervisor import agentfiles, gitops
+from agentherd.supervisor.store import StoreUnavailable, iso
 
 if TYPE_CHECKING:
     from agentherd.supervisor.session import SessionSupervisor
@@ -75,8 +75,8 @@ def _signature(path: Path) -> FileSignature | None:
 
 
 def _read(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+    """The plan's bytes: a regular file within the size bound (an agent may plant a FIFO)."""
+    return agentfiles.read_regular(path, DEFAULT_MAX_PLAN_BYTES)
 
 
 class Observer:
@@ -119,6 +119,10 @@ class Observer:
     def progress_path(self) -> Path | None:
         """The progress file, relative to the session's cwd."""
         return self.config.cwd / self.config.progress if self.config.progress else None
+
+    def reread(self) -> None:
+        """Forget what was read, so the next refresh reads every file and git again."""
+        self._plan_sig = self._progress_sig = self._head_log_sig = None
 
     def use_verifier(self, submit: Submit) -> None:
         """Where to send new checkpoints for verification (the daemon's fleet-wide queue)."""
@@ -237,7 +241,7 @@ class Observer:
         try:
             data = await anyio.to_thread.run_sync(_read_tail, path)
         except OSError as exc:
-            self._progress_invalid(f"{self.config.progress}: cannot read: {exc}")
+            self._progress_invalid(f"{self.config.progress}: {exc}; keeping the last entries")
             return
         read = read_progress_tail(data, max_entries=PROGRESS_ENTRIES)
         if read.binary:
@@ -331,7 +335,12 @@ class Observer:
         except Exception:
             new = [head]
         for commit in new:
-            if store.add_checkpoint(self.config.name, commit):
+            try:
+                added = store.add_checkpoint(self.config.name, commit)
+            except StoreUnavailable:
+                self._head_log_sig = None  # the disk is full: read git again next time
+                return
+            if added:
                 self.session.commit_events(
                     self.session.make_event(
                         "checkpoint",
@@ -451,13 +460,19 @@ class Observer:
         plan_file = self.config.plan
         try:
             now_data = await anyio.to_thread.run_sync(
-                gitops.read_at, self.config.cwd, sha, plan_file, limiter=self._git_limiter
+                gitops.read_at,
+                self.config.cwd,
+                sha,
+                plan_file,
+                DEFAULT_MAX_PLAN_BYTES,
+                limiter=self._git_limiter,
             )
             before_data = await anyio.to_thread.run_sync(
                 gitops.read_at,
                 self.config.cwd,
                 f"{sha}~1",
                 plan_file,
+                DEFAULT_MAX_PLAN_BYTES,
                 limiter=self._git_limiter,
             )
         except Exception:
@@ -515,15 +530,17 @@ def _under(path: Path, top: Path) -> bool:
 def _write_atomically(path: Path, data: bytes) -> None:
     """Replace a file in one rename, so its reader never sees it half written."""
     temporary = path.with_name(f".{path.name}.herd-tmp")
-    temporary.write_bytes(data)
+    temporary.unlink(missing_ok=True)  # whatever the agent left there (a FIFO would block)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
     os.replace(temporary, path)
 
 
 def _read_tail(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        handle.seek(max(0, size - PROGRESS_TAIL_BYTES))
-        return handle.read()
+    """The end of the progress file: a regular file, read from its tail."""
+    return agentfiles.read_regular_tail(path, PROGRESS_TAIL_BYTES)
 
 
 def _mtime(signature: FileSignature) -> Any:

@@ -19,11 +19,13 @@ import anyio
 import psutil
 from anyio.abc import Process
 
-from agentherd.supervisor import cgroups
+from agentherd.supervisor import agentfiles, cgroups
 
 log = logging.getLogger("herd.procs")
 
 EXIT_FILE = "exit_status"
+EXIT_FILE_MAX_BYTES = 64
+"""The wrapper writes one number; anything longer is not its file."""
 LOCK_FILE = "alive.lock"
 OUTPUT_FILE = "output.log"
 TAG_VAR = "HERD_RUN_TAG"
@@ -104,7 +106,9 @@ def decode_status(status: int | None) -> ExitInfo:
 def read_exit_file(folder: Path) -> ExitInfo | None:
     """The exit status the wrapper wrote for a run, or None when it never wrote one."""
     try:
-        return decode_status(int((folder / EXIT_FILE).read_text().strip()))
+        # The run folder is reachable by the agent: never block on a FIFO planted there.
+        text = agentfiles.read_regular(folder / EXIT_FILE, EXIT_FILE_MAX_BYTES)
+        return decode_status(int(text.strip()))
     except (OSError, ValueError):
         return None
 

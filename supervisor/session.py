@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import signal
+import threading
 import time
 import uuid
 from collections import deque
@@ -32,7 +33,7 @@ from agentherd.sessions.records import (
     TaskRecord,
 )
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
-from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
+from agentherd.supervisor import diskspace, gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.context import Context
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.observe import Observer
@@ -49,6 +50,31 @@ REPORT_CHECKPOINTS = 500
 
 UNTIL_DONE_IDLE_RUNS = 3
 """until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
+
+TAIL_READS_PER_WAKE = 128
+"""At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
+
+TAIL_READ_BUDGET_S = 0.05
+"""A wake-up stops reading after this long; the rest waits for the next one (the loop serves
+every session and every client)."""
+
+LOG_FLOOD_BYTES = 256 * 1024
+"""A log that grew this much since its last cap check is flooding: check it every
+LOG_FLOOD_CHECK_S instead of waiting for the watcher."""
+
+LOG_FLOOD_CHECK_S = 0.002
+"""How often a flooding log is checked against log_max_bytes, from a worker thread (one lstat
+each time; `yes` writes ~2 MB in that time)."""
+
+LOG_CHECK_MIN_S = 0.01
+"""The event loop looks at a log at most this often (a flood gets a worker thread instead)."""
+
+LOG_WRITE_BYTES_PER_S = 1 << 30
+"""The fastest writer planned for (`yes` into tmpfs): a log with R bytes of room under its cap
+is looked at again within R / this, so such a writer passes the cap by ~1% of its rate."""
+
+LOG_CAPPED_EVENT_S = 60.0
+"""A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
 
 
 class SessionSupervisor:
@@ -473,6 +499,7 @@ class SessionSupervisor:
         self.ctx.runs_changed()
         self.ctx.tg.start_soon(self._follow_output, live)
         self.ctx.tg.start_soon(self._wait_exit, live)
+        self.ctx.tg.start_soon(self._guard_log, live)
 
     # ----- watching a run --------------------------------------------------------------------
 
@@ -480,6 +507,7 @@ class SessionSupervisor:
         """The watcher saw the run's log change: read it now instead of at the next poll."""
         if self.run is not None:
             self.run.wake.set()
+            self.run.log_grew.set()
 
     async def _follow_output(self, live: LiveRun) -> None:
         """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
@@ -500,13 +528,29 @@ class SessionSupervisor:
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
         read_any = False
-        for _ in range(8):  # bounded work per wake-up
+        self._cap_log(live)
+        # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
+        deadline = time.monotonic() + TAIL_READ_BUDGET_S
+        for _ in range(TAIL_READS_PER_WAKE):
+            skipped = live.tailer.skipped_bytes
             data = live.tailer.read_new()
+            if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
+                cut = live.splitter.flush()
+                if cut is not None:
+                    self._take_line(live, cut)
             if not data:
                 break
             read_any = True
-            for line in live.splitter.feed(data):
-                self._take_line(live, line)
+            lines = live.splitter.feed(data)
+            for line in lines:
+                live.parser.feed_line(line)
+            for line in reversed(lines):  # only the last line shows: summarise just that one
+                shown = summarize(line, LAST_LINE_CHARS)
+                if shown.strip():
+                    live.last_line = shown
+                    break
+            if time.monotonic() > deadline:
+                break
         if not read_any:
             return
         self.stall.activity(time.monotonic())
@@ -620,6 +664,11 @@ class SessionSupervisor:
         if policy == "never":
             self._end_task(State.FAILED, outcome, f"failed: run {live.record.run} {outcome}")
             return
+        if self.disk_full():
+            # The disk killed it (its log, its tree or the store is on a full disk): no count
+            # toward the crash loop, and the restart waits for space (see _restart_after).
+            await self._schedule_restart(live, crashed=True, reason="disk-full")
+            return
         now = time.time()
         window = self.config.crash_window
         self.record.crash_times = [t for t in self.record.crash_times if now - t < window] + [now]
@@ -667,16 +716,26 @@ class SessionSupervisor:
         raw = base * math.pow(2, min(step, 62))
         return min(raw, self.config.restart_delay_max) * self.ctx.timings.jitter()
 
-    async def _schedule_restart(self, live: LiveRun, crashed: bool) -> None:
+    def disk_full(self) -> bool:
+        """True while the store's disk refuses writes or the state or work folder has no room."""
+        return self.ctx.store.unavailable or diskspace.low_on_space(
+            self.ctx.state_dir, self.config.cwd
+        )
+
+    async def _schedule_restart(
+        self, live: LiveRun, crashed: bool, reason: str | None = None
+    ) -> None:
         """Enter backoff and start the timer that relaunches (a stop cancels it)."""
         delay_s = self.backoff_delay_s(self.record.backoff_step)
         self.record.backoff_step += 1
         self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
-        self._set_state(State.BACKOFF, "crashed" if crashed else "exited")
+        self._set_state(State.BACKOFF, reason or ("crashed" if crashed else "exited"))
+        waits = "; it waits until the disk has space again" if reason == "disk-full" else ""
         self._commit(
             self._event(
                 "restart-scheduled",
-                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})",
+                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})"
+                + waits,
                 live.record.run,
                 delay_s=round(delay_s, 3),
                 crashed=crashed,
@@ -698,6 +757,8 @@ class SessionSupervisor:
         last_exit: procs.ExitInfo | None,
     ) -> None:
         await anyio.sleep(delay_s)
+        while generation == self._backoff_generation and self.disk_full():
+            await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
         async with self._lock:
             if generation != self._backoff_generation or self.record.state != State.BACKOFF:
                 return
@@ -788,11 +849,78 @@ class SessionSupervisor:
 
     def log_bytes(self) -> int:
         """Bytes of output kept on disk for this session, across runs (no disk scan)."""
-        current = self.run.tailer.offset if self.run is not None else 0
+        current = 0
+        if self.run is not None:
+            current = max(0, self.run.tailer.offset - self.run.log_cap.dropped_bytes)
         return self.older_logs_bytes + current
+
+    async def _guard_log(self, live: LiveRun) -> None:
+        """Keep the running log within log_max_bytes between tail reads; often while it floods."""
+        while not live.drained.is_set():
+            grew, room = self._cap_log(live)
+            if grew >= LOG_FLOOD_BYTES and self.ctx.log_guards.available_tokens >= 1:
+                stop = threading.Event()
+                try:
+                    await anyio.to_thread.run_sync(
+                        live.log_cap.guard_flood,
+                        self.config.log_max_bytes,
+                        LOG_FLOOD_CHECK_S,
+                        LOG_FLOOD_BYTES,
+                        stop,
+                        abandon_on_cancel=True,
+                        limiter=self.ctx.log_guards,
+                    )
+                finally:
+                    stop.set()
+            elif grew >= LOG_FLOOD_BYTES:
+                await anyio.sleep(LOG_CHECK_MIN_S)
+            else:
+                wait_s = min(self.ctx.timings.tail_poll_s, room / LOG_WRITE_BYTES_PER_S)
+                with anyio.move_on_after(max(LOG_CHECK_MIN_S, wait_s)):
+                    await live.log_grew.wait()
+            live.log_grew = anyio.Event()
+        self._cap_log(live)
+        self._report_log_cap(live, final=True)
+
+    def _cap_log(self, live: LiveRun) -> tuple[int, int]:
+        """Cut the running log's middle if it passed the cap; return its growth and room left."""
+        cap = live.log_cap
+        before = cap.dropped_bytes
+        grew, room = cap.check(self.config.log_max_bytes)
+        if cap.cut_to is not None:  # cut back (no holes here): read on from the cut
+            live.tailer.offset = min(live.tailer.offset, cap.cut_to)
+            cap.cut_to = None
+        if cap.dropped_bytes > before:
+            self._report_log_cap(live, final=False)
+        return grew, room
+
+    def _report_log_cap(self, live: LiveRun, final: bool) -> None:
+        """A `log-capped` event when a run's log is first cut, then at most once a minute."""
+        dropped = live.log_cap.dropped_bytes
+        if dropped <= live.log_capped_reported:
+            return
+        now = time.monotonic()
+        first = live.log_capped_reported == 0
+        if not (final or first or now - live.log_capped_at >= LOG_CAPPED_EVENT_S):
+            return
+        live.log_capped_reported = dropped
+        live.log_capped_at = now
+        self._commit(
+            self._event(
+                "log-capped",
+                f"run {live.record.run}'s log passed log_max_bytes "
+                f"({self.config.log_max_bytes} bytes): {dropped} bytes dropped from its middle "
+                f"{'in all' if final else 'so far'}, its start and newest output kept",
+                live.record.run,
+                dropped_bytes=dropped,
+                final=final,
+            )
+        )
 
     def check_log_cap(self) -> None:
         """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        if self.run is not None and not self.run.drained.is_set():
+            self._cap_log(self.run)
         deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
         for number, size in deleted:
             self._commit(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +14,14 @@ from typing import Any
 
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+
+log = logging.getLogger("herd.store")
+
+MAX_PENDING_EVENTS = 10_000
+"""Events held in memory while the disk is full; beyond this the oldest are dropped (counted)."""
+
+_WRITE_FAILURES = frozenset({"SQLITE_FULL", "SQLITE_IOERR"})
+"""sqlite error names (extended ones start with these) that mean "the disk refused the write"."""
 
 SCHEMA_VERSION = 1
 """Bump with a migration in `_MIGRATIONS` whenever the tables change."""
@@ -40,6 +50,25 @@ _MIGRATIONS: dict[int, str] = {}
 
 class StoreError(Exception):
     """The database cannot be used (newer schema, corruption); the message says what to do."""
+
+
+class StoreUnavailable(StoreError):
+    """A write the disk refused (full); the caller re-derives it later from its source."""
+
+
+def _disk_refused(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return any(name.startswith(prefix) for prefix in _WRITE_FAILURES) or "disk" in str(exc)
+
+
+@dataclass
+class Outage:
+    """A time the disk refused writes: when it began, and what was held back meanwhile."""
+
+    since: float
+    error: str
+    held_changes: int = 0
+    dropped_events: int = 0
 
 
 def utc_now() -> datetime:
@@ -73,6 +102,10 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        self._pending: list[Change | Callable[[], None]] = []
+        """Changes the disk refused, oldest first, written before any newer one."""
+        self.outage: Outage | None = None
+        self.recovered: Outage | None = None
         self._migrate()
 
     def _migrate(self) -> None:
@@ -109,55 +142,140 @@ class Store:
         """Close the database file."""
         self._db.close()
 
+    @property
+    def unavailable(self) -> bool:
+        """True while the disk refuses writes (changes wait in memory, in order)."""
+        return bool(self._pending)
+
     def commit(self, change: Change) -> list[Event]:
-        """Write a change and its events atomically; returns the events with their seq."""
+        """Write a change and its events atomically; returns the events with their seq.
+
+        When the disk refuses the write, the change waits in memory (reads see it) and is
+        written, after every change before it, by the next commit or `retry` that succeeds;
+        its events are returned with seq 0 (not written yet).
+        """
+        if self._pending and not self.retry():
+            self._hold(change)
+            return list(change.events)
+        try:
+            with self._transaction():
+                return self._write(change)
+        except sqlite3.Error as exc:
+            if not _disk_refused(exc):
+                raise
+            self._refused(exc)
+            self._hold(change)
+            return list(change.events)
+
+    def retry(self) -> bool:
+        """Write the changes held back while the disk was full; True when none is left."""
+        if not self._pending:
+            return True
+        try:
+            with self._transaction():
+                for change in self._pending:
+                    if isinstance(change, Change):
+                        self._write(change)
+                    else:
+                        change()
+        except sqlite3.Error as exc:
+            if not _disk_refused(exc):
+                raise
+            return False
+        outage = self.outage
+        assert outage is not None
+        outage.held_changes = len(self._pending)
+        self._pending = []
+        self.recovered = outage
+        self.outage = None
+        log.info(
+            "the disk takes writes again after %.0fs; %d held change(s) written",
+            time.monotonic() - outage.since,
+            outage.held_changes,
+        )
+        return True
+
+    def take_recovery(self) -> Outage | None:
+        """The outage that just ended (once), so the daemon can report it and catch up."""
+        recovered, self.recovered = self.recovered, None
+        return recovered
+
+    def _refused(self, exc: sqlite3.Error) -> None:
+        if self.outage is None:
+            self.outage = Outage(time.monotonic(), str(exc))
+            log.error(
+                "%s: %s; changes are held in memory and written when space returns",
+                self.path,
+                exc,
+            )
+
+    def _hold(self, change: Change | Callable[[], None]) -> None:
+        self._pending.append(change)
+        events = sum(len(c.events) for c in self._pending if isinstance(c, Change))
+        if events > MAX_PENDING_EVENTS:  # the records stay (small, needed); old events go
+            for index, held in enumerate(self._pending):
+                if isinstance(held, Change) and held.events:
+                    self._pending[index] = Change(held.session, held.run, held.task, ())
+                    assert self.outage is not None
+                    self.outage.dropped_events += len(held.events)
+                    break
+
+    def _held_changes(self) -> list[Change]:
+        return [c for c in reversed(self._pending) if isinstance(c, Change)]
+
+    def _write(self, change: Change) -> list[Event]:
         written: list[Event] = []
-        with self._transaction():
-            if change.session is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO sessions(name, data) VALUES(?, ?)",
-                    (change.session.name, change.session.model_dump_json()),
-                )
-            if change.run is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO runs(session, run, data) VALUES(?, ?, ?)",
-                    (change.run.session, change.run.run, change.run.model_dump_json()),
-                )
-            if change.task is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO tasks(handle, session, first_run, data) "
-                    "VALUES(?, ?, ?, ?)",
-                    (
-                        change.task.handle,
-                        change.task.session,
-                        change.task.first_run,
-                        change.task.model_dump_json(),
-                    ),
-                )
-            for event in change.events:
-                cursor = self._db.execute(
-                    "INSERT INTO events(at, session, run, kind, message, data) "
-                    "VALUES(?, ?, ?, ?, ?, ?)",
-                    (
-                        event.at,
-                        event.session,
-                        event.run,
-                        event.kind,
-                        event.message,
-                        json.dumps(event.data),
-                    ),
-                )
-                written.append(event.model_copy(update={"seq": cursor.lastrowid}))
+        if change.session is not None:
+            self._db.execute(
+                "INSERT OR REPLACE INTO sessions(name, data) VALUES(?, ?)",
+                (change.session.name, change.session.model_dump_json()),
+            )
+        if change.run is not None:
+            self._db.execute(
+                "INSERT OR REPLACE INTO runs(session, run, data) VALUES(?, ?, ?)",
+                (change.run.session, change.run.run, change.run.model_dump_json()),
+            )
+        if change.task is not None:
+            self._db.execute(
+                "INSERT OR REPLACE INTO tasks(handle, session, first_run, data) VALUES(?, ?, ?, ?)",
+                (
+                    change.task.handle,
+                    change.task.session,
+                    change.task.first_run,
+                    change.task.model_dump_json(),
+                ),
+            )
+        for event in change.events:
+            cursor = self._db.execute(
+                "INSERT INTO events(at, session, run, kind, message, data) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                (
+                    event.at,
+                    event.session,
+                    event.run,
+                    event.kind,
+                    event.message,
+                    json.dumps(event.data),
+                ),
+            )
+            written.append(event.model_copy(update={"seq": cursor.lastrowid}))
         return written
 
     def sessions(self) -> dict[str, SessionRecord]:
         """Every session record, by name."""
         rows = self._db.execute("SELECT data FROM sessions").fetchall()
         records = (SessionRecord.model_validate_json(row[0]) for row in rows)
-        return {record.name: record for record in records}
+        found = {record.name: record for record in records}
+        for held in reversed(self._held_changes()):
+            if held.session is not None:
+                found[held.session.name] = held.session.model_copy()
+        return found
 
     def run(self, session: str, run: int) -> RunRecord | None:
         """One run's record."""
+        for held in self._held_changes():
+            if held.run is not None and (held.run.session, held.run.run) == (session, run):
+                return held.run.model_copy()
         row = self._db.execute(
             "SELECT data FROM runs WHERE session=? AND run=?", (session, run)
         ).fetchone()
@@ -168,10 +286,17 @@ class Store:
         rows = self._db.execute(
             "SELECT data FROM runs WHERE session=? ORDER BY run", (session,)
         ).fetchall()
-        return [RunRecord.model_validate_json(row[0]) for row in rows]
+        found = {r.run: r for r in (RunRecord.model_validate_json(row[0]) for row in rows)}
+        for held in reversed(self._held_changes()):
+            if held.run is not None and held.run.session == session:
+                found[held.run.run] = held.run.model_copy()
+        return [found[number] for number in sorted(found)]
 
     def task(self, handle: str) -> TaskRecord | None:
         """One task by its handle."""
+        for held in self._held_changes():
+            if held.task is not None and held.task.handle == handle:
+                return held.task.model_copy()
         row = self._db.execute("SELECT data FROM tasks WHERE handle=?", (handle,)).fetchone()
         return TaskRecord.model_validate_json(row[0]) if row else None
 
@@ -208,23 +333,48 @@ class Store:
         ]
 
     def add_checkpoint(self, session: str, checkpoint: Checkpoint) -> bool:
-        """Record a commit seen in the session's worktree; False when it was known already."""
-        with self._transaction():
-            cursor = self._db.execute(
-                "INSERT OR IGNORE INTO checkpoints(session, sha, data) VALUES(?, ?, ?)",
-                (session, checkpoint.sha, checkpoint.model_dump_json()),
-            )
+        """Record a commit seen in the session's worktree; False when it was known already.
+
+        Raises StoreUnavailable while the disk is full: git still has the commit, and the
+        observer reads it again once space returns.
+        """
+        if not self.retry():
+            raise StoreUnavailable(f"{self.path}: the disk is full; checkpoint not recorded yet")
+        try:
+            with self._transaction():
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO checkpoints(session, sha, data) VALUES(?, ?, ?)",
+                    (session, checkpoint.sha, checkpoint.model_dump_json()),
+                )
+        except sqlite3.Error as exc:
+            if not _disk_refused(exc):
+                raise
+            self._refused(exc)
+            raise StoreUnavailable(f"{self.path}: {exc}; checkpoint not recorded yet") from None
         return cursor.rowcount > 0
 
     def set_verification(
         self, session: str, sha: str, passed: bool, result: dict[str, Any]
     ) -> None:
-        """Store a verification result for a checkpoint."""
-        with self._transaction():
+        """Store a verification result for a checkpoint (held in memory while the disk is full)."""
+
+        def write() -> None:
             self._db.execute(
                 "UPDATE checkpoints SET verified=?, verification=? WHERE session=? AND sha=?",
                 (int(passed), json.dumps(result), session, sha),
             )
+
+        if self._pending and not self.retry():
+            self._hold(write)
+            return
+        try:
+            with self._transaction():
+                write()
+        except sqlite3.Error as exc:
+            if not _disk_refused(exc):
+                raise
+            self._refused(exc)
+            self._hold(write)
 
     def checkpoints(self, session: str, limit: int = 10_000) -> list[Checkpoint]:
         """The session's checkpoints, oldest first, with their verification verdicts."""
@@ -267,4 +417,18 @@ class _Tx:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is not None:
+            self._rollback()
+            return
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            self._rollback()  # a failed COMMIT leaves the transaction open: end it, keep nothing
+            raise
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # sqlite rolled back already (it does on some I/O errors)

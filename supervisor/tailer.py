@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from pathlib import Path
 
-READ_CHUNK_BYTES = 1 << 20
-"""At most this much is read per call, so one flood cannot hold the event loop for long."""
+from agentherd.supervisor import agentfiles
+
+log = logging.getLogger("herd.tailer")
+
+READ_CHUNK_BYTES = 64 * 1024
+"""At most this much is read per call: parsing 64 KiB of one-byte lines takes ~50 ms."""
 
 REPLACED_CHECK_S = 1.0
 """How often an idle tailer looks whether its path now names another file (that is rare)."""
@@ -25,6 +30,10 @@ class LogTailer:
         self.path = path
         self.offset = offset
         self.truncations = 0
+        self.skipped_bytes = 0
+        """Bytes passed over because the log cap punched them out of the file."""
+        self.refused: str | None = None
+        """Why the path cannot be read (it is not a regular file), or None."""
         self._fd: int | None = None
         self._inode: int | None = None
         self._next_check = 0.0
@@ -44,8 +53,10 @@ class LogTailer:
                 self.offset = 0
                 return self.read_new(max_bytes) if self._open() else b""
             return b""
-        data = os.pread(self._fd, min(max_bytes, size - self.offset), self.offset)
-        self.offset += len(data)
+        # Ranges the log cap punched out read as zeros and are no output: pass over them.
+        data, start = agentfiles.read_data(self._fd, self.offset, max_bytes, size)
+        self.skipped_bytes += start - self.offset
+        self.offset = start + len(data)
         return data
 
     def has_more(self) -> bool:
@@ -66,9 +77,15 @@ class LogTailer:
 
     def _open(self) -> bool:
         try:
-            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._fd = agentfiles.open_regular(self.path)
         except FileNotFoundError:
             return False
+        except OSError as exc:  # a FIFO or device planted in place of the log: never read it
+            if self.refused is None:
+                log.warning("not reading %s: %s", self.path, exc)
+            self.refused = str(exc)
+            return False
+        self.refused = None
         self._inode = os.fstat(self._fd).st_ino
         return True
 

@@ -7,6 +7,7 @@ handles at most a few messages per frame whatever the agents print.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ import anyio
 from textual.message import Message
 
 from agentherd.sessions.activity import summarize
+from agentherd.supervisor.agentfiles import open_regular, read_data
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
@@ -95,17 +97,21 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
         await anyio.sleep(RECONNECT_S)
 
 
-def _read_chunk(path: Path, offset: int) -> tuple[bytes, int]:
-    """New bytes from `offset` and the file's size (a size below `offset` means truncation)."""
+def _read_chunk(path: Path, offset: int) -> tuple[bytes, int, int]:
+    """New bytes, where they start (past a range the log cap cut out), and the file's size (a
+    size below `offset` means truncation); a FIFO or device in the log's place reads as empty."""
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, 2)
-            if size <= offset:
-                return b"", size
-            handle.seek(offset)
-            return handle.read(LOG_READ_MAX_BYTES), size
-    except FileNotFoundError:
-        return b"", 0
+        fd = open_regular(path)
+    except OSError:
+        return b"", offset, 0
+    try:
+        size = os.fstat(fd).st_size
+        if size <= offset:
+            return b"", offset, size
+        data, start = read_data(fd, offset, LOG_READ_MAX_BYTES, size)
+        return data, start, size
+    finally:
+        os.close(fd)
 
 
 def _file_size(path: Path) -> int:
@@ -179,9 +185,12 @@ async def follow_output(client: AsyncClient, session: str, post: Post) -> None:
                 header = [] if first else [f"── run {run} ──"]
                 post(LogLines(session, header, f"{session}: run {run}", reset=first))
         if tail is not None:
-            data, size = await anyio.to_thread.run_sync(_read_chunk, tail.path, tail.offset)
+            data, start, size = await anyio.to_thread.run_sync(_read_chunk, tail.path, tail.offset)
             if size < tail.offset:
                 tail.offset = 0  # truncated: start over
+            elif start > tail.offset:
+                tail.offset = start  # the log cap cut this range out: its partial line too
+                tail._pending = b""
             if data:
                 lines = tail.feed(data)
                 if lines:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from agentherd.sessions.sanitize import inert
+from agentherd.supervisor.agentfiles import open_regular, read_data
 
 FOLLOW_POLL_S = 0.2
 """How often `-f` looks for new bytes; a person does not notice 200 ms."""
@@ -24,14 +26,39 @@ def _write(data: bytes, inert_output: bool) -> None:
         sys.stdout.buffer.flush()
 
 
-def print_file(path: Path, inert_output: bool) -> None:
-    """Copy a file to stdout in chunks."""
+def _read_at(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int, int]:
+    """Bytes from `offset` (past any range the log cap cut out), where they start, the size."""
+    fd = open_regular(path)  # a FIFO or device in its place must not hang or flood `herd logs`
     try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 16):
-                _write(chunk, inert_output)
+        size = os.fstat(fd).st_size
+        if size < offset:
+            offset = 0  # truncated
+        data, start = read_data(fd, offset, max_bytes, size)
+        return data, start, size
+    finally:
+        os.close(fd)
+
+
+def _note_gap(dropped_bytes: int) -> None:
+    sys.stderr.write(f"-- herd: {dropped_bytes} bytes dropped here (log_max_bytes) --\n")
+
+
+def print_file(path: Path, inert_output: bool) -> None:
+    """Copy a file to stdout in chunks, saying where the log cap cut output out."""
+    offset = 0
+    try:
+        while True:
+            chunk, start, _ = _read_at(path, offset, 1 << 16)
+            if start > offset:
+                _note_gap(start - offset)
+            if not chunk:
+                return
+            _write(chunk, inert_output)
+            offset = start + len(chunk)
     except FileNotFoundError:
         sys.stderr.write(f"herd: {path} does not exist (yet)\n")
+    except OSError as exc:
+        sys.stderr.write(f"herd: not reading {path}: {exc}\n")
 
 
 def follow_log(current: Callable[[], tuple[Path, bool]], inert_output: bool) -> None:
@@ -41,14 +68,15 @@ def follow_log(current: Callable[[], tuple[Path, bool]], inert_output: bool) -> 
     last_check = time.monotonic()
     while True:
         try:
-            with open(path, "rb") as handle:
-                handle.seek(0, 2)
-                if handle.tell() < offset:
-                    offset = 0
-                handle.seek(offset)
-                data = handle.read(1 << 20)
+            data, start, _ = _read_at(path, offset, 1 << 20)
+            if start > offset:
+                _note_gap(start - offset)
+            offset = start
         except FileNotFoundError:
             data = b""
+        except OSError as exc:
+            sys.stderr.write(f"herd: not reading {path}: {exc}\n")
+            return
         if data:
             offset += len(data)
             _write(data, inert_output)
