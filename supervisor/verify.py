@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -208,15 +209,14 @@ async def run_verification(
     checkout = gitops.GitDeadline(timeout_s)  # the checkout counts against verify_timeout
     scratch = gitops.scratch_worktree(worktree, full, dest, checkout)
     try:
-        with anyio.CancelScope(shield=True):  # a checkout that was made must be removed
-            try:
-                await anyio.to_thread.run_sync(Path(scratch_root).mkdir, 0o777, True, True)
-                where = await anyio.to_thread.run_sync(scratch.__enter__)
-            except gitops.GitTimeout:
-                error = f"checkout timed out after {timeout_s:g}s (verify_timeout)"
-                return result(full, _Step(timed_out=True, error=error))
-            except (OSError, ValueError, gitops.GitError) as exc:
-                return result(full, _Step(error=f"cannot check out {full}: {exc}"))
+        try:
+            await anyio.to_thread.run_sync(Path(scratch_root).mkdir, 0o777, True, True)
+            where = await _checkout(scratch, checkout)
+        except gitops.GitTimeout:
+            error = f"checkout timed out after {timeout_s:g}s (verify_timeout)"
+            return result(full, _Step(timed_out=True, error=error))
+        except (OSError, ValueError, gitops.GitError) as exc:
+            return result(full, _Step(error=f"cannot check out {full}: {exc}"))
         try:
             outcome = await _run_steps(
                 where, full, command, setup, timeout_s, env, log_fd, tag, checkout.remaining_s()
@@ -228,6 +228,41 @@ async def run_verification(
     finally:
         os.close(log_fd)
     return result(full, outcome, tail)
+
+
+async def _checkout(scratch: AbstractContextManager[Path], checkout: gitops.GitDeadline) -> Path:
+    """Enter the scratch worktree; a cancellation meanwhile kills the checkout's git at once.
+
+    The thread itself is waited for (shielded): a worktree that was made must be removed,
+    here when the cancellation lands after the checkout, else by the caller.
+    """
+    where: Path | None = None
+
+    async def kill_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            checkout.cancel()  # harmless once the checkout is over: no git runs then
+
+    failed: Exception | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kill_when_cancelled)
+            with anyio.CancelScope(shield=True):
+                try:
+                    where = await anyio.to_thread.run_sync(scratch.__enter__)
+                except Exception as exc:  # raised below, not wrapped in an exception group
+                    failed = exc
+            tg.cancel_scope.cancel()
+    except BaseException:
+        if where is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(scratch.__exit__, None, None, None)
+        raise
+    if failed is not None:
+        raise failed
+    assert where is not None  # the thread returned it
+    return where
 
 
 def _open_log(log_path: Path | None, sha: str, started_at: str) -> tuple[int, int]:

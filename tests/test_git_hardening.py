@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import FAST, PY, Herd, git, make_repo, script, wait_until
 
@@ -171,6 +172,22 @@ async def test_checkout_time_counts_against_verify_timeout(tmp_path: Path) -> No
     result = await run_verification(repo, sha, "true", None, 1.0, scratch)
     assert time.monotonic() - began < 10
     assert result.timed_out and not result.passed and "checkout" in (result.error or "")
+    assert list(scratch.iterdir()) == [] and str(scratch) not in git(repo, "worktree", "list")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.anyio
+async def test_a_cancelled_verification_does_not_wait_for_its_checkout(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    slow_filter(repo, "smudge")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    scratch = tmp_path / "scratch"
+    began = time.monotonic()
+    with anyio.move_on_after(1.0):
+        await run_verification(repo, sha, "true", None, 60.0, scratch)
+    assert time.monotonic() - began < 10, "the daemon's shutdown kills a slow checkout"
     assert list(scratch.iterdir()) == [] and str(scratch) not in git(repo, "worktree", "list")
 
 
