@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import psutil
 import pytest
-from conftest import FAST, PY, Herd, git, make_repo, script, wait_until
+from conftest import FAST, HERD, PY, Herd, git, make_repo, script, wait_until
 
 from agentherd.supervisor import gitops
 from agentherd.supervisor.paths import prepare_state_dir
@@ -314,3 +316,75 @@ def test_a_new_daemon_removes_a_killed_verification_and_verifies_again(herd: Her
         if stray.poll() is None:
             stray.kill()
             stray.wait()
+
+
+# --- case 2 end to end: kill -9 of the daemon in the middle of a reset ----------------------
+
+
+def _herd(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `herd` command in `cwd`."""
+    return subprocess.run(
+        [HERD, *args], cwd=cwd, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.mark.pidns
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_mid_reset_loses_no_rescue(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    smudged = tmp_path / "smudged"
+    git(repo, "config", "filter.slow.smudge", f"echo x >> {smudged}; sleep 5; cat")
+    git(repo, "config", "filter.slow.clean", "cat")
+    (repo / ".gitattributes").write_text("*.txt filter=slow\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    agent = script(f"""
+        import pathlib, sys
+        ran = pathlib.Path({str(tmp_path / "ran")!r})
+        if ran.exists():
+            sys.exit(0)
+        ran.write_text("x")
+        pathlib.Path("a.txt").write_text("the agent's a\\n")
+        pathlib.Path("b.txt").write_text("the agent's b\\n")
+        sys.exit(3)
+    """)
+    (tmp_path / "herd.toml").write_text(
+        f'[[session]]\nname = "c"\ncwd = "{repo}"\ncommand = {agent}\nrestart_delay = 0\n'
+    )
+    assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+    try:
+        # (autostart began the task.) The second file's smudge runs: a.txt is reset, b.txt not yet.
+        wait_until(
+            lambda: smudged.exists() and len(smudged.read_text().split()) >= 2,
+            30,
+            "the reset to be half-way",
+        )
+        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        os.kill(daemon_pid, signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(daemon_pid) or _zombie(daemon_pid))
+        assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+        waited = _herd(tmp_path, "wait", "c", "--timeout", "60")
+        assert waited.returncode == 0, waited.stdout + waited.stderr
+        refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/herd/c/")
+        rescues = dict(line.split() for line in refs.splitlines())
+        if "refs/herd/c/rescue/1.2" in rescues:  # the new daemon rescued the half-reset tree
+            assert git(repo, "show", "refs/herd/c/rescue/1.2:a.txt") == "a\n"
+        assert "refs/herd/c/rescue/1" in rescues
+        assert git(repo, "show", "refs/herd/c/rescue/1:a.txt") == "the agent's a\n"
+        assert git(repo, "show", "refs/herd/c/rescue/1:b.txt") == "the agent's b\n"
+        found = unreachable(repo)
+        assert not [sha for sha in rescues.values() if sha in found]
+        assert git(repo, "rev-parse", "HEAD").strip() == base
+        assert git(repo, "status", "--porcelain") == ""
+        assert not (repo / ".git" / "index.lock").exists()
+        git(repo, "fsck", "--no-progress")
+    finally:
+        _herd(tmp_path, "down")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
