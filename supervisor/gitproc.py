@@ -48,6 +48,10 @@ class GitDeadline:
         self._running: subprocess.Popen[bytes] | None = None
         self.cancelled = False
 
+    def renew(self) -> None:
+        """A full budget again for the next step (a cancel stays in force)."""
+        self._ends_at = time.monotonic() + self.timeout_s
+
     def remaining_s(self) -> float:
         """Seconds left of the budget (may be negative)."""
         return self._ends_at - time.monotonic()

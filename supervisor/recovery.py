@@ -33,6 +33,22 @@ async def prepare_restart(
     one rescued and reset, whatever herd.toml says now. Returns None when a stop cancelled
     the preparation (nothing is launched then).
     """
+    # Set before the first await, so a stop from now on finds what to cancel.
+    deadline = session.preparing = gitops.GitDeadline(session.ctx.timings.git_write_timeout_s)
+    try:
+        return await _prepare(session, target, last_run, run_config, deadline)
+    finally:
+        session.preparing = None
+
+
+async def _prepare(
+    session: SessionSupervisor,
+    target: str | None,
+    last_run: int,
+    run_config: SessionConfig,
+    deadline: gitops.GitDeadline,
+) -> tuple[dict[str, str], str] | None:
+    """prepare_restart's work, under `deadline` (which a stop cancels)."""
     env_extra: dict[str, str] = {}
     cwd = run_config.cwd
     if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
@@ -45,10 +61,8 @@ async def prepare_restart(
                     last_run,
                 )
             )
-        return env_extra, resume_mode(session, last_run)
+        return None if deadline.cancelled else (env_extra, resume_mode(session, last_run))
     ref = f"refs/herd/{run_config.name}/rescue/{last_run}"
-    timeout_s = session.ctx.timings.git_write_timeout_s
-    deadline = session.preparing = gitops.GitDeadline(timeout_s)
     saved: gitops.SavedRef | None = None
     step = "rescue"
     try:
@@ -76,8 +90,7 @@ async def prepare_restart(
         step = "reset"
         target_sha = await restart_target(session, target, run_config)
         if target_sha:
-            # The reset gets a budget of its own: a slow rescue must not starve it.
-            deadline = session.preparing = gitops.GitDeadline(timeout_s)
+            deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
             kept = None
             if saved is None:  # a rescue commit's parent is HEAD: it keeps the commits already
                 kept = await anyio.to_thread.run_sync(
@@ -121,8 +134,6 @@ async def prepare_restart(
                 "rescue-failed", f"could not {step}: {exc}{left}", last_run, step=step
             )
         )
-    finally:
-        session.preparing = None
     if deadline.cancelled:
         return None
     return env_extra, resume_mode(session, last_run)

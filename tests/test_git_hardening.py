@@ -202,7 +202,8 @@ def anyio_backend() -> str:
 
 
 @pytest.mark.timeout(90)
-def test_a_crash_after_cwd_changed_rescues_the_run_s_own_tree(herd: Herd) -> None:
+@pytest.mark.parametrize("how", ["reload", "new-daemon"])
+def test_a_crash_after_cwd_changed_rescues_the_run_s_own_tree(herd: Herd, how: str) -> None:
     agents_tree = make_repo(herd.root / "agent")
     persons_tree = make_repo(herd.root / "person")
     (persons_tree / "mine.txt").write_text("a person's uncommitted work\n")
@@ -230,7 +231,12 @@ def test_a_crash_after_cwd_changed_rescues_the_run_s_own_tree(herd: Herd) -> Non
     client.call("start", name="api")
     wait_until(lambda: (agents_tree / "README.md").read_text() == "agent edit\n")
     herd.write(block.format(cwd=persons_tree, agent=agent))
-    assert client.call("reload")["changed"] == ["api"]
+    if how == "reload":
+        assert client.call("reload")["changed"] == ["api"]
+    else:  # the agent outlives its daemon; the next one reads the new herd.toml and adopts it
+        herd.stop_daemon()
+        herd.start()
+        wait_until(lambda: herd.events("api", "adopted"), what="the run adopted")
     go.write_text("crash now")
     herd.wait_state("api", "completed", timeout_s=30)
     rescue = herd.events("api", "rescue-saved")[0]["data"]
