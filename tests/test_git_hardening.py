@@ -4,6 +4,7 @@ verification is cleaned up and redone, and filter drivers cannot hold herd up.""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -394,3 +395,44 @@ def _zombie(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.Error:
         return True
+
+
+@pytest.mark.pidns
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_mid_verification_leaks_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    started, go = tmp_path / "verify-started", tmp_path / "go"
+    verify = f"test -e {go} || {{ touch {started}; sleep 599; }}"
+    (tmp_path / "herd.toml").write_text(
+        f'[[session]]\nname = "c"\ncwd = "{repo}"\ncommand = ["sleep", "600"]\n'
+        f"verify = {json.dumps(verify)}\n"
+    )
+    assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+    try:
+        wait_until(started.exists, 30, "the verification to run")
+        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        os.kill(daemon_pid, signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(daemon_pid) or _zombie(daemon_pid))
+        scratch_root = tmp_path / ".herd" / "verify" / "c"
+        assert [p for p in scratch_root.iterdir() if p.is_dir()], "the kill left a worktree"
+        go.write_text("verify passes from now on")
+        assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+        sha = git(repo, "rev-parse", "HEAD").strip()
+
+        def verified() -> bool:
+            events = [
+                json.loads(x) for x in _herd(tmp_path, "events", "--json").stdout.split("\n") if x
+            ]
+            return any(e["kind"] == "verify-passed" and e["data"]["sha"] == sha for e in events)
+
+        wait_until(verified, 30, "the checkpoint verified by the new daemon")
+        assert [p for p in scratch_root.iterdir() if p.is_dir()] == []
+        assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+        leftover = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "599" in " ".join(p.info["cmdline"] or [])
+        ]
+        assert leftover == [], "the killed verification's processes were stopped"
+    finally:
+        _herd(tmp_path, "down")
