@@ -200,6 +200,8 @@ class SessionSupervisor:
 
     async def start(self) -> str:
         """Begin a task (or return the running one's handle)."""
+        if self.record.state in ACTIVE_STATES and self.record.handle:
+            return self.record.handle  # at once, also while a restart's rescue holds the lock
         async with self._lock:
             if self.record.state in ACTIVE_STATES and self.record.handle:
                 return self.record.handle

@@ -154,6 +154,9 @@ def test_stop_does_not_wait_behind_a_rescue(herd: Herd) -> None:
     client.call("start", name="api")
     wait_until(in_filter.exists, 20, "the rescue to be inside the filter")
     began = time.monotonic()
+    assert client.call("start", name="api", socket_timeout_s=30)["handle"] == "api/1"
+    assert time.monotonic() - began < 5, "start answers at once while a rescue runs"
+    began = time.monotonic()
     client.call("stop", name="api", socket_timeout_s=30)
     assert time.monotonic() - began < 5, "stop killed the rescue's git instead of waiting"
     assert herd.status("api")["state"] == "stopped"
