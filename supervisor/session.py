@@ -284,8 +284,9 @@ class SessionSupervisor:
     async def restart(self, from_rev: str | None = None) -> str:
         """Stop (gracefully), then begin a new task; with `from_rev`, rescue and reset first."""
         async with self._lock:
-            # The worktree to rescue and reset is the one the last run ran in.
-            run_config = self.run.config if self.run is not None else self.config
+            # While its task is active, the worktree to rescue and reset is the last run's.
+            active = self.run is not None and self.record.state in ACTIVE_STATES
+            run_config = self.run.config if self.run is not None and active else self.config
             if from_rev not in (None, "last", "verified"):
                 # Check the target before anything stops: a bad --from changes nothing.
                 if not await anyio.to_thread.run_sync(gitops.is_git_repo, run_config.cwd):
