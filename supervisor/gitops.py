@@ -23,16 +23,11 @@ from pathlib import Path
 import git
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
-from agentherd.supervisor.gitproc import (
-    GitCancelled,
-    GitDeadline,
-    GitError,
-    GitTimeout,
-    run_bounded,
-    wait_index_free,
-)
-
-__all__ = ["GitCancelled", "GitDeadline", "GitError", "GitTimeout", "SavedRef"]
+from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
+from agentherd.supervisor.gitproc import GitDeadline as GitDeadline
+from agentherd.supervisor.gitproc import GitError as GitError
+from agentherd.supervisor.gitproc import GitTimeout as GitTimeout
+from agentherd.supervisor.gitproc import run_bounded, wait_index_free
 
 GIT_TIMEOUT_S = 600.0
 """Upper bound for one git command: an `add -A` or checkout of a large tree takes minutes, but
