@@ -59,6 +59,8 @@ class RunRecord(BaseModel):
     handle: str
     argv: list[str]
     mode: str = "command"
+    cwd: str | None = None
+    """Where the run was launched: its crash is rescued there, whatever herd.toml says now."""
     pid: int | None = None
     pgid: int | None = None
     create_time: float | None = None

@@ -40,6 +40,10 @@ class Timings:
     """The slow pass re-stats every session's files this often, for events inotify dropped."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
+    git_write_timeout_s: float = 120.0
+    """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
+    (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
+    changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 

@@ -19,7 +19,7 @@ from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
-from agentherd.supervisor import cgroups, server, worktree
+from agentherd.supervisor import cgroups, leftovers, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
@@ -114,6 +114,7 @@ class Daemon:
                 )
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, ControlApi(self).handle)
+                await self._clean_verify_leftovers()
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
                 async with anyio.create_task_group() as lookups:  # git folders, for the watcher
@@ -140,6 +141,18 @@ class Daemon:
                 self.socket_path.unlink(missing_ok=True)
             self._release_lock()
             log.info("daemon stopped")
+
+    async def _clean_verify_leftovers(self) -> None:
+        """Remove what a daemon killed mid-verification left; the checkpoint is verified again."""
+        repos = [s.config.cwd for s in self.sessions.values()]
+        root = self.state_dir / "verify"
+        cleaned = await anyio.to_thread.run_sync(leftovers.clean_verify_leftovers, root, repos)
+        if cleaned.worktrees or cleaned.processes:
+            self.commit_daemon_event(
+                "verify-leftovers-removed",
+                f"removed {len(cleaned.worktrees)} scratch worktree(s) and stopped "
+                f"{len(cleaned.processes)} process(es) of verifications a killed daemon left",
+            )
 
     def _add_session(
         self, config: SessionConfig, record: SessionRecord | None

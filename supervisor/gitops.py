@@ -16,12 +16,18 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import git
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
+from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
+from agentherd.supervisor.gitproc import GitDeadline as GitDeadline
+from agentherd.supervisor.gitproc import GitError as GitError
+from agentherd.supervisor.gitproc import GitTimeout as GitTimeout
+from agentherd.supervisor.gitproc import run_bounded, wait_index_free
 
 GIT_TIMEOUT_S = 600.0
 """Upper bound for one git command: an `add -A` or checkout of a large tree takes minutes, but
@@ -100,10 +106,6 @@ class NotAGitRepo(Exception):
     """The folder is not inside a git worktree (or does not exist)."""
 
 
-class GitError(RuntimeError):
-    """A git command failed; the message is one line naming the command, folder and cause."""
-
-
 def _first_line(stderr: bytes | str | None) -> str:
     """The most telling line of git's error output, for a one-line message."""
     text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
@@ -122,21 +124,19 @@ def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _run_raw(
-    cwd: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    deadline: GitDeadline | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `git <args>` in `cwd` and return the result whatever its exit status."""
-    try:
-        return subprocess.run(
-            ["git", *_CONFIG_ARGS, *args],
-            cwd=cwd,
-            env=_env(env),
-            input=stdin if stdin is not None else b"",
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git {args[0]} took over {GIT_TIMEOUT_S:.0f}s in {cwd}; killed") from exc
+    """Run `git <args>` in `cwd` and return the result whatever its exit status.
+
+    Bounded by GIT_TIMEOUT_S and by `deadline` (which can also cancel it): on either, git and
+    every filter driver it started are killed and GitError is raised.
+    """
+    argv = ["git", *_CONFIG_ARGS, *args]
+    return run_bounded(argv, cwd, _env(env), stdin or b"", GIT_TIMEOUT_S, deadline)
 
 
 def _run(
@@ -145,9 +145,10 @@ def _run(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     ok_codes: Sequence[int] = (0,),
+    deadline: GitDeadline | None = None,
 ) -> bytes:
     """Run `git <args>` in `cwd`; its stdout, or GitError with a one-line message."""
-    result = _run_raw(cwd, *args, env=env, stdin=stdin)
+    result = _run_raw(cwd, *args, env=env, stdin=stdin, deadline=deadline)
     if result.returncode not in ok_codes:
         raise GitError(f"git {args[0]} failed in {cwd}: {_first_line(result.stderr)}")
     return result.stdout
@@ -322,25 +323,87 @@ def files_touched(worktree: Path, base_sha: str, head_sha: str) -> list[str]:
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 
-def _head_or_none(top: Path) -> str | None:
+def _head_or_none(top: Path, deadline: GitDeadline | None = None) -> str | None:
     """The sha HEAD points at, or None before the first commit."""
-    out = _run(top, "rev-parse", "-q", "--verify", "HEAD^{commit}", ok_codes=(0, 1)).strip()
+    out = _run(
+        top, "rev-parse", "-q", "--verify", "HEAD^{commit}", ok_codes=(0, 1), deadline=deadline
+    ).strip()
     return out.decode("ascii") if out else None
 
 
-def save_rescue(worktree: Path, ref: str, message: str, exclude: Sequence[Path] = ()) -> str | None:
-    """Commit the dirty tree (staged, modified, untracked; not ignored) to `ref`.
+MAX_REF_COPIES = 1000
+"""`<ref>.2` ... `<ref>.1000`: a run rescued more often than this has a bigger problem."""
+
+
+@dataclass(frozen=True)
+class SavedRef:
+    """A commit herd saved on a ref of its own; `earlier` lists older copies for the same run."""
+
+    ref: str
+    sha: str
+    earlier: tuple[str, ...] = ()
+
+
+def _copies(top: Path, ref: str, deadline: GitDeadline | None) -> list[tuple[str, str, str, str]]:
+    """(name, sha, tree, parents) of `ref` and its numbered copies `ref.2`, `ref.3`..."""
+    raw = _run(
+        top,
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(tree)%00%(parent)",
+        ref,
+        f"{ref}.*",
+        deadline=deadline,
+    )
+    found = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        name, sha, tree, parents = (line.split("\0") + ["", "", ""])[:4]
+        suffix = name[len(ref) :]
+        if name == ref or (suffix.startswith(".") and suffix[1:].isdigit()):
+            found.append((name, sha, tree, parents))
+    return found
+
+
+def _create_ref(
+    top: Path, ref: str, sha: str, message: str, taken: Sequence[str], deadline: GitDeadline | None
+) -> str:
+    """Point a NEW ref at `sha`: `ref`, else the first free `ref.N`; an existing ref never moves.
+
+    The empty old value makes `update-ref` refuse, atomically, a name that exists: another
+    daemon (or a person) creating it meanwhile cannot be overwritten either.
+    """
+    for n in range(1, MAX_REF_COPIES + 1):
+        name = ref if n == 1 else f"{ref}.{n}"
+        if name in taken:
+            continue
+        if _run_raw(top, "update-ref", "-m", message, name, sha, "", deadline=deadline).returncode:
+            if _run_raw(top, "show-ref", "--verify", "-q", name, deadline=deadline).returncode:
+                raise GitError(f"git update-ref {name} failed in {top}")
+            continue  # created by someone else since we looked: take the next name
+        return name
+    raise GitError(f"{ref} has {MAX_REF_COPIES} copies in {top}; not saving another")
+
+
+def save_rescue(
+    worktree: Path,
+    ref: str,
+    message: str,
+    exclude: Sequence[Path] = (),
+    deadline: GitDeadline | None = None,
+) -> SavedRef | None:
+    """Commit the dirty tree (staged, modified, untracked; not ignored) to a NEW ref.
 
     The real index, the worktree and HEAD are left exactly as they are, no hook runs and no
     user identity is needed: the tree is built in a temporary index. Untracked paths in
     `exclude` (herd.toml living in the worktree) are not the agent's work and are left out.
-    Returns the rescue commit's sha, or None when there is nothing to save.
+    A rescue ref is never moved: when `ref` exists (the same run rescued again, e.g. by a new
+    daemon after a kill mid-reset), the commit goes on `ref.2`, `ref.3`..., unless one of them
+    already holds this very tree on this HEAD. Returns None when there is nothing to save.
     """
     paths = git_paths(worktree)
     top = paths.worktree
     if not ref.startswith("refs/") or _run_raw(top, "check-ref-format", ref).returncode != 0:
         raise ValueError(f"not a ref name for a rescue: {ref!r} (e.g. refs/herd/api/rescue/3)")
-    head = _head_or_none(top)
+    head = _head_or_none(top, deadline)
     with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         try:
@@ -349,38 +412,74 @@ def save_rescue(worktree: Path, ref: str, message: str, exclude: Sequence[Path] 
             shutil.copy2(paths.git_dir / "index", Path(tmp) / "index")
         except FileNotFoundError:
             if head is not None:
-                _run(top, "read-tree", head, env=index)
+                _run(top, "read-tree", head, env=index, deadline=deadline)
         # --ignore-errors: an unreadable file must not lose the rest (exit 1 then).
-        _run(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1))
+        _run(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1), deadline=deadline)
         for path in _inside(top, exclude):
-            _run(top, "rm", "--cached", "-q", "--ignore-unmatch", "--", path, env=index)
-        tree = _run(top, "write-tree", env=index).strip().decode("ascii")
+            _run(
+                top, "rm", "--cached", "-q", "--ignore-unmatch", "--", path, env=index,
+                deadline=deadline,
+            )  # fmt: skip
+        tree = _run(top, "write-tree", env=index, deadline=deadline).strip().decode("ascii")
     if head is None:
-        base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"")
+        base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"", deadline=deadline)
     else:
-        base_tree = _run(top, "rev-parse", f"{head}^{{tree}}")
+        base_tree = _run(top, "rev-parse", f"{head}^{{tree}}", deadline=deadline)
     if tree == base_tree.strip().decode("ascii"):
         return None
+    copies = _copies(top, ref, deadline)
+    earlier = tuple(name for name, *_ in copies)
+    for name, sha, copy_tree, parents in copies:
+        if copy_tree == tree and parents == (head or ""):
+            return SavedRef(name, sha, tuple(e for e in earlier if e != name))
     parent = ["-p", head] if head is not None else []
     commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
-    sha = _run(top, *commit_args, env=RESCUE_IDENTITY).strip().decode("ascii")
-    _run(top, "update-ref", "-m", "herd rescue", ref, sha)
-    return sha
+    sha = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline).strip().decode("ascii")
+    name = _create_ref(top, ref, sha, "herd rescue", earlier, deadline)
+    return SavedRef(name, sha, earlier)
 
 
-def reset_worktree(worktree: Path, sha: str, keep: Sequence[Path] = ()) -> None:
+def keep_head(
+    worktree: Path, ref: str, target_sha: str, deadline: GitDeadline | None = None
+) -> SavedRef | None:
+    """Before HEAD moves back to `target_sha`, save it on a new `ref` unless nothing is lost.
+
+    Nothing is lost when there is no HEAD yet or HEAD is already an ancestor of the target.
+    """
+    _check_rev(target_sha)
+    top = git_paths(worktree).worktree
+    head = _head_or_none(top, deadline)
+    if head is None:
+        return None
+    ancestor = _run_raw(top, "merge-base", "--is-ancestor", head, target_sha, deadline=deadline)
+    if ancestor.returncode == 0:
+        return None
+    copies = _copies(top, ref, deadline)
+    for name, sha, *_ in copies:
+        if sha == head:
+            return SavedRef(name, sha)
+    earlier = tuple(name for name, *_ in copies)
+    name = _create_ref(top, ref, head, "herd: kept before a reset", earlier, deadline)
+    return SavedRef(name, head, earlier)
+
+
+def reset_worktree(
+    worktree: Path, sha: str, keep: Sequence[Path] = (), deadline: GitDeadline | None = None
+) -> None:
     """`git reset --hard sha` then `git clean -fd`: ignored files stay, untracked ones go.
 
     Paths in `keep` (herd.toml when it lives in the worktree, untracked) are never cleaned.
-    Call only when no process of the run is alive: a stale `index.lock` is removed first.
+    Call only when no process of the run is alive. A leftover `index.lock` is removed only
+    when no live process may hold it (a killed daemon's `git reset` can still be running):
+    until `deadline`, we wait for it; after, GitError and nothing is reset.
     """
     full = resolve_commit(worktree, sha)
     paths = git_paths(worktree)
     top = paths.worktree
-    (paths.git_dir / "index.lock").unlink(missing_ok=True)
-    _run(top, "reset", "--hard", "--quiet", full)
+    wait_index_free(top, paths.git_dir / "index.lock", deadline)
+    _run(top, "reset", "--hard", "--quiet", full, deadline=deadline)
     excludes = [arg for path in _inside(top, keep) for arg in ("-e", "/" + path)]
-    _run(top, "clean", "-f", "-d", "--quiet", *excludes)
+    _run(top, "clean", "-f", "-d", "--quiet", *excludes, deadline=deadline)
 
 
 def _inside(top: Path, paths: Sequence[Path]) -> list[str]:
@@ -395,23 +494,57 @@ def _inside(top: Path, paths: Sequence[Path]) -> list[str]:
 
 
 @contextmanager
-def scratch_worktree(repo_worktree: Path, sha: str, dest: Path) -> Iterator[Path]:
+def scratch_worktree(
+    repo_worktree: Path, sha: str, dest: Path, deadline: GitDeadline | None = None
+) -> Iterator[Path]:
     """A detached worktree of `sha` at `dest` for the block, removed afterwards (also on error).
 
-    `git worktree prune` runs only when `remove` failed (the body deleted or broke `dest`):
-    prune also forgets every other worktree whose folder is missing right now, such as a
-    person's worktree on an unmounted disk, so it is not run when there is no need.
+    The checkout (filter drivers included) is bounded by `deadline`; a checkout that failed
+    or was killed half-way is removed too. git runs from `dest`'s parent with `--git-dir`, so
+    its process never works in the agent's worktree (a reset there would wait for it).
     """
     full = resolve_commit(repo_worktree, sha)
-    top = git_paths(repo_worktree).worktree
+    paths = git_paths(repo_worktree)
     where = Path(dest).absolute()
-    _run(top, "worktree", "add", "--detach", "--quiet", str(where), full)
+    add = ("worktree", "add", "--detach", "--quiet", str(where), full)
     try:
+        _run(where.parent, f"--git-dir={paths.git_dir}", *add, deadline=deadline)
         yield where
     finally:
-        if _run_raw(top, "worktree", "remove", "--force", str(where)).returncode != 0:
-            shutil.rmtree(where, ignore_errors=True)
-            _run_raw(top, "worktree", "prune")
+        remove_scratch(paths.worktree, where)
+
+
+def remove_scratch(top: Path, where: Path) -> None:
+    """Remove the scratch worktree at `where` and its registration, whatever state it is in.
+
+    Only this worktree's registration goes: `git worktree prune` would also forget every other
+    worktree whose folder is missing right now (a person's worktree on an unmounted disk).
+    """
+    if where.exists():
+        remove = ("worktree", "remove", "--force", "--force", str(where))
+        if _run_raw(top, *remove).returncode == 0:
+            return
+    shutil.rmtree(where, ignore_errors=True)
+    forget_worktree(git_paths(top).common_dir, where)
+
+
+def forget_worktree(common_dir: Path, where: Path) -> bool:
+    """Delete the registration (under `<common>/worktrees/`) of the worktree at `where`."""
+    admin_root = common_dir / "worktrees"
+    target = (where / ".git").absolute()
+    try:
+        admins = list(admin_root.iterdir())
+    except OSError:
+        return False
+    for admin in admins:
+        try:
+            pointer = Path((admin / "gitdir").read_text().strip())
+        except OSError:
+            continue
+        if pointer == target:
+            shutil.rmtree(admin, ignore_errors=True)
+            return True
+    return False
 
 
 def read_at(worktree: Path, rev: str, path: str, max_bytes: int | None = None) -> bytes | None:

@@ -10,6 +10,7 @@ import anyio
 from anyio.abc import Process
 
 from agentherd.sessions.agent_output import OutputParser
+from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord
 from agentherd.supervisor import logcap, procs
@@ -26,8 +27,11 @@ class LiveRun:
         folder: Path,
         parser: OutputParser,
         process: Process | None,
+        config: SessionConfig,
     ) -> None:
         self.record = record
+        self.config = config
+        """The configuration the run was launched with (a reload changes only later runs)."""
         self.identity = identity
         self.folder = folder
         self.parser = parser

@@ -322,6 +322,8 @@ class Observer:
         if since == head.sha:
             self.checkpoint = known[-1]
             self.session.touch()
+            if self.checkpoint.verified is None:  # its verification died with a daemon
+                self._submit_verification(head.sha)
             return
         try:
             new = await anyio.to_thread.run_sync(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from agentherd.sessions.agent_output import valid_session_id
+from agentherd.sessions.config import SessionConfig
 from agentherd.supervisor import gitops
 
 if TYPE_CHECKING:
@@ -16,12 +17,40 @@ if TYPE_CHECKING:
 log = logging.getLogger("herd.recovery")
 
 
+def cancel_preparation(session: SessionSupervisor) -> None:
+    """A stop never waits behind a rescue or reset: kill its git; the restart is dropped."""
+    deadline = session.preparing
+    if deadline is not None:
+        deadline.cancel()
+
+
 async def prepare_restart(
-    session: SessionSupervisor, target: str | None, last_run: int
-) -> tuple[dict[str, str], str]:
-    """Rescue the dirty tree, reset to the restart target; say whether to resume."""
+    session: SessionSupervisor, target: str | None, last_run: int, run_config: SessionConfig
+) -> tuple[dict[str, str], str] | None:
+    """Rescue the dirty tree, reset to the restart target; say whether to resume.
+
+    `run_config` is the configuration the ended run was launched with: its worktree is the
+    one rescued and reset, whatever herd.toml says now. Returns None when a stop cancelled
+    the preparation (nothing is launched then).
+    """
+    # Set before the first await, so a stop from now on finds what to cancel.
+    deadline = session.preparing = gitops.GitDeadline(session.ctx.timings.git_write_timeout_s)
+    try:
+        return await _prepare(session, target, last_run, run_config, deadline)
+    finally:
+        session.preparing = None
+
+
+async def _prepare(
+    session: SessionSupervisor,
+    target: str | None,
+    last_run: int,
+    run_config: SessionConfig,
+    deadline: gitops.GitDeadline,
+) -> tuple[dict[str, str], str] | None:
+    """prepare_restart's work, under `deadline` (which a stop cancels)."""
     env_extra: dict[str, str] = {}
-    cwd = session.config.cwd
+    cwd = run_config.cwd
     if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
         if not session.git_warned and session.observer.git_error is None:
             session.git_warned = True
@@ -32,53 +61,90 @@ async def prepare_restart(
                     last_run,
                 )
             )
-        return env_extra, resume_mode(session, last_run)
-    ref = f"refs/herd/{session.config.name}/rescue/{last_run}"
+        return None if deadline.cancelled else (env_extra, resume_mode(session, last_run))
+    ref = f"refs/herd/{run_config.name}/rescue/{last_run}"
+    saved: gitops.SavedRef | None = None
+    step = "rescue"
     try:
-        rescue_sha = await anyio.to_thread.run_sync(
+        saved = await anyio.to_thread.run_sync(
             gitops.save_rescue,
             cwd,
             ref,
             f"herd: rescue of run {last_run}",
             [session.ctx.config_path],
+            deadline,
         )
-        if rescue_sha:
-            env_extra["HERD_RESCUE_REF"] = ref
+        if saved:
+            env_extra["HERD_RESCUE_REF"] = saved.ref
+            also = f" (earlier rescues of run {last_run}: {', '.join(saved.earlier)})"
             session.commit_events(
                 session.make_event(
                     "rescue-saved",
-                    f"uncommitted work saved on {ref}",
+                    f"uncommitted work saved on {saved.ref}" + (also if saved.earlier else ""),
                     last_run,
-                    ref=ref,
-                    sha=rescue_sha,
+                    ref=saved.ref,
+                    sha=saved.sha,
+                    earlier=list(saved.earlier),
                 )
             )
-        target_sha = await restart_target(session, target)
+        step = "reset"
+        target_sha = await restart_target(session, target, run_config)
         if target_sha:
+            deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
+            kept = None
+            if saved is None:  # a rescue commit's parent is HEAD: it keeps the commits already
+                kept = await anyio.to_thread.run_sync(
+                    gitops.keep_head,
+                    cwd,
+                    f"refs/herd/{run_config.name}/before-reset/{last_run}",
+                    target_sha,
+                    deadline,
+                )
             await anyio.to_thread.run_sync(
-                gitops.reset_worktree, cwd, target_sha, [session.ctx.config_path]
+                gitops.reset_worktree, cwd, target_sha, [session.ctx.config_path], deadline
             )
             env_extra["HERD_CHECKPOINT"] = target_sha
+            kept_note = f"; the commits after it are kept on {kept.ref}" if kept else ""
             session.commit_events(
                 session.make_event(
                     "worktree-reset",
-                    f"worktree reset to {target_sha[:12]}",
+                    f"worktree reset to {target_sha[:12]}{kept_note}",
                     last_run,
                     sha=target_sha,
+                    kept_ref=kept.ref if kept else None,
+                    kept_sha=kept.sha if kept else None,
                 )
             )
-    except Exception as exc:  # a git failure must not stop the restart itself
-        log.exception("restart preparation failed for %s", session.config.name)
-        session.commit_events(
-            session.make_event("rescue-failed", f"could not rescue/reset: {exc}", last_run)
+    except gitops.GitCancelled:
+        where = (
+            "before the rescue finished; the worktree is untouched"
+            if step == "rescue"
+            else "during the reset; the worktree may be partly reset"
+            + (f" (the agent's work is on {saved.ref})" if saved else "")
         )
+        session.commit_events(
+            session.make_event("restart-cancelled", f"stopped {where}", last_run, step=step)
+        )
+        return None
+    except Exception as exc:  # a git failure must not stop the restart itself
+        log.exception("restart preparation failed for %s", run_config.name)
+        left = "; the worktree was not reset" if step == "rescue" else ""
+        session.commit_events(
+            session.make_event(
+                "rescue-failed", f"could not {step}: {exc}{left}", last_run, step=step
+            )
+        )
+    if deadline.cancelled:
+        return None
     return env_extra, resume_mode(session, last_run)
 
 
-async def restart_target(session: SessionSupervisor, target: str | None) -> str | None:
+async def restart_target(
+    session: SessionSupervisor, target: str | None, run_config: SessionConfig
+) -> str | None:
     """The commit to reset to: the last checkpoint, the last verified one, or a given one."""
-    cwd = session.config.cwd
-    wanted = target or session.config.restart_from
+    cwd = run_config.cwd
+    wanted = target or run_config.restart_from
     if wanted == "verified":
         verified = session.ctx.store.last_verified(session.config.name)
         if verified is not None:

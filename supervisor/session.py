@@ -87,6 +87,8 @@ class SessionSupervisor:
         self.run: LiveRun | None = None
         self.warnings: deque[Event] = deque(maxlen=20)
         self._lock = anyio.Lock()
+        self.preparing: gitops.GitDeadline | None = None
+        """The rescue/reset in progress before a restart, which a stop cancels."""
         self._backoff_generation = 0
         self.git_warned = False
         self._refreshing: dict[str, bool] = {}
@@ -225,6 +227,8 @@ class SessionSupervisor:
 
     async def start(self) -> str:
         """Begin a task (or return the running one's handle)."""
+        if self.record.state in ACTIVE_STATES and self.record.handle:
+            return self.record.handle  # at once, also while a restart's rescue holds the lock
         async with self._lock:
             if self.record.state in ACTIVE_STATES and self.record.handle:
                 return self.record.handle
@@ -290,6 +294,7 @@ class SessionSupervisor:
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
+        recovery.cancel_preparation(self)  # never wait behind a slow rescue or reset
         async with self._lock:
             await self._stop_locked(kill=kill, reason=reason)
 
@@ -336,14 +341,17 @@ class SessionSupervisor:
     async def restart(self, from_rev: str | None = None) -> str:
         """Stop (gracefully), then begin a new task; with `from_rev`, rescue and reset first."""
         async with self._lock:
+            # While its task is active, the worktree to rescue and reset is the last run's.
+            active = self.run is not None and self.record.state in ACTIVE_STATES
+            run_config = self.run.config if self.run is not None and active else self.config
             if from_rev not in (None, "last", "verified"):
                 # Check the target before anything stops: a bad --from changes nothing.
-                if not await anyio.to_thread.run_sync(gitops.is_git_repo, self.config.cwd):
+                if not await anyio.to_thread.run_sync(gitops.is_git_repo, run_config.cwd):
                     raise SessionError(
-                        f"{self.config.cwd} is not a git repository; --from needs one"
+                        f"{run_config.cwd} is not a git repository; --from needs one"
                     )
                 from_rev = await anyio.to_thread.run_sync(
-                    gitops.resolve_commit, self.config.cwd, from_rev
+                    gitops.resolve_commit, run_config.cwd, from_rev
                 )
             await self._refuse_if_taken(restarting=True)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
@@ -351,8 +359,12 @@ class SessionSupervisor:
             if from_rev is None:
                 await self._begin_task()
             else:
-                env_extra, mode = await recovery.prepare_restart(self, from_rev, self.record.run)
-                await self._begin_task(env_extra, mode)
+                prepared = await recovery.prepare_restart(
+                    self, from_rev, self.record.run, run_config
+                )
+                if prepared is None:  # a stop came meanwhile
+                    return self.record.handle or ""
+                await self._begin_task(*prepared)
             return self.record.handle or ""
 
     async def pause(self) -> None:
@@ -428,6 +440,7 @@ class SessionSupervisor:
             handle=self.record.handle or "",
             argv=argv,
             mode=mode,
+            cwd=str(self.config.cwd),
             tag=tag,
             cgroup=cgroup,
             started_at=iso(utc_now()),
@@ -470,6 +483,7 @@ class SessionSupervisor:
             folder,
             make_parser(self.config.agent, session_id=known_id),
             launched.process,
+            self.config,
         )
         self._watch(live)
         self.check_log_cap()
@@ -745,7 +759,13 @@ class SessionSupervisor:
         self._backoff_generation += 1
         generation = self._backoff_generation
         self.ctx.tg.start_soon(
-            self._restart_after, delay_s, generation, crashed, live.record.run, live.exit
+            self._restart_after,
+            delay_s,
+            generation,
+            crashed,
+            live.record.run,
+            live.exit,
+            live.config,
         )
 
     async def _restart_after(
@@ -755,6 +775,7 @@ class SessionSupervisor:
         crashed: bool,
         last_run: int,
         last_exit: procs.ExitInfo | None,
+        run_config: SessionConfig | None = None,
     ) -> None:
         await anyio.sleep(delay_s)
         while generation == self._backoff_generation and self.disk_full():
@@ -766,7 +787,12 @@ class SessionSupervisor:
             env_extra: dict[str, str] = {}
             mode = "command"
             if crashed:
-                env_extra, mode = await recovery.prepare_restart(self, None, last_run)
+                prepared = await recovery.prepare_restart(
+                    self, None, last_run, run_config or self.config
+                )
+                if prepared is None:  # a stop cancelled the rescue or reset: no restart
+                    return
+                env_extra, mode = prepared
             env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
             await self._launch(mode=mode, env_extra=env_extra)
 
@@ -791,7 +817,7 @@ class SessionSupervisor:
                 identity = self._identity_of(last)
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
                 parser = make_parser(self.config.agent, session_id=last.agent_session_id)
-                live = LiveRun(last, identity, folder, parser, None)
+                live = LiveRun(last, identity, folder, parser, None, self._config_of(last))
                 alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
                 if alive and (
                     identity.pid is None  # a held lock is a live run, even with no leader known
@@ -835,11 +861,23 @@ class SessionSupervisor:
                 self._set_state(State.BACKOFF, self.record.reason)
                 self._backoff_generation += 1
                 self.ctx.tg.start_soon(
-                    self._restart_after, 0.0, self._backoff_generation, True, self.record.run, None
+                    self._restart_after,
+                    0.0,
+                    self._backoff_generation,
+                    True,
+                    self.record.run,
+                    None,
+                    self._config_of(last),
                 )
             elif state in (State.STARTING, State.RUNNING, State.STOPPING, State.PAUSED):
                 # The store says active but no live run is recorded: the daemon died mid-launch.
                 self._end_task(State.FAILED, "lost", "the daemon stopped before the run started")
+
+    def _config_of(self, record: RunRecord | None) -> SessionConfig:
+        """The config a recorded run ran with, as far as it is kept: today's, in the run's cwd."""
+        if record is None or record.cwd is None or Path(record.cwd) == self.config.cwd:
+            return self.config
+        return self.config.model_copy(update={"cwd": Path(record.cwd)})
 
     # ----- logs ------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import secrets
 import shlex
 import signal
 import subprocess
@@ -13,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,17 +202,25 @@ async def run_verification(
         log_fd, start = await anyio.to_thread.run_sync(_open_log, log_path, full, started_at)
     except OSError as exc:
         return result(full, _Step(error=f"cannot write the verify log {log_path}: {exc}"))
-    dest = Path(scratch_root) / f"{full[:12]}-{secrets.token_hex(4)}"
-    scratch = gitops.scratch_worktree(worktree, full, dest)
+    # The tag names the folder too: a new daemon finding the folder left by a killed one knows
+    # which processes are provably this verification's (they carry the tag in their env).
+    tag = uuid.uuid4().hex
+    dest = Path(scratch_root) / f"{full[:12]}-{tag}"
+    checkout = gitops.GitDeadline(timeout_s)  # the checkout counts against verify_timeout
+    scratch = gitops.scratch_worktree(worktree, full, dest, checkout)
     try:
-        with anyio.CancelScope(shield=True):  # a checkout that was made must be removed
-            try:
-                await anyio.to_thread.run_sync(Path(scratch_root).mkdir, 0o777, True, True)
-                where = await anyio.to_thread.run_sync(scratch.__enter__)
-            except (OSError, ValueError, gitops.GitError) as exc:
-                return result(full, _Step(error=f"cannot check out {full}: {exc}"))
         try:
-            outcome = await _run_steps(where, full, command, setup, timeout_s, env, log_fd)
+            await anyio.to_thread.run_sync(Path(scratch_root).mkdir, 0o777, True, True)
+            where = await _checkout(scratch, checkout)
+        except gitops.GitTimeout:
+            error = f"checkout timed out after {timeout_s:g}s (verify_timeout)"
+            return result(full, _Step(timed_out=True, error=error))
+        except (OSError, ValueError, gitops.GitError) as exc:
+            return result(full, _Step(error=f"cannot check out {full}: {exc}"))
+        try:
+            outcome = await _run_steps(
+                where, full, command, setup, timeout_s, env, log_fd, tag, checkout.remaining_s()
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(scratch.__exit__, None, None, None)
@@ -220,6 +228,41 @@ async def run_verification(
     finally:
         os.close(log_fd)
     return result(full, outcome, tail)
+
+
+async def _checkout(scratch: AbstractContextManager[Path], checkout: gitops.GitDeadline) -> Path:
+    """Enter the scratch worktree; a cancellation meanwhile kills the checkout's git at once.
+
+    The thread itself is waited for (shielded): a worktree that was made must be removed,
+    here when the cancellation lands after the checkout, else by the caller.
+    """
+    where: Path | None = None
+
+    async def kill_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            checkout.cancel()  # harmless once the checkout is over: no git runs then
+
+    failed: Exception | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kill_when_cancelled)
+            with anyio.CancelScope(shield=True):
+                try:
+                    where = await anyio.to_thread.run_sync(scratch.__enter__)
+                except Exception as exc:  # raised below, not wrapped in an exception group
+                    failed = exc
+            tg.cancel_scope.cancel()
+    except BaseException:
+        if where is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(scratch.__exit__, None, None, None)
+        raise
+    if failed is not None:
+        raise failed
+    assert where is not None  # the thread returned it
+    return where
 
 
 def _open_log(log_path: Path | None, sha: str, started_at: str) -> tuple[int, int]:
@@ -241,13 +284,17 @@ async def _run_steps(
     timeout_s: float,
     env: Mapping[str, str] | None,
     log_fd: int,
+    tag: str,
+    left_s: float,
 ) -> _Step:
-    """Setup (if any) then command in `where`, within `timeout_s`; the tree is stopped after."""
-    tag = uuid.uuid4().hex
+    """Setup (if any) then command in `where` within `left_s`; the tree is stopped after.
+
+    `left_s` is what the checkout left of `timeout_s` (the limit named in messages).
+    """
     full_env = {k: v for k, v in os.environ.items() if k not in _GIT_REPOINT_VARS}
     full_env.update(env or {})
     full_env.update({"HERD_VERIFY_SHA": sha, VERIFY_TAG_VAR: tag, procs.TAG_VAR: tag})
-    deadline = anyio.current_time() + timeout_s
+    deadline = anyio.current_time() + left_s
     started: list[tuple[procs.RunIdentity, Process]] = []
     try:
         if setup is not None:

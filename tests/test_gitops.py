@@ -31,6 +31,12 @@ IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@t"]
 RESCUE_REF = "refs/herd/api/rescue/3"
 
 
+def rescue_sha(repo: Path, ref: str, message: str, exclude: list[Path] | None = None) -> str | None:
+    """The sha of the rescue commit `save_rescue` made, or None when it made none."""
+    saved = save_rescue(repo, ref, message, exclude or [])
+    return saved.sha if saved is not None else None
+
+
 def git(cwd: Path, *args: str, identity: bool = True) -> str:
     """Run git in `cwd` as the test's user; its stdout."""
     argv = ["git", *(IDENTITY if identity else []), *args]
@@ -251,7 +257,7 @@ def make_dirty(repo: Path) -> str:
 def test_save_rescue_saves_dirty_tree_and_touches_nothing(repo: Path) -> None:
     head = make_dirty(repo)
     before = snapshot(repo, repo / ".git" / "index")
-    sha = save_rescue(repo, RESCUE_REF, "rescue: run 3 crashed")
+    sha = rescue_sha(repo, RESCUE_REF, "rescue: run 3 crashed")
     assert sha is not None
     assert snapshot(repo, repo / ".git" / "index") == before
     assert git(repo, "rev-parse", RESCUE_REF).strip() == sha
@@ -274,14 +280,14 @@ def test_save_rescue_saves_dirty_tree_and_touches_nothing(repo: Path) -> None:
 def test_save_rescue_clean_tree_is_none(repo: Path) -> None:
     commit(repo, "base", {".gitignore": "*.log\n", "a": "a\n"})
     write(repo, {"ignored.log": "only ignored files\n"})
-    assert save_rescue(repo, RESCUE_REF, "nothing") is None
+    assert rescue_sha(repo, RESCUE_REF, "nothing") is None
     assert git(repo, "for-each-ref", "refs/herd") == ""
 
 
 def test_save_rescue_without_commits(repo: Path) -> None:
-    assert save_rescue(repo, RESCUE_REF, "empty") is None
+    assert rescue_sha(repo, RESCUE_REF, "empty") is None
     write(repo, {"first.txt": "1\n"})
-    sha = save_rescue(repo, RESCUE_REF, "before the first commit")
+    sha = rescue_sha(repo, RESCUE_REF, "before the first commit")
     assert sha is not None
     assert tree_files(repo, sha) == ["first.txt"]
     assert git(repo, "rev-list", "--parents", "-n1", sha).split() == [sha]  # no parent
@@ -303,7 +309,7 @@ def test_save_rescue_needs_no_identity(repo: Path, monkeypatch: pytest.MonkeyPat
     write(repo, {"a": "changed\n"})
     with pytest.raises(subprocess.CalledProcessError):
         git(repo, "commit", "-qam", "a person's commit needs an identity here", identity=False)
-    sha = save_rescue(repo, RESCUE_REF, "rescue")
+    sha = rescue_sha(repo, RESCUE_REF, "rescue")
     assert sha is not None
     assert git(repo, "show", f"{sha}:a", identity=False) == "changed\n"
 
@@ -322,7 +328,7 @@ def test_hooks_and_signing_config_do_not_matter(repo: Path, tmp_path: Path) -> N
     git(repo, "config", "commit.gpgSign", "true")
     git(repo, "config", "gpg.program", "false")
     write(repo, {"a": "dirty\n"})
-    sha = save_rescue(repo, RESCUE_REF, "rescue despite hooks")
+    sha = rescue_sha(repo, RESCUE_REF, "rescue despite hooks")
     assert sha is not None
     assert git(repo, "rev-parse", RESCUE_REF).strip() == sha
     with scratch_worktree(repo, base, tmp_path / "scratch") as dest:
@@ -336,7 +342,7 @@ def test_save_rescue_rejects_bad_ref(repo: Path) -> None:
     write(repo, {"a": "b\n"})
     for ref in ("herd/x", "refs/herd/bad..ref", "-d"):
         with pytest.raises(ValueError, match="not a ref name"):
-            save_rescue(repo, ref, "m")
+            rescue_sha(repo, ref, "m")
 
 
 # --- reset --------------------------------------------------------------------------------
@@ -396,7 +402,7 @@ def test_linked_worktree(repo: Path, tmp_path: Path) -> None:
     write(linked, {"a": "dirty\n", "u.txt": "u\n", "x.log": "ignored\n"})
     main_before = snapshot(repo, main_git / "index")
     linked_before = snapshot(linked, paths.git_dir / "index")
-    sha = save_rescue(linked, RESCUE_REF, "rescue in linked")
+    sha = rescue_sha(linked, RESCUE_REF, "rescue in linked")
     assert sha is not None
     assert snapshot(linked, paths.git_dir / "index") == linked_before
     assert snapshot(repo, main_git / "index") == main_before
@@ -508,7 +514,7 @@ def test_inherited_git_variables_do_not_redirect(
     assert cp is not None and cp.sha == base
     assert git_paths(repo).worktree == repo.resolve()
     write(repo, {"a": "dirty\n"})
-    sha = save_rescue(repo, RESCUE_REF, "rescue")
+    sha = rescue_sha(repo, RESCUE_REF, "rescue")
     reset_worktree(repo, base)
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var)
@@ -522,9 +528,9 @@ def test_rescue_leaves_out_excluded_untracked_files(repo: Path) -> None:
     """herd.toml living untracked in the worktree is not the agent's work."""
     commit(repo, "first", {"README.md": "x\n"})
     (repo / "herd.toml").write_text("[[session]]\n")
-    assert save_rescue(repo, "refs/herd/a/rescue/1", "m", [repo / "herd.toml"]) is None
+    assert rescue_sha(repo, "refs/herd/a/rescue/1", "m", [repo / "herd.toml"]) is None
     (repo / "new.txt").write_text("work\n")
-    sha = save_rescue(repo, "refs/herd/a/rescue/2", "m", [repo / "herd.toml"])
+    sha = rescue_sha(repo, "refs/herd/a/rescue/2", "m", [repo / "herd.toml"])
     assert sha is not None
     files = tree_files(repo, sha)
     assert "new.txt" in files and "herd.toml" not in files

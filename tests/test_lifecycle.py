@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import psutil
 from conftest import TEST_ID_VAR, Herd, script, wait_until
@@ -241,7 +242,13 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     before = herd.events()
     herd.stop_daemon()
     herd.start()
-    after = herd.events()
+
+    # The socket answers before the new daemon has written daemon-started: wait for it.
+    def restarted() -> list[dict[str, Any]] | None:
+        found = herd.events()
+        return found if [e["kind"] for e in found].count("daemon-started") == 2 else None
+
+    after = wait_until(restarted, what="the new daemon's daemon-started event")
     assert after[: len(before)] == before
     new = after[len(before) :]
     assert [e["kind"] for e in new].count("daemon-started") == 1
