@@ -103,19 +103,19 @@ class ControlApi:
         )
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        await self.daemon.reconciled.wait()  # states read from the store are settled
         names = request.get("names") or [
             s.config.name
             for s in self.daemon.sessions.values()
-            if s.config.autostart
-            and (
-                s.record.state == State.IDLE
-                or (s.record.state == State.STOPPED and s.record.reason == "down")
-            )
+            if s.config.autostart and (s.record.state == State.IDLE or _stopping_for_down(s))
         ]
-        started = []
-        for name in names:
-            supervisor = self._session(name)
-            started.append({"session": name, "handle": await supervisor.start()})
+        supervisors = [self._session(name) for name in names]
+        # A `herd down` whose daemon was killed mid-stop: finish those stops, then start again.
+        async with anyio.create_task_group() as tg:
+            for supervisor in supervisors:
+                if supervisor.record.state == State.STOPPING and _stopping_for_down(supervisor):
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
+        started = [{"session": s.config.name, "handle": await s.start()} for s in supervisors]
         await send(result=started)
 
     async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
@@ -319,3 +319,9 @@ class ControlApi:
                 "sessions": sorted(self.daemon.sessions),
             }
         )
+
+
+def _stopping_for_down(supervisor: SessionSupervisor) -> bool:
+    """Stopped, or being stopped, by `herd down`: the next `herd up` starts it again."""
+    record = supervisor.record
+    return record.state in (State.STOPPED, State.STOPPING) and record.reason == "down"
