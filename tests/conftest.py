@@ -112,6 +112,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     report = pidns.run_in_pidns(pyfuncitem.nodeid, pyfuncitem.config.rootpath, inner_s)
     if report.problems():
         pytest.fail(report.failure_message(), pytrace=False)
+    print(report.inner_output)  # shown with -s or -rP: figures a test printed inside
     return True
 
 

@@ -83,7 +83,8 @@ def run_in_pidns(nodeid: str, rootdir: Path, inner_timeout_s: float) -> PidnsRep
     """
     with tempfile.TemporaryDirectory(prefix="herd-pidns-") as folder:
         report_path = Path(folder) / "report.json"
-        inner = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        # -rP: what a passing test printed (the chaos figures) reaches the report too.
+        inner = [sys.executable, "-m", "pytest", "-q", "-rP", "-p", "no:cacheprovider"]
         # -m "": a test picked by its id runs even when addopts deselects its marker (slow).
         inner += ["-m", "", nodeid]
         argv = [*unshare_argv(), sys.executable, str(SENTINEL), str(report_path)]
