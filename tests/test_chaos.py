@@ -9,6 +9,7 @@ worktree leaked, the event log has no gap, the database is intact and nothing ru
 PID-namespace harness (marker pidns) checks that no signal reached anything outside the runs.
 
 `HERD_CHAOS_SEED=N` replays a run; the seed and the figures are printed (`pytest -s`).
+`HERD_CHAOS_LAUNCH_WEIGHT=6` makes kills between recording a run and spawning it likelier.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,6 +273,33 @@ verify_timeout = "30s"
             self.downs_finished_first += 1
         self.restart_daemon()
 
+    def daemon_during_launch(self) -> None:
+        """After a clean `herd down`, kill the daemon of the next `herd up` as runs launch."""
+        self.herd("down", timeout_s=120)
+        up = subprocess.Popen(
+            [HERD, "up", "--no-tui"],
+            cwd=self.root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.ups += 1
+        hit = self.wait_for(self.run_recorded_without_pid, 15.0)
+        self.kill_daemon("between recording a run and spawning it" if hit else "start-up")
+        up.wait(timeout=60)
+        self.restart_daemon()
+
+    def run_recorded_without_pid(self) -> bool:
+        """A run the store has written but not spawned yet (read-only; WAL allows it)."""
+        try:
+            uri = f"file:{self.root / '.herd/state.db'}?mode=ro"
+            with closing(sqlite3.connect(uri, uri=True)) as db:
+                rows = db.execute("SELECT data FROM runs").fetchall()
+        except sqlite3.Error:
+            return False
+        return any(
+            (run := json.loads(data))["pid"] is None and run["ended_at"] is None for (data,) in rows
+        )
+
     def restart_daemon(self) -> None:
         """`herd up`; sometimes kill the new daemon during its start-up first."""
         while self.rng.random() < 0.35:
@@ -297,6 +326,7 @@ verify_timeout = "30s"
             (self.daemon_during_rescue, 2),
             (self.daemon_during_verification, 1),
             (self.daemon_during_down, 1),
+            (self.daemon_during_launch, float(os.environ.get("HERD_CHAOS_LAUNCH_WEIGHT", 1))),
         ]
         actions, weights = zip(*moments, strict=True)
         deadline = time.monotonic() + self.plan.chaos_s
@@ -410,7 +440,7 @@ def run_chaos(root: Path, plan: Plan) -> None:
             daemon.kill()
     chaos.problems += [f"duplicate agents: {d}" for d in watch.duplicates[:20]]
     chaos.problems += git_problems(chaos, events) + event_problems(events)
-    with sqlite3.connect(root / ".herd" / "state.db") as db:
+    with closing(sqlite3.connect(root / ".herd" / "state.db")) as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     if integrity != "ok":
         chaos.problems.append(f"PRAGMA integrity_check: {integrity}")
