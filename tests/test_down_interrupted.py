@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HERD, make_repo, script, wait_until
+from conftest import HERD, Herd, make_repo, script, wait_until
+
+from agentherd.sessions.states import State
+from agentherd.supervisor.store import Change, Store, iso, utc_now
 
 
 def herd_cli(root: Path, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
@@ -113,3 +116,40 @@ stop_grace = "4s"
         assert stopped == {"stubborn": "down", "polite": "down"}, stopped
     finally:
         herd_cli(tmp_path, "down")
+
+
+def test_a_stop_whose_run_ended_before_the_daemon_died_ends_with_its_reason(herd: Herd) -> None:
+    """The store a daemon leaves when killed after writing the run's end, before the task's."""
+    go = herd.root / "go"
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {
+        script(f'''
+            import pathlib, time
+            print("ready", flush=True)
+            while not pathlib.Path({str(go)!r}).exists():
+                time.sleep(0.02)
+        ''')
+    }
+    """)
+    herd.start().call("start", name="api")
+    wait_until(lambda: herd.status("api")["last_line"] == "ready")
+    herd.stop_daemon()
+    go.write_text("go")
+    wait_until(lambda: (herd.root / ".herd/runs/api/1/exit_status").exists())
+    store = Store(herd.root / ".herd" / "state.db")
+    try:
+        record = store.sessions()["api"]
+        record.state, record.reason = State.STOPPING, "down"
+        run = store.run("api", 1)
+        assert run is not None
+        run.stop_requested, run.stop_reason = True, "down"
+        run.ended_at, run.exit_code = iso(utc_now()), 0
+        store.commit(Change(session=record, run=run))
+    finally:
+        store.close()
+    client = herd.start()
+    status = herd.wait_state("api", "stopped", "failed")
+    assert (status["state"], status["reason"]) == ("stopped", "down")
+    assert client.call("up") == [{"session": "api", "handle": "api/2"}]
