@@ -9,7 +9,6 @@ worktree leaked, the event log has no gap, the database is intact and nothing ru
 PID-namespace harness (marker pidns) checks that no signal reached anything outside the runs.
 
 `HERD_CHAOS_SEED=N` replays a run; the seed and the figures are printed (`pytest -s`).
-`HERD_CHAOS_LAUNCH_WEIGHT=6` makes kills between recording a run and spawning it likelier.
 """
 
 from __future__ import annotations
@@ -34,11 +33,14 @@ import pytest
 from conftest import HERD, PY, SIMAGENT, git, sim_repo
 
 SEED_VAR = "HERD_CHAOS_SEED"
+MOMENTS_VAR = "HERD_CHAOS_MOMENTS"
+"""Comma-separated moments to kill the daemon at (default all: any, rescue, reset,
+verification, down, launch), e.g. to look past a bug another moment hits first."""
 VERIFY_MARK = "chaos-verify"
 """An argument of the verify command, so the test can see a verification running."""
 
-RESCUE_GIT = ("add", "write-tree", "commit-tree", "update-ref", "reset", "clean", "read-tree")
-"""git subcommands the daemon runs to rescue a crashed run's tree and reset it."""
+RESCUE_GIT = ("add", "write-tree", "commit-tree", "update-ref", "read-tree")
+"""git subcommands the daemon runs to save a crashed run's dirty tree on a rescue ref."""
 
 SAMPLE_S = 0.02
 """How often the duplicate watch looks at every agent process."""
@@ -204,13 +206,13 @@ verify_timeout = "30s"
             self.daemon_kills[moment] += 1
         return bool(found)
 
-    def wait_for(self, seen: Callable[[], bool], timeout_s: float) -> bool:
+    def wait_for(self, seen: Callable[[], bool], timeout_s: float, poll_s: float = 0.003) -> bool:
         """Poll fast for a short-lived moment (a git child lives milliseconds)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if seen():
                 return True
-            time.sleep(0.003)
+            time.sleep(poll_s)
         return False
 
     def daemon_git_running(self, subcommands: tuple[str, ...]) -> bool:
@@ -232,17 +234,33 @@ verify_timeout = "30s"
 
     # ----- the moments -------------------------------------------------------------------
 
-    def kill_an_agent(self) -> psutil.Process | None:
+    def pick_agent(self) -> tuple[psutil.Process, str] | None:
+        """One live agent at random, with its session."""
         agents = self.agents()
-        if not agents:
-            return None
-        victim = self.rng.choice(agents)
+        for proc in self.rng.sample(agents, len(agents)):
+            try:
+                return proc, proc.environ()["HERD_SESSION"]
+            except (psutil.Error, KeyError):
+                continue
+        return None
+
+    def kill_agent(self, proc: psutil.Process) -> bool:
         try:
-            victim.send_signal(signal.SIGKILL)
+            proc.send_signal(signal.SIGKILL)
         except psutil.Error:
-            return None
+            return False
         self.agent_kills += 1
-        return victim
+        return True
+
+    def kill_an_agent(self) -> None:
+        picked = self.pick_agent()
+        if picked is not None:
+            self.kill_agent(picked[0])
+
+    def rescue_refs(self, session: str) -> set[Path]:
+        """Loose ref files under refs/herd/ (cheap to poll; git writes them loose)."""
+        folder = self.root / session / ".git" / "refs" / "herd"
+        return set(folder.rglob("*")) if folder.is_dir() else set()
 
     def daemon_at_random(self) -> None:
         self.kill_daemon("any time")
@@ -250,11 +268,50 @@ verify_timeout = "30s"
             self.kill_an_agent()  # it ends while no daemon runs
         self.restart_daemon()
 
+    def dirty_agent(self) -> tuple[psutil.Process, str] | None:
+        """An agent whose tree has uncommitted work right now (a crash then needs a rescue)."""
+        agents = self.agents()
+        for proc in self.rng.sample(agents, len(agents)):
+            try:
+                session = proc.environ()["HERD_SESSION"]
+            except (psutil.Error, KeyError):
+                continue
+            if git(self.root / session, "status", "--porcelain").strip():
+                return proc, session
+        return None
+
+    def crash_an_agent_with_work(self) -> tuple[str, set[Path]] | None:
+        """SIGKILL an agent, one with uncommitted work if one shows up within seconds."""
+        picked: list[tuple[psutil.Process, str] | None] = [None]
+
+        def found_dirty() -> bool:
+            picked[0] = self.dirty_agent()
+            return picked[0] is not None
+
+        if not self.wait_for(found_dirty, 5.0, poll_s=0.1):
+            picked[0] = self.pick_agent()
+        if picked[0] is None:
+            return None
+        proc, session = picked[0]
+        before = self.rescue_refs(session)
+        return (session, before) if self.kill_agent(proc) else None
+
     def daemon_during_rescue(self) -> None:
-        if self.kill_an_agent() is None:
+        """Crash an agent; kill the daemon while it saves the crashed run's tree."""
+        if self.crash_an_agent_with_work() is None:
             return
         hit = self.wait_for(lambda: self.daemon_git_running(RESCUE_GIT), 4.0)
-        self.kill_daemon("rescue/reset" if hit else "after an agent crash")
+        self.kill_daemon("rescue" if hit else "after an agent crash")
+        self.restart_daemon()
+
+    def daemon_during_reset(self) -> None:
+        """Crash an agent; kill the daemon once the rescue ref is written (reset, then spawn)."""
+        crashed = self.crash_an_agent_with_work()
+        if crashed is None:
+            return
+        session, before = crashed
+        hit = self.wait_for(lambda: bool(self.rescue_refs(session) - before), 4.0)
+        self.kill_daemon("reset, right after the rescue ref" if hit else "after an agent crash")
         self.restart_daemon()
 
     def daemon_during_verification(self) -> None:
@@ -320,19 +377,26 @@ verify_timeout = "30s"
     # ----- the run -------------------------------------------------------------------------
 
     def run(self) -> None:
-        moments = [
-            (self.kill_an_agent, 5),
-            (self.daemon_at_random, 1),
-            (self.daemon_during_rescue, 2),
-            (self.daemon_during_verification, 1),
-            (self.daemon_during_down, 1),
-            (self.daemon_during_launch, float(os.environ.get("HERD_CHAOS_LAUNCH_WEIGHT", 1))),
-        ]
-        actions, weights = zip(*moments, strict=True)
+        moments = {
+            "any": self.daemon_at_random,
+            "rescue": self.daemon_during_rescue,
+            "reset": self.daemon_during_reset,
+            "verification": self.daemon_during_verification,
+            "down": self.daemon_during_down,
+            "launch": self.daemon_during_launch,
+        }
+        chosen = os.environ.get(MOMENTS_VAR, ",".join(moments)).split(",")
         deadline = time.monotonic() + self.plan.chaos_s
         while time.monotonic() < deadline:
-            time.sleep(self.rng.uniform(0.2, 1.5))  # chaos paces itself at random on purpose
-            self.rng.choices(actions, weights)[0]()
+            # Every moment once per round, in a random order: each run covers all of them.
+            for name in self.rng.sample(chosen, len(chosen)):
+                if time.monotonic() > deadline:
+                    break
+                for _ in range(self.rng.randint(0, 2)):
+                    time.sleep(self.rng.uniform(0.1, 1.0))  # random pacing, on purpose
+                    self.kill_an_agent()
+                time.sleep(self.rng.uniform(0.1, 1.0))
+                moments[name]()
 
     def finish(self) -> list[dict[str, Any]]:
         """Let the fleet finish (or give up waiting), then read the statuses."""
@@ -350,13 +414,13 @@ verify_timeout = "30s"
 
 
 def unreachable_commits(repo: Path) -> dict[str, str]:
-    """Commits no ref reaches (reflogs ignored): sha -> 'author: subject'."""
+    """Commits no ref reaches (reflogs ignored): sha -> 'author|subject'."""
     out = git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress")
     found = {}
     for line in out.splitlines():
         kind, _, sha = line.partition(" commit ")
         if kind == "unreachable" and sha:
-            found[sha] = git(repo, "log", "-1", "--format=%an: %s", sha).strip()
+            found[sha] = git(repo, "log", "-1", "--format=%an|%s", sha).strip()
     return found
 
 
@@ -367,8 +431,9 @@ def git_problems(chaos: Chaos, events: list[dict[str, Any]]) -> list[str]:
         repo = chaos.root / name
         lost = unreachable_commits(repo)
         for sha, what in lost.items():
-            kind = "rescue" if what.startswith("herd:") else "commit"
-            problems.append(f"{name}: lost {kind} {sha[:12]} ({what})")
+            author, _, subject = what.partition("|")
+            kind = "rescue" if author == "herd" else f"commit by {author}"
+            problems.append(f"{name}: lost {kind} {sha[:12]} ({subject})")
         refs = set(git(repo, "for-each-ref", "--format=%(refname)", "refs/herd/").split())
         for event in events:
             if event["session"] == name and event["kind"] == "rescue-saved":
