@@ -245,7 +245,8 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     before = herd.events()
     herd.stop_daemon()
     herd.start()
-    after = herd.events()
+    # The socket answers before the new daemon has reconciled and written daemon-started.
+    after = wait_until(lambda: (found := herd.events())[-1]["kind"] == "daemon-started" and found)
     assert after[: len(before)] == before
     new = after[len(before) :]
     assert [e["kind"] for e in new].count("daemon-started") == 1
