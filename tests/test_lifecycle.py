@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import psutil
 import pytest
@@ -246,7 +247,12 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     herd.stop_daemon()
     herd.start()
     # The socket answers before the new daemon has reconciled and written daemon-started.
-    after = wait_until(lambda: (found := herd.events())[-1]["kind"] == "daemon-started" and found)
+
+    def restarted() -> list[dict[str, Any]] | None:
+        found = herd.events()
+        return found if "daemon-started" in [e["kind"] for e in found[len(before) :]] else None
+
+    after = wait_until(restarted)
     assert after[: len(before)] == before
     new = after[len(before) :]
     assert [e["kind"] for e in new].count("daemon-started") == 1
