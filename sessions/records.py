@@ -75,6 +75,8 @@ class RunRecord(BaseModel):
     agent_session_id: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
     stop_requested: bool = False
+    stop_reason: str | None = None
+    """Why the stop was asked (user, down, ...), so a daemon killed mid-stop ends it the same."""
 
 
 class TaskRecord(BaseModel):

@@ -100,16 +100,18 @@ class ControlApi:
         )
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        await self.daemon.reconciled.wait()  # states read from the store are settled
         names = request.get("names") or [
             s.config.name
             for s in self.daemon.sessions.values()
-            if s.config.autostart
-            and (
-                s.record.state == State.IDLE
-                or (s.record.state == State.STOPPED and s.record.reason == "down")
-            )
+            if s.config.autostart and (s.record.state == State.IDLE or _stopping_for_down(s))
         ]
         supervisors = [self._session(name) for name in names]  # an unknown name starts none
+        # A `herd down` whose daemon was killed mid-stop: finish those stops, then start again.
+        async with anyio.create_task_group() as tg:
+            for supervisor in supervisors:
+                if supervisor.record.state == State.STOPPING and _stopping_for_down(supervisor):
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
         started, refused = [], []
         for name, supervisor in zip(names, supervisors, strict=True):
             try:
@@ -356,3 +358,9 @@ async def _left_running(supervisor: SessionSupervisor) -> dict[str, Any] | None:
     if not pids:
         return None
     return {"session": supervisor.config.name, "state": str(supervisor.record.state), "pids": pids}
+
+
+def _stopping_for_down(supervisor: SessionSupervisor) -> bool:
+    """Stopped, or being stopped, by `herd down`: the next `herd up` starts it again."""
+    record = supervisor.record
+    return record.state in (State.STOPPED, State.STOPPING) and record.reason == "down"

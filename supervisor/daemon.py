@@ -55,6 +55,8 @@ class Daemon:
         self.sessions: dict[str, SessionSupervisor] = {}
         self.store: Store | None = None
         self._shutdown = anyio.Event()
+        self.reconciled = anyio.Event()
+        """Set once every session has reconciled its stored state with what still runs."""
         self.changed = anyio.Event()
         self._lock_fd: int | None = None
         self.task_group: TaskGroup | None = None
@@ -117,6 +119,7 @@ class Daemon:
                 await self._clean_verify_leftovers()
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
+                self.reconciled.set()
                 async with anyio.create_task_group() as lookups:  # git folders, for the watcher
                     for supervisor in self.sessions.values():
                         lookups.start_soon(supervisor.observer.git_paths)

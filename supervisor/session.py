@@ -304,6 +304,7 @@ class SessionSupervisor:
         run = self.run
         if run is not None and not run.exited.is_set():
             run.record.stop_requested = True
+            run.record.stop_reason = reason
             self._set_state(State.STOPPING, reason)
             self._commit(
                 self._event(
@@ -836,7 +837,8 @@ class SessionSupervisor:
                     )
                     self._watch(live)
                     if state == State.STOPPING:
-                        self.ctx.tg.start_soon(self.stop)
+                        reason = last.stop_reason or "user"
+                        self.ctx.tg.start_soon(functools.partial(self.stop, reason=reason))
                     return
                 # It ended while no daemon watched: read what it wrote, then apply policy.
                 live.exit = procs.read_exit_file(folder) or procs.ExitInfo(None, None)
@@ -853,11 +855,18 @@ class SessionSupervisor:
                 live.handled = True
                 await self._record_exit(live)
                 if state == State.STOPPING or last.stop_requested:
-                    self._end_task(State.STOPPED, "user", "stopped (while no daemon ran)")
+                    reason = last.stop_reason or "user"
+                    self._end_task(
+                        State.STOPPED, reason, f"stopped ({reason}; ended while no daemon ran)"
+                    )
                 else:
                     await self._after_exit(live)
                 return
-            if state == State.BACKOFF:
+            if state == State.STOPPING and last is not None and last.stop_requested:
+                # The daemon died after recording the run's end, before ending the task.
+                reason = last.stop_reason or "user"
+                self._end_task(State.STOPPED, reason, f"stopped ({reason})")
+            elif state == State.BACKOFF:
                 self._set_state(State.BACKOFF, self.record.reason)
                 self._backoff_generation += 1
                 self.ctx.tg.start_soon(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pidns
 import psutil
 import pytest
 
@@ -82,6 +83,37 @@ def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         psutil.wait_procs(left, timeout=5)
         if described:
             raise AssertionError(f"processes left running: {described}")
+
+
+def _inner_timeout_s(item: pytest.Item) -> float:
+    """The timeout pytest-timeout applies to `item` (its marker, else the ini value)."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0])
+    return float(item.config.getini("timeout") or 120)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Outside the namespace, a pidns test waits for its inner run: give it a longer timeout."""
+    if os.environ.get(pidns.INSIDE_VAR):
+        return
+    for item in items:
+        if item.get_closest_marker("pidns") is not None:
+            outer_s = _inner_timeout_s(item) + pidns.OUTER_EXTRA_S
+            item.add_marker(pytest.mark.timeout(outer_s), append=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A pidns test runs again inside a private PID namespace under a sentinel (tests/pidns.py)."""
+    if pyfuncitem.get_closest_marker("pidns") is None or os.environ.get(pidns.INSIDE_VAR):
+        return None  # the body runs here, normally
+    inner_s = _inner_timeout_s(pyfuncitem) - pidns.OUTER_EXTRA_S  # undo the outer extension
+    report = pidns.run_in_pidns(pyfuncitem.nodeid, pyfuncitem.config.rootpath, inner_s)
+    if report.problems():
+        pytest.fail(report.failure_message(), pytrace=False)
+    print(report.inner_output)  # shown with -s or -rP: figures a test printed inside
+    return True
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -120,6 +120,7 @@ def running(status: dict[str, Any]) -> bool:
     return status["state"] == "running" and status["pid"] is not None
 
 
+@pytest.mark.pidns
 @pytest.mark.anyio
 async def test_rows_appear_and_start_stop_restart_kill_drive_the_daemon(
     fleet: tuple[Path, Client],
@@ -173,6 +174,7 @@ async def test_rows_appear_and_start_stop_restart_kill_drive_the_daemon(
         assert alpha["handle"] == "alpha/1"
 
 
+@pytest.mark.pidns
 @pytest.mark.anyio
 async def test_kill_answered_no_leaves_the_agent_running_and_the_table_live(
     fleet: tuple[Path, Client],

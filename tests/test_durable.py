@@ -56,6 +56,7 @@ def events_of(cwd: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+@pytest.mark.pidns
 @pytest.mark.timeout(180)
 def test_kill_9_of_the_daemon_readopts_live_agents_and_restarts_a_dead_one(
     tmp_path: Path,
@@ -297,6 +298,7 @@ def test_restart_from_a_sha_rescues_and_resets_on_demand(herd: Herd) -> None:
     assert bad.returncode == 2 and "no commit" in bad.stderr
 
 
+@pytest.mark.pidns
 def test_stop_leaves_no_setsid_or_double_forked_descendant(herd: Herd) -> None:
     pids_file = herd.root / "pids"
     herd.write(f"""
@@ -343,6 +345,7 @@ def _tagged() -> list[int]:
     return found
 
 
+@pytest.mark.pidns
 def test_leftovers_of_an_exited_run_are_swept_before_the_restart(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
@@ -424,6 +427,7 @@ def test_a_restart_storm_cannot_happen_with_zero_delay_and_a_crash_loop(herd: He
     assert status["reason"] == "crash-loop" and status["run"] == 4
 
 
+@pytest.mark.pidns
 def test_an_exit_nobody_saw_is_null_and_counts_as_a_crash(herd: Herd) -> None:
     repo = make_repo(herd.root / "repo")
     herd.write(f"""
@@ -448,6 +452,7 @@ def test_an_exit_nobody_saw_is_null_and_counts_as_a_crash(herd: Herd) -> None:
     herd.client.call("stop", name="lost", socket_timeout_s=None)
 
 
+@pytest.mark.pidns
 def test_an_unseen_exit_after_a_success_result_is_a_success(herd: Herd) -> None:
     repo = make_repo(herd.root / "repo")
     herd.write(f"""
@@ -477,6 +482,7 @@ def test_an_unseen_exit_after_a_success_result_is_a_success(herd: Herd) -> None:
     assert status["exit_code"] is None, "never invented"
 
 
+@pytest.mark.pidns
 def test_a_process_that_forks_while_being_killed_is_still_stopped(herd: Herd) -> None:
     herd.write(f"""
         [[session]]

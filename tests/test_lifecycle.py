@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 import psutil
+import pytest
 from conftest import TEST_ID_VAR, Herd, script, wait_until
 
 SLEEPER = script("""
@@ -117,6 +118,7 @@ def test_backoff_doubles_and_a_crash_loop_ends_failed(herd: Herd) -> None:
     assert status["run"] == 5 and status["handle"] == "crashy/1"
 
 
+@pytest.mark.pidns
 def test_stop_escalates_to_sigkill_for_a_child_that_ignores_sigterm(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
@@ -144,6 +146,7 @@ def test_stop_escalates_to_sigkill_for_a_child_that_ignores_sigterm(herd: Herd) 
     assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == "zombie"
 
 
+@pytest.mark.pidns
 def test_kill_is_immediate(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
@@ -192,6 +195,7 @@ def test_spawn_failure_fails_that_session_and_the_others_run(herd: Herd) -> None
     assert herd.wait_state("fine", "running")["pid"]
 
 
+@pytest.mark.pidns
 def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
@@ -230,6 +234,7 @@ def test_a_handle_names_its_task_after_the_session_moved_on(herd: Herd) -> None:
     assert first["state"] == "completed" and first["handle"] == "api/1"
 
 
+@pytest.mark.pidns
 def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
@@ -256,6 +261,7 @@ def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     assert herd.status("api")["state"] == "completed"
 
 
+@pytest.mark.pidns
 def test_twenty_concurrent_restarts_leave_exactly_one_agent(herd: Herd) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

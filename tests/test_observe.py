@@ -152,6 +152,7 @@ def test_a_failing_checkpoint_that_claims_done_is_flagged(herd: Herd) -> None:
     assert "verify:        exit 1 after" in shown and "2 failed" in shown
 
 
+@pytest.mark.pidns
 def test_a_hanging_verify_times_out_and_its_tree_is_killed(herd: Herd) -> None:
     repo = make_repo(herd.root / "repo")
     verify = json.dumps([PY, "-c", "import time; time.sleep(60)"])

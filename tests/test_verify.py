@@ -219,6 +219,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.pidns
 @pytest.mark.anyio
 async def test_timeout_kills_the_whole_tree(repo: Path, tmp_path: Path) -> None:
     """A setsid grandchild that ignores SIGTERM is killed too; the result says timed out."""

@@ -209,7 +209,8 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
         for what, names_changed in changes.items():
             if names_changed:
                 click.echo(f"herd.toml: {what.replace('_', ' ')}: {', '.join(names_changed)}")
-    result = client.call("up", names=list(names) or None)
+    # No socket timeout: `up` first finishes the stops of a `herd down` that was cut short.
+    result = client.call("up", names=list(names) or None, socket_timeout_s=None)
     if no_tui or not sys.stdout.isatty():
         statuses = client.call("ls")
         active = sum(1 for s in statuses if s["state"] in ACTIVE_STATES)
