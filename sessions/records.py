@@ -52,8 +52,8 @@ EVENT_KINDS: dict[str, str] = {
     "resumed": "the whole run was continued with SIGCONT",
     "restart-scheduled": "the session waits in backoff before its next run; "
     "data: delay_s, crashed, step",
-    "restart-cancelled": "a stop came while a restart was rescuing or resetting the worktree; "
-    "data: step",
+    "restart-cancelled": "a stop came while a restart was saving or resetting the worktree; "
+    "no run starts; data: step",
     "rescue-saved": "uncommitted work of a crashed run was saved on a git ref; "
     "data: ref, sha, earlier",
     "worktree-reset": "the worktree was reset to a checkpoint before the restart; "
@@ -88,8 +88,8 @@ EVENT_KINDS: dict[str, str] = {
     "the restart goes on; data: step",
     "resume-refused": "the agent's session id looked unsafe for argv; `command` runs instead "
     "of `resume`",
-    "log-capped": "output was dropped to keep the logs within log_max_bytes; "
-    "data: dropped_bytes, final",
+    "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
+    "deleted, or the running log's middle cut (data: dropped_bytes, final)",
     # named by the contract; nothing emits them yet
     "budget-warning": "a budget reached its warn_at fraction",
     "budget-stop": "a budget is spent; the task is stopped",
