@@ -355,3 +355,8 @@ def status_field_names(herd: Herd) -> set[str]:
 
 def test_every_status_field_is_documented(herd: Herd) -> None:
     assert_same(flat("Status fields"), status_field_names(herd), "status fields")
+
+
+def test_the_readme_links_the_reference() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/reference.md)" in readme and "CONTRACT.md" not in readme
