@@ -34,6 +34,84 @@ WARNING_KINDS = frozenset(
 )
 """Event kinds that are warnings: shown in a session's status and its report."""
 
+EVENT_KINDS: dict[str, str] = {
+    # the daemon (no session)
+    "daemon-started": "the daemon is up and has re-adopted or settled every session",
+    "daemon-stopping": "`herd down` stopped the sessions; the daemon exits next",
+    "config-reloaded": "herd.toml was read again: sessions added, changed or removed",
+    "disk-full": "the state disk was full; the changes held in memory meanwhile are now written",
+    "verify-leftovers-removed": "scratch worktrees and processes of a killed daemon's "
+    "verifications were removed",
+    # a task and its runs
+    "task-started": "a task began (`start`, `restart`, `up` or autostart); data: handle",
+    "run-started": "a run was launched; data: pid, argv, mode (command or resume)",
+    "run-exited": "a run ended; data: exit_code, signal, outcome",
+    "adopted": "a new daemon took over a run that was still alive; data: pid",
+    "stopping": "herd is stopping the run (stop signal, grace, then SIGKILL); data: kill",
+    "paused": "the whole run was stopped with SIGSTOP",
+    "resumed": "the whole run was continued with SIGCONT",
+    "restart-scheduled": "the session waits in backoff before its next run; "
+    "data: delay_s, crashed, step",
+    "restart-cancelled": "a stop came while a restart was saving or resetting the worktree; "
+    "no run starts; data: step",
+    "rescue-saved": "uncommitted work of a crashed run was saved on a git ref; "
+    "data: ref, sha, earlier",
+    "worktree-reset": "the worktree was reset to a checkpoint before the restart; "
+    "data: sha, kept_ref, kept_sha",
+    "no-verified-checkpoint": "restart_from = verified found no verified checkpoint; "
+    "the last one is used",
+    "completed": "the task ended completed; data: reason, handle",
+    "failed": "the task ended failed; data: reason, handle",
+    "stopped": "the task ended stopped; data: reason, handle",
+    # what the session's own files say
+    "checkpoint": "a new commit in the session's worktree; data: sha, subject, files",
+    "verify-passed": "`verify` passed on a checkpoint; data: sha, duration_s",
+    "verify-failed": "`verify` failed on a checkpoint; data: sha, exit_code, timed_out, "
+    "output_tail",
+    "plan-baseline": "the first plan seen, against which every later change is judged; "
+    "data: passing, total",
+    "plan-approved": "a person adopted the changed plan as the new baseline; data: passing, total",
+    "plan-rejected": "a person had the baseline plan written back",
+    "plan-invalid": "the plan file cannot be read; the last good plan is kept",
+    "plan-tampered": "the plan changed in a way its rules forbid; data: changed_items",
+    "claims-done-but-fails": "a checkpoint marks plan items passing but fails `verify`; "
+    "data: sha, items",
+    "stalled": "no output, progress entry or commit for `budget.stall`; data: idle_s",
+    "out-of-scope": "a checkpoint changes files outside `scope`; data: sha, files",
+    "early-exit": "until-done: a run exited cleanly but no new plan item passes",
+    "progress-invalid": "the progress file cannot be read; the last entries are kept",
+    # herd could not do all it meant to
+    "not-a-git-repo": "the session's folder is not a git repository: no checkpoints, "
+    "verification, rescue or reset",
+    "git-unavailable": "git could not be read in the session's folder, or it has no commit yet",
+    "rescue-failed": "saving or resetting the worktree before a restart failed; "
+    "the restart goes on; data: step",
+    "resume-refused": "the agent's session id looked unsafe for argv; `command` runs instead "
+    "of `resume`",
+    "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
+    "deleted, or the running log's middle cut (data: dropped_bytes, final)",
+    # named by the contract; nothing emits them yet
+    "budget-warning": "a budget reached its warn_at fraction",
+    "budget-stop": "a budget is spent; the task is stopped",
+    "rate-limited": "the agent hit a rate limit",
+    "repeated-failure": "verification keeps failing the same way",
+    "burn-without-progress": "spend grows while no plan item passes",
+    "notify-failed": "the notify command could not be run",
+}
+"""Every event kind herd writes, with its meaning in one line (docs/reference.md lists them)."""
+
+RESERVED_EVENT_KINDS = frozenset(
+    {
+        "budget-warning",
+        "budget-stop",
+        "rate-limited",
+        "repeated-failure",
+        "burn-without-progress",
+        "notify-failed",
+    }
+)
+"""Kinds in EVENT_KINDS that the contract names but no code emits yet."""
+
 
 class Event(BaseModel):
     """One line of the append-only event log; `seq` is the cursor clients follow."""

@@ -56,3 +56,31 @@ def task_state(state: State) -> str:
 WAIT_EXIT_CODES = {State.COMPLETED: 0, State.FAILED: 1, State.STOPPED: 3}
 """`herd wait` exit codes by how the task ended; 124 means the wait timed out."""
 WAIT_TIMEOUT_EXIT = 124
+
+REASONS: dict[str, str] = {
+    "user": "a person stopped, killed, restarted or paused it",
+    "down": "`herd down` stopped it; the next `herd up` starts it again",
+    "crashed": "backoff: the run failed; the next run starts after the delay",
+    "exited": "backoff: the run exited cleanly and the restart policy runs it again",
+    "disk-full": "backoff: the run ended while the disk was full; the restart waits for "
+    "space and is not counted as a crash",
+    "crash-loop": "failed: max_crashes crashes within crash_window",
+    "no-progress": "failed: until-done ran 3 clean runs in a row that passed no new plan item",
+    "spawn-failed": "failed: the command could not be started",
+    "run-folder-busy": "failed: processes of a run no state remembers still hold the run's folder",
+    "unkillable": "failed: processes of the run survived SIGKILL",
+    "lost": "failed: the daemon stopped after recording a run, before it started",
+    "agent-error": "failed (restart = never): the agent reported an error as its result",
+    "rate-limit": "failed (restart = never): the agent reported a rate limit",
+    "no-result": "failed (restart = never): a claude or amp run exited 0 without its result line",
+    "exit unknown": "failed (restart = never): the run ended unwatched and left no exit status",
+}
+"""Every fixed `reason` a state can carry, with its meaning in one line."""
+
+REASON_PATTERNS: dict[str, str] = {
+    "budget:<dimension>": "stopped: that budget dimension is spent (wall_time, tokens, "
+    "cost_usd, turns or restarts)",
+    "exit <code>": "failed (restart = never): the run exited with this code",
+    "signal <name>": "failed (restart = never): this signal ended the run",
+}
+"""Reasons with a variable part: the text before `<` is fixed."""
