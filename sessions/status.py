@@ -7,6 +7,7 @@ of CONTRACT.md, so the JSON on the wire and from `--json` keeps its shape.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from pydantic import (
@@ -55,7 +56,7 @@ VERIFY_TAIL_LINES = 5
 class Wire(BaseModel):
     """A reply object: unknown fields from a newer daemon are ignored, absent optionals dropped."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     omit_if_none: ClassVar[frozenset[str]] = frozenset()
     """Fields left out of the JSON when None (they were never sent as null)."""
@@ -317,33 +318,39 @@ class Snapshot(Wire):
     at: str | None = None
 
 
-REPLIES: dict[str, TypeAdapter[Any]] = {
-    "ls": TypeAdapter(list[SessionStatus]),
-    "start": TypeAdapter(StartReply),
-    "restart": TypeAdapter(StartReply),
-    "up": TypeAdapter(list[UpStarted]),
-    "stop": TypeAdapter(SessionStatus),
-    "pause": TypeAdapter(SessionStatus),
-    "resume": TypeAdapter(SessionStatus),
-    "approve": TypeAdapter(SessionStatus),
-    "reject": TypeAdapter(SessionStatus),
-    "wait": TypeAdapter(WaitReply),
-    "events": TypeAdapter(list[Event]),
-    "subscribe": TypeAdapter(Snapshot),
-    "log_info": TypeAdapter(LogInfoReply),
-    "report": TypeAdapter(ReportReply),
-    "down": TypeAdapter(DownReply),
-    "shutdown": TypeAdapter(ShutdownReply),
-    "reload": TypeAdapter(ReloadReply),
-    "info": TypeAdapter(DaemonInfo),
+REPLIES: dict[str, Any] = {
+    "ls": list[SessionStatus],
+    "start": StartReply,
+    "restart": StartReply,
+    "up": list[UpStarted],
+    "stop": SessionStatus,
+    "pause": SessionStatus,
+    "resume": SessionStatus,
+    "approve": SessionStatus,
+    "reject": SessionStatus,
+    "wait": WaitReply,
+    "events": list[Event],
+    "subscribe": Snapshot,
+    "log_info": LogInfoReply,
+    "report": ReportReply,
+    "down": DownReply,
+    "shutdown": ShutdownReply,
+    "reload": ReloadReply,
+    "info": DaemonInfo,
 }
-"""The model of each operation's reply (of each streamed item for `subscribe`); `status` has
+"""The type of each operation's reply (of each streamed item for `subscribe`); `status` has
 `parse_status`, and an `events -f` item is one `Event`."""
+
+
+@functools.cache
+def _adapter(op: str) -> TypeAdapter[Any]:
+    """Built on first use: a CLI command pays only for the reply it reads."""
+    return TypeAdapter(REPLIES[op])
 
 
 def parse_reply(op: str, value: Any) -> Any:
     """A reply (or a streamed `subscribe` item) of `op` as its model."""
-    return REPLIES[op].validate_python(value)
+    return _adapter(op).validate_python(value)
 
 
 def parse_status(value: Any) -> list[SessionStatus] | SessionStatus | TaskStatus:
