@@ -535,7 +535,7 @@ class Observer:
 
     def _stored_checkpoint(self) -> Checkpoint | None:
         """The newest checkpoint the store knows (looked up once, until git is read)."""
-        if self._status_cache.get("checkpoint", "") == "":
+        if "checkpoint" not in self._status_cache:
             found = self.session.ctx.store.checkpoints(self.config.name, limit=1)
             self._status_cache["checkpoint"] = found[-1] if found else None
         cached: Checkpoint | None = self._status_cache["checkpoint"]

@@ -104,3 +104,19 @@ def test_status_json_is_the_model_with_every_field(herd: Herd) -> None:
 
     task = herd.cli("status", "api/1", "--json")
     assert json.loads(task.stdout)["handle"] == "api/1"
+
+
+def test_every_operation_has_a_reply_model() -> None:
+    """No reply goes untyped: each operation the daemon answers names the model of its reply."""
+    from agentherd.sessions.status import REPLIES
+    from agentherd.supervisor.opargs import ARGS
+
+    assert set(ARGS) == set(REPLIES) | {"status"}  # status: parse_status picks one of three
+
+
+def test_status_and_report_close_warnings_by_the_same_rule() -> None:
+    """The warning records (status) and the report's open warnings use one closing table."""
+    from agentherd.sessions.open_warnings import CLOSED_BY
+    from agentherd.sessions.report import RESOLVED_BY
+
+    assert CLOSED_BY == RESOLVED_BY
