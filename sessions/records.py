@@ -152,6 +152,8 @@ class RunRecord(BaseModel):
     outcome: str | None = None
     agent_session_id: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
+    last_line: str = ""
+    """The run's last line of output a person can read, kept for the status after it ended."""
     stop_requested: bool = False
     stop_reason: str | None = None
     """Why the stop was asked (user, down, ...), so a daemon killed mid-stop ends it the same."""

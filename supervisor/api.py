@@ -12,8 +12,24 @@ import anyio
 from agentherd.sessions.states import (
     TERMINAL_STATES,
     WAIT_EXIT_CODES,
+    WAIT_TIMEOUT_EXIT,
     State,
     task_state,
+)
+from agentherd.sessions.status import (
+    DaemonInfo,
+    DownReply,
+    LeftRunning,
+    LogInfoReply,
+    ReloadReply,
+    ReportReply,
+    SessionStatus,
+    ShutdownReply,
+    Snapshot,
+    StartReply,
+    TaskStatus,
+    UpStarted,
+    WaitReply,
 )
 from agentherd.supervisor import procs, server
 from agentherd.supervisor.context import Timings
@@ -53,17 +69,21 @@ class ControlApi:
         except SessionError as exc:
             raise ApiError("bad-state", str(exc)) from None
 
+    def _statuses(self) -> list[dict[str, Any]]:
+        """Every session's status, as JSON."""
+        return [s.status().to_json() for s in self.daemon.sessions.values()]
+
     async def op_ls(self, request: dict[str, Any], send: server.Sender) -> None:
-        await send(result=[s.status() for s in self.daemon.sessions.values()])
+        await send(result=self._statuses())
 
     async def op_status(self, request: dict[str, Any], send: server.Sender) -> None:
         target = request.get("target")
         if not target:
-            await send(result=[s.status() for s in self.daemon.sessions.values()])
+            await send(result=self._statuses())
             return
-        await send(result=self._target_status(str(target)))
+        await send(result=self._target_status(str(target)).to_json())
 
-    def _target_status(self, target: str) -> dict[str, Any]:
+    def _target_status(self, target: str) -> SessionStatus | TaskStatus:
         """A session's status, or a task's when given a handle like api/3."""
         if "/" not in target:
             return self._session(target).status()
@@ -77,27 +97,21 @@ class ControlApi:
             raise ApiError(
                 "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
             )
-        return {
-            "session": name,
-            "handle": target,
-            "run": task.first_run,
-            "state": task.state,
-            "task_state": task_state(task.state),
-            "reason": task.reason,
-            "started_at": task.started_at,
-            "ended_at": task.ended_at,
-        }
+        return TaskStatus(
+            session=name,
+            handle=target,
+            run=task.first_run,
+            state=task.state,
+            task_state=task_state(task.state),
+            reason=task.reason,
+            started_at=task.started_at,
+            ended_at=task.ended_at,
+        )
 
     async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         handle = await supervisor.start()
-        await send(
-            result={
-                "handle": handle,
-                "session": supervisor.config.name,
-                "state": str(supervisor.record.state),
-            }
-        )
+        await send(result=_started(supervisor, handle))
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
         await self.daemon.reconciled.wait()  # states read from the store are settled
@@ -115,7 +129,7 @@ class ControlApi:
         started, refused = [], []
         for name, supervisor in zip(names, supervisors, strict=True):
             try:
-                started.append({"session": name, "handle": await supervisor.start()})
+                started.append(UpStarted(session=name, handle=await supervisor.start()).to_json())
             except SessionError as exc:  # the others still start; the refusal is reported
                 refused.append(str(exc))
         if refused:
@@ -132,7 +146,7 @@ class ControlApi:
             )
         else:
             await supervisor.stop(kill=kill)
-        await send(result=supervisor.status())
+        await send(result=supervisor.status().to_json())
 
     async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
@@ -141,23 +155,17 @@ class ControlApi:
             handle = await supervisor.restart(source)
         except ValueError as exc:
             raise ApiError("bad-request", str(exc)) from None
-        await send(
-            result={
-                "handle": handle,
-                "session": supervisor.config.name,
-                "state": str(supervisor.record.state),
-            }
-        )
+        await send(result=_started(supervisor, handle))
 
     async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         await supervisor.pause()
-        await send(result=supervisor.status())
+        await send(result=supervisor.status().to_json())
 
     async def op_resume(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         await supervisor.resume_run()
-        await send(result=supervisor.status())
+        await send(result=supervisor.status().to_json())
 
     async def op_wait(self, request: dict[str, Any], send: server.Sender) -> None:
         target = str(request.get("target") or "")
@@ -174,26 +182,19 @@ class ControlApi:
             if task is None:
                 raise ApiError("unknown-handle", f"no task {handle!r}")
             if task.state in TERMINAL_STATES:
-                await send(
-                    result={
-                        "handle": handle,
-                        "state": str(task.state),
-                        "reason": task.reason,
-                        "exit": WAIT_EXIT_CODES[State(task.state)],
-                    }
+                exit_code = WAIT_EXIT_CODES[State(task.state)]
+                reply = WaitReply(
+                    handle=handle, state=task.state, reason=task.reason, exit=exit_code
                 )
+                await send(result=reply.to_json())
                 return
             changed = self.daemon.changed
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                await send(
-                    result={
-                        "handle": handle,
-                        "state": str(task.state),
-                        "reason": task.reason,
-                        "exit": 124,
-                    }
+                reply = WaitReply(
+                    handle=handle, state=task.state, reason=task.reason, exit=WAIT_TIMEOUT_EXIT
                 )
+                await send(result=reply.to_json())
                 return
             with anyio.move_on_after(min(remaining or 1.0, 1.0)):
                 await changed.wait()
@@ -226,12 +227,8 @@ class ControlApi:
             version = sum(s.version for s in self.daemon.sessions.values())
             if version != last_version:
                 last_version = version
-                await send(
-                    stream={
-                        "sessions": [s.status() for s in self.daemon.sessions.values()],
-                        "at": iso(utc_now()),
-                    }
-                )
+                sessions = [s.status() for s in self.daemon.sessions.values()]
+                await send(stream=Snapshot(sessions=sessions, at=iso(utc_now())).to_json())
             await anyio.sleep(SNAPSHOT_INTERVAL_S)
 
     async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
@@ -241,16 +238,15 @@ class ControlApi:
         progress = supervisor.config.progress
         live = supervisor.run is not None and not supervisor.run.exited.is_set()
         path = run_dir(self.daemon.state_dir, supervisor.config.name, number) / OUTPUT_FILE
-        await send(
-            result={
-                "run": number or None,
-                "path": str(path) if number else None,
-                "current_run": supervisor.record.run,
-                "live": live and number == supervisor.record.run,
-                "progress": str(supervisor.config.cwd / progress) if progress else None,
-                "state": str(supervisor.record.state),
-            }
+        reply = LogInfoReply(
+            run=number or None,
+            path=str(path) if number else None,
+            current_run=supervisor.record.run,
+            live=live and number == supervisor.record.run,
+            progress=str(supervisor.config.cwd / progress) if progress else None,
+            state=supervisor.record.state,
         )
+        await send(result=reply.to_json())
 
     async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
         """Adopt the current plan as the session's baseline (a person accepted the change)."""
@@ -268,7 +264,7 @@ class ControlApi:
                 total=observer.plan_current.total,
             )
         )
-        await send(result=supervisor.status())
+        await send(result=supervisor.status().to_json())
 
     async def op_reject(self, request: dict[str, Any], send: server.Sender) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
@@ -287,11 +283,11 @@ class ControlApi:
                 f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
             )
         )
-        await send(result=supervisor.status())
+        await send(result=supervisor.status().to_json())
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
-        await send(result=await session_report(supervisor))
+        await send(result=ReportReply.model_validate(await session_report(supervisor)).to_json())
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
         """Stop every session gracefully, then the daemon; name whatever could not be stopped."""
@@ -305,38 +301,32 @@ class ControlApi:
         message = "daemon stopping (herd down)"
         if left:
             message += "; still running: " + "; ".join(
-                f"{e['session']} (pids {', '.join(map(str, e['pids']))})" for e in left
+                f"{e.session} (pids {', '.join(map(str, e.pids))})" for e in left
             )
         self.daemon.commit_daemon_event("daemon-stopping", message)
-        await send(
-            result={
-                "stopped": [s.status() for s in supervisors],
-                "left": left,
-                "waited_s": waited_s,
-            }
-        )
+        stopped = [s.status() for s in supervisors]
+        await send(result=DownReply(stopped=stopped, left=left, waited_s=waited_s).to_json())
         self.daemon.request_shutdown()
 
     async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
         """Exit the daemon and leave the agents running."""
-        await send(result={"pid": os.getpid()})
+        await send(result=ShutdownReply(pid=os.getpid()).to_json())
         self.daemon.request_shutdown()
 
     async def op_reload(self, request: dict[str, Any], send: server.Sender) -> None:
-        await send(result=await self.daemon.reload())
+        await send(result=ReloadReply.model_validate(await self.daemon.reload()).to_json())
 
     async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
-        await send(
-            result={
-                "version": HERD_VERSION,
-                "pid": os.getpid(),
-                "config": str(self.daemon.config.path),
-                "state_dir": str(self.daemon.state_dir),
-                "started_at": self.daemon.started_at,
-                "reconcile_passes": self.daemon.reconcile_passes,
-                "sessions": sorted(self.daemon.sessions),
-            }
+        info = DaemonInfo(
+            version=HERD_VERSION,
+            pid=os.getpid(),
+            config=str(self.daemon.config.path),
+            state_dir=str(self.daemon.state_dir),
+            started_at=self.daemon.started_at,
+            reconcile_passes=self.daemon.reconcile_passes,
+            sessions=sorted(self.daemon.sessions),
         )
+        await send(result=info.to_json())
 
 
 def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float:
@@ -346,7 +336,13 @@ def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float
     return max(0.0, longest_grace_s + 2 * timings.kill_wait_s + timings.down_margin_s)
 
 
-async def _left_running(supervisor: SessionSupervisor) -> dict[str, Any] | None:
+def _started(supervisor: SessionSupervisor, handle: str) -> dict[str, Any]:
+    """The reply of `start` and `restart`."""
+    reply = StartReply(handle=handle, session=supervisor.config.name, state=supervisor.record.state)
+    return reply.to_json()
+
+
+async def _left_running(supervisor: SessionSupervisor) -> LeftRunning | None:
     """The session and the pids of its run that are still alive after a stop, or None."""
     run = supervisor.run
     if run is None:
@@ -357,7 +353,7 @@ async def _left_running(supervisor: SessionSupervisor) -> dict[str, Any] | None:
     pids = sorted(p.pid for p in await anyio.to_thread.run_sync(procs.run_processes, run.identity))
     if not pids:
         return None
-    return {"session": supervisor.config.name, "state": str(supervisor.record.state), "pids": pids}
+    return LeftRunning(session=supervisor.config.name, state=supervisor.record.state, pids=pids)
 
 
 def _stopping_for_down(supervisor: SessionSupervisor) -> bool:

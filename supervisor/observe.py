@@ -25,6 +25,12 @@ from agentherd.sessions.plan import (
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.scope import outside
+from agentherd.sessions.status import (
+    CheckpointStatus,
+    PlanStatus,
+    ProgressStatus,
+    VerificationStatus,
+)
 from agentherd.supervisor import agentfiles, gitops
 from agentherd.supervisor.store import StoreUnavailable, iso
 
@@ -102,6 +108,8 @@ class Observer:
         self._verify_submit: Submit | None = None
         self.verification: dict[str, Any] | None = None
         """The newest verification result, shown with the checkpoint it belongs to."""
+        self._status_cache: dict[str, Any] = {}
+        """What the status read from the store once: the last checkpoint, a verification."""
         baseline = session.record.plan_baseline
         self.plan_baseline = Plan.from_json(baseline) if baseline else None
 
@@ -492,32 +500,58 @@ class Observer:
     # ----- status ---------------------------------------------------------------------------
 
     def status_fields(self) -> dict[str, Any]:
-        """The `plan`, `progress` and `checkpoint` objects of `herd status --json`."""
-        plan: dict[str, Any] | None = None
+        """The `plan`, `progress`, `checkpoint` and `git_note` fields of `herd status --json`.
+
+        Before git is read again (a new daemon), the checkpoint and its verification come from
+        the store, as the report's do.
+        """
+        plan: PlanStatus | None = None
         if self.plan_diff is not None:
-            plan = self.plan_diff.to_json()
-            if self.plan_error:
-                plan["error"] = self.plan_error
+            plan = PlanStatus.model_validate({**self.plan_diff.to_json(), "error": self.plan_error})
         elif self.plan_error:
-            plan = {"passing": 0, "total": 0, "changed_items": [], "error": self.plan_error}
+            plan = PlanStatus(passing=0, total=0, error=self.plan_error)
         progress = None
         if self.progress_path is not None:
-            progress = {
-                "updated_at": self.progress_updated_at,
-                "latest": list(self.progress_latest),
-            }
-            if self.progress_error:
-                progress["error"] = self.progress_error
-        checkpoint = self.checkpoint.to_status_json() if self.checkpoint else None
-        verification = self.verification
-        if checkpoint is not None and verification and verification["sha"] == checkpoint["sha"]:
-            checkpoint["verification"] = verification
+            progress = ProgressStatus(
+                updated_at=self.progress_updated_at,
+                latest=list(self.progress_latest),
+                error=self.progress_error,
+            )
+        checkpoint = self.checkpoint or self._stored_checkpoint()
+        shown = None
+        if checkpoint is not None:
+            shown = CheckpointStatus.model_validate(
+                {
+                    **checkpoint.to_status_json(),
+                    "verification": self._verification_of(checkpoint.sha),
+                }
+            )
         return {
             "plan": plan,
             "progress": progress,
-            "checkpoint": checkpoint,
+            "checkpoint": shown,
             "git_note": self.git_error,
         }
+
+    def _stored_checkpoint(self) -> Checkpoint | None:
+        """The newest checkpoint the store knows (looked up once, until git is read)."""
+        if "checkpoint" not in self._status_cache:
+            found = self.session.ctx.store.checkpoints(self.config.name, limit=1)
+            self._status_cache["checkpoint"] = found[-1] if found else None
+        cached: Checkpoint | None = self._status_cache["checkpoint"]
+        return cached
+
+    def _verification_of(self, sha: str) -> VerificationStatus | None:
+        """The verification of checkpoint `sha`: this daemon's last one, else the stored one."""
+        if self.verification is not None and self.verification["sha"] == sha:
+            return VerificationStatus.model_validate(self.verification)
+        cached = self._status_cache.get("verification")
+        if cached is None or cached[0] != sha:
+            result = self.session.ctx.store.verification(self.config.name, sha)
+            cached = (sha, VerificationStatus.from_result(result) if result else None)
+            self._status_cache["verification"] = cached
+        found: VerificationStatus | None = cached[1]
+        return found
 
 
 PROGRESS_TAIL_BYTES = 256 * 1024

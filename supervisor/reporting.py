@@ -47,6 +47,12 @@ async def session_report(session: SessionSupervisor) -> dict[str, Any]:
         except Exception:  # the repo may be gone or rewritten; the report goes on
             log.warning("no diffstat for %s", name, exc_info=True)
     observer = session.observer
+    runs = [r for r in store.runs(name) if handle is None or r.handle == handle]
+    live = session.run
+    if live is not None and live.record.ended_at is None:  # its usage so far, as status shows
+        usage = live.parser.usage.to_json()
+        number = live.record.run
+        runs = [r.model_copy(update={"usage": usage}) if r.run == number else r for r in runs]
     data = ReportInput(
         session=name,
         state=str(session.record.state),
@@ -54,7 +60,7 @@ async def session_report(session: SessionSupervisor) -> dict[str, Any]:
         handle=handle,
         generated_at=iso(utc_now()) or "",
         task_started_at=session.record.task_started_at,
-        runs=[r for r in store.runs(name) if handle is None or r.handle == handle],
+        runs=runs,
         events=store.events(session=name, limit=100_000),
         checkpoints=checkpoints,
         verifications=store.verifications(name),

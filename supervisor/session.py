@@ -10,13 +10,13 @@ import signal
 import threading
 import time
 import uuid
-from collections import deque
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from agentherd.sessions import open_warnings
 from agentherd.sessions.activity import summarize
 from agentherd.sessions.agent_output import (
     Usage,
@@ -25,14 +25,15 @@ from agentherd.sessions.agent_output import (
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
+from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import (
-    WARNING_KINDS,
     Event,
     RunRecord,
     SessionRecord,
     TaskRecord,
 )
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.sessions.status import LogsStatus, SessionStatus, UsageStatus, WarningStatus
 from agentherd.supervisor import diskspace, gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.context import Context
 from agentherd.supervisor.liverun import LiveRun, outcome_name
@@ -85,7 +86,10 @@ class SessionSupervisor:
         self.record = record
         self.ctx = ctx
         self.run: LiveRun | None = None
-        self.warnings: deque[Event] = deque(maxlen=20)
+        self.warnings = WarningBook(ctx.store.open_warnings(config.name))
+        """The open warnings, as the store keeps them (a new daemon shows the same)."""
+        self._ended_run: RunRecord | None = None
+        """The last run's record as stored, for the status while no run is watched."""
         self._lock = anyio.Lock()
         self.preparing: gitops.GitDeadline | None = None
         """The rescue/reset in progress before a restart, which a stop cancels."""
@@ -119,8 +123,7 @@ class SessionSupervisor:
             Change(session=self.record, run=run, task=task, events=tuple(events))
         )
         for event in written:
-            if event.kind in WARNING_KINDS:
-                self.warnings.append(event)
+            self.warnings.take(event)
         self.version += 1
         self.ctx.announce(written)
 
@@ -624,6 +627,7 @@ class SessionSupervisor:
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         live.record.usage = live.parser.usage.to_json()
+        live.record.last_line = live.last_line
         self.task_usage = self.task_usage + live.parser.usage
         live.record.outcome = outcome_name(outcome, self.config.agent, info)
         self._commit(
@@ -981,42 +985,69 @@ class SessionSupervisor:
 
     # ----- status ----------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> SessionStatus:
         """The `herd status --json` object for this session."""
         run = self.run
-        record = run.record if run is not None else None
+        record = run.record if run is not None else self._last_run_record()
         usage = self.task_usage
         if run is not None and run.record.ended_at is None:
             usage = usage + run.parser.usage
         alive = run is not None and not run.exited.is_set()
-        return {
-            "session": self.config.name,
-            "handle": self.record.handle,
-            "run": self.record.run or None,
-            "state": str(self.record.state),
-            "task_state": task_state(self.record.state),
-            "reason": self.record.reason,
-            "pid": record.pid if record is not None and alive else None,
-            "exit_code": record.exit_code if record is not None else None,
-            "signal": record.signal if record is not None else None,
-            "restarts": self.record.restarts,
-            "started_at": record.started_at if record is not None else None,
-            "ended_at": record.ended_at if record is not None else None,
-            "agent_session_id": self.record.agent_session_id,
-            **self.observer.status_fields(),
-            "usage": usage.to_json() if self.record.run else None,
-            "budget": None,
-            "logs": {"bytes": self.log_bytes(), "cap_bytes": self.config.log_max_bytes},
-            "warnings": [
-                {"seq": w.seq, "kind": w.kind, "message": w.message, "at": w.at}
-                for w in self.warnings
+        observed = self.observer.status_fields()
+        plan_diff = self.observer.plan_diff
+        warnings = open_warnings.shown(
+            self.warnings.open(),
+            plan_error=self.observer.plan_error is not None,
+            plan_tampered=bool(plan_diff.changed_items) if plan_diff is not None else None,
+        )
+        last_line = run.last_line if run is not None else record.last_line if record else ""
+        return SessionStatus(
+            session=self.config.name,
+            handle=self.record.handle,
+            run=self.record.run or None,
+            state=self.record.state,
+            task_state=task_state(self.record.state),
+            reason=self.record.reason,
+            pid=record.pid if record is not None and alive else None,
+            exit_code=record.exit_code if record is not None else None,
+            signal=record.signal if record is not None else None,
+            restarts=self.record.restarts,
+            started_at=record.started_at if record is not None else None,
+            ended_at=record.ended_at if record is not None else None,
+            agent_session_id=self.record.agent_session_id,
+            plan=observed["plan"],
+            progress=observed["progress"],
+            checkpoint=observed["checkpoint"],
+            git_note=observed["git_note"],
+            usage=UsageStatus(**usage.to_json()) if self.record.run else None,
+            budget=None,
+            logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
+            warnings=[
+                WarningStatus(
+                    seq=w.last_seq,
+                    kind=w.kind,
+                    message=w.message,
+                    at=w.last_at,
+                    count=w.count,
+                    opened_seq=w.opened_seq,
+                    opened_at=w.opened_at,
+                )
+                for w in warnings
             ],
-            "last_line": run.last_line if run is not None else "",
-            "agent": self.config.agent,
-            "next_restart_at": self.record.backoff_until
+            last_line=last_line,
+            agent=self.config.agent,
+            next_restart_at=self.record.backoff_until
             if self.record.state == State.BACKOFF
             else None,
-        }
+        )
+
+    def _last_run_record(self) -> RunRecord | None:
+        """The current run number's stored record (read once per run number, not per status)."""
+        number = self.record.run
+        cached = self._ended_run
+        if number and (cached is None or cached.run != number or cached.ended_at is None):
+            self._ended_run = self.ctx.store.run(self.config.name, number)
+        return self._ended_run if number else None
 
 
 class SessionError(Exception):

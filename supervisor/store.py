@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentherd.sessions import open_warnings
 from agentherd.sessions.checkpoint import Checkpoint
+from agentherd.sessions.open_warnings import WarningRecord
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 
 log = logging.getLogger("herd.store")
@@ -23,7 +25,7 @@ MAX_PENDING_EVENTS = 10_000
 _WRITE_FAILURES = frozenset({"SQLITE_FULL", "SQLITE_IOERR"})
 """sqlite error names (extended ones start with these) that mean "the disk refused the write"."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump with a migration in `_MIGRATIONS` whenever the tables change."""
 
 _SCHEMA_V1 = """
@@ -44,7 +46,16 @@ CREATE TABLE IF NOT EXISTS checkpoints(
     data TEXT NOT NULL, verified INTEGER, verification TEXT, UNIQUE(session, sha));
 """
 
-_MIGRATIONS: dict[int, str] = {}
+_MIGRATIONS: dict[int, str] = {
+    2: """
+CREATE TABLE IF NOT EXISTS warnings(
+    session TEXT NOT NULL, kind TEXT NOT NULL, opened_seq INTEGER NOT NULL,
+    opened_at TEXT NOT NULL, last_seq INTEGER NOT NULL, last_at TEXT NOT NULL,
+    message TEXT NOT NULL, count INTEGER NOT NULL, closed_seq INTEGER, closed_at TEXT,
+    PRIMARY KEY(session, kind, opened_seq));
+CREATE INDEX IF NOT EXISTS warnings_open ON warnings(session, closed_seq);
+""",
+}
 """Statements that take the schema from version N-1 to N."""
 
 
@@ -130,10 +141,24 @@ class Store:
                 for statement in _MIGRATIONS[version].split(";"):
                     if statement.strip():
                         self._db.execute(statement)
+                if version == 2:
+                    self._backfill_warnings()
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
+
+    def _backfill_warnings(self) -> None:
+        """Fold the event log of an older herd into warning records (once, at the upgrade)."""
+        rows = self._db.execute(
+            "SELECT seq, at, session, run, kind, message FROM events "
+            "WHERE session IS NOT NULL ORDER BY seq"
+        )
+        for seq, at, session, run, kind, message in rows.fetchall():
+            if open_warnings.concerns(kind):
+                self._fold_warnings(
+                    Event(seq=seq, at=at, session=session, run=run, kind=kind, message=message)
+                )
 
     def _transaction(self) -> _Tx:
         return _Tx(self._db)
@@ -258,8 +283,48 @@ class Store:
                     json.dumps(event.data),
                 ),
             )
-            written.append(event.model_copy(update={"seq": cursor.lastrowid}))
+            stored = event.model_copy(update={"seq": cursor.lastrowid})
+            self._fold_warnings(stored)
+            written.append(stored)
         return written
+
+    def _fold_warnings(self, event: Event) -> None:
+        """Open, count or close the session's warning records for a written event (same tx)."""
+        if event.session is None or not open_warnings.concerns(event.kind):
+            return
+        current = {record.kind: record for record in self._open_warnings(event.session)}
+        for record in open_warnings.fold(current, event):
+            self._db.execute(
+                "INSERT OR REPLACE INTO warnings(session, kind, opened_seq, opened_at, "
+                "last_seq, last_at, message, count, closed_seq, closed_at) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.session,
+                    record.kind,
+                    record.opened_seq,
+                    record.opened_at,
+                    record.last_seq,
+                    record.last_at,
+                    record.message,
+                    record.count,
+                    record.closed_seq,
+                    record.closed_at,
+                ),
+            )
+
+    def _open_warnings(self, session: str) -> list[WarningRecord]:
+        rows = self._db.execute(
+            "SELECT session, kind, opened_seq, opened_at, last_seq, last_at, message, count, "
+            "closed_seq, closed_at FROM warnings WHERE session=? AND closed_seq IS NULL "
+            "ORDER BY last_seq",
+            (session,),
+        ).fetchall()
+        names = tuple(WarningRecord.model_fields)
+        return [WarningRecord.model_validate(dict(zip(names, row, strict=True))) for row in rows]
+
+    def open_warnings(self, session: str) -> list[WarningRecord]:
+        """The session's open warnings, oldest latest-occurrence first (a new daemon loads them)."""
+        return self._open_warnings(session)
 
     def sessions(self) -> dict[str, SessionRecord]:
         """Every session record, by name."""
@@ -397,6 +462,15 @@ class Store:
             (session,),
         ).fetchall()
         return {sha: json.loads(result) for sha, result in rows}
+
+    def verification(self, session: str, sha: str) -> dict[str, Any] | None:
+        """The stored verification result of one checkpoint, or None when it has none yet."""
+        row = self._db.execute(
+            "SELECT verification FROM checkpoints WHERE session=? AND sha=? AND verification "
+            "IS NOT NULL",
+            (session, sha),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
 
     def last_verified(self, session: str) -> str | None:
         """The newest checkpoint whose verification passed."""

@@ -361,15 +361,27 @@ def test_a_demo_repo_is_workable_by_the_simulated_agent(tmp_path: Path) -> None:
 
 def test_the_details_strip_says_where_the_selected_session_stands() -> None:
     """Plan drift, the checkpoint's verdict, the progress gist and warnings, in a few lines."""
+    from agentherd.sessions.status import SessionStatus
     from agentherd.tui.rows import detail_lines
 
-    status = {
-        "session": "api",
-        "plan": {"passing": 3, "total": 7, "changed_items": [{"index": 2}]},
-        "checkpoint": {"sha": "6df08f15ec99", "verified": False, "subject": "feat: \x1b[2Jx"},
-        "progress": {"latest": ["## Session 4 (coding)\n- did x\n- Status: 3/7 tests passing"]},
-        "warnings": [{"kind": "verify-failed", "message": "exit 1"}],
-    }
+    status = SessionStatus.model_validate(
+        {
+            "session": "api",
+            "plan": {
+                "passing": 3,
+                "total": 7,
+                "changed_items": [{"index": 2, "change": "removed", "description": "x"}],
+            },
+            "checkpoint": {
+                "sha": "6df08f15ec99",
+                "at": "2026-11-30T02:00:00Z",
+                "verified": False,
+                "subject": "feat: \x1b[2Jx",
+            },
+            "progress": {"latest": ["## Session 4 (coding)\n- did x\n- Status: 3/7 tests passing"]},
+            "warnings": [{"seq": 9, "at": "x", "kind": "verify-failed", "message": "exit 1"}],
+        }
+    )
     assert detail_lines(status) == [
         "api  plan 3/7 passing; 1 change(s) against the baseline",
         "  checkpoint 6df08f15ec FAILS verification: feat: ^[[2Jx",

@@ -10,6 +10,7 @@ from typing import Any
 import psutil
 from conftest import FAST, Herd, processes_of_test, script, wait_until
 
+from agentherd.sessions.status import DownReply
 from agentherd.tui.cli import left_running_line
 
 IGNORES_TERM = script("""
@@ -69,7 +70,8 @@ def test_down_names_every_pid_it_could_not_stop(tmp_path: Path, no_leftover_proc
         assert [(e["session"], e["state"]) for e in result["left"]] == [("stubborn", "stopping")]
         assert result["left"][0]["pids"] == sorted(p.pid for p in alive) != []
         pids = ", ".join(str(p.pid) for p in sorted(alive, key=lambda p: p.pid))
-        assert left_running_line(result["left"], result["waited_s"]) == (
+        reply = DownReply.model_validate(result)
+        assert left_running_line(reply.left, reply.waited_s) == (
             f"the daemon stopped, but after 0.5s these still run: stubborn (pids {pids}); "
             "end them with `kill PID`, see .herd/daemon.log"
         )

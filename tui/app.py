@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.states import ACTIVE_STATES
+from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
@@ -89,7 +90,7 @@ class HerdApp(App[None]):
         self.client = AsyncClient(socket_path)
         self.keys = dict(keys or {})
         self.config_label = config_label or str(socket_path)
-        self.statuses: list[dict[str, Any]] = []
+        self.statuses: list[SessionStatus] = []
         self.output_session: str | None = None
         self._connected = False
         self._summary = ""
@@ -203,7 +204,7 @@ class HerdApp(App[None]):
             return  # also while the app shuts down: the tick may outlive the widgets
         self.table.show(self.statuses)
         name = self.table.selected_session
-        selected = next((s for s in self.statuses if s.get("session") == name), None)
+        selected = next((s for s in self.statuses if s.session == name), None)
         details = "\n".join(
             cut(line, max(20, self.size.width - 2)) for line in detail_lines(selected)
         )
@@ -221,10 +222,10 @@ class HerdApp(App[None]):
         """Session keys act on the table only; while a dialog is open they do nothing."""
         return not (action in SESSION_ACTIONS and len(self.screen_stack) > 1)
 
-    def _selected(self) -> dict[str, Any] | None:
+    def _selected(self) -> SessionStatus | None:
         """The status of the session under the cursor, or None (with a notice)."""
         name = self.table.selected_session
-        status = next((s for s in self.statuses if s.get("session") == name), None)
+        status = next((s for s in self.statuses if s.session == name), None)
         if status is None:
             self.notify("no session selected", severity="warning")
         return status
@@ -237,18 +238,18 @@ class HerdApp(App[None]):
 
     async def _call(self, name: str, op: str, **args: Any) -> str:
         """Call the daemon and say what happened in a few words."""
-        result = await self.client.call(op, name=name, **args)
-        if op == "stop":
+        result = parse_reply(op, await self.client.call(op, name=name, **args))
+        if isinstance(result, SessionStatus):
             return f"{name}: {state_text(result)}"
         verb = {"start": "started", "restart": "restarted"}.get(op, op)
-        return f"{name}: {verb} {result['handle']}"
+        return f"{name}: {verb} {result.handle}"
 
     def action_start_stop(self) -> None:
         """Start the selected session when it is not active, stop it otherwise."""
         status = self._selected()
         if status is None:
             return
-        name, state = str(status["session"]), status.get("state")
+        name, state = status.session, status.state
         if state == "stopping":
             self.notify(f"{name} is already stopping", markup=False)
         elif state in ACTIVE_STATES:
@@ -260,15 +261,15 @@ class HerdApp(App[None]):
         """Stop the selected session (gracefully) and start a new task."""
         status = self._selected()
         if status is not None:
-            self._command(str(status["session"]), "restart")
+            self._command(status.session, "restart")
 
     def action_kill(self) -> None:
         """SIGKILL the selected session's run, after a confirmation that names it."""
         status = self._selected()
         if status is None:
             return
-        name = str(status["session"])
-        if status.get("state") not in ACTIVE_STATES:
+        name = status.session
+        if status.state not in ACTIVE_STATES:
             self.notify(f"{name} is not running", markup=False)
             return
 

@@ -21,7 +21,22 @@ from agentherd.sessions.config import (
     find_config,
     load_config,
 )
+from agentherd.sessions.records import Event
 from agentherd.sessions.states import ACTIVE_STATES, WAIT_TIMEOUT_EXIT
+from agentherd.sessions.status import (
+    DownReply,
+    LeftRunning,
+    LogInfoReply,
+    ReloadReply,
+    ReportReply,
+    SessionStatus,
+    StartReply,
+    UpStarted,
+    WaitReply,
+    Wire,
+    parse_reply,
+    parse_status,
+)
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -115,7 +130,17 @@ def _warn_version(client: Client) -> None:
 
 
 def _print_json(value: Any) -> None:
+    """Print a reply (a model, a list of models, or plain JSON) as indented JSON."""
+    if isinstance(value, Wire):
+        value = value.to_json()
+    elif isinstance(value, list):
+        value = [item.to_json() if isinstance(item, Wire) else item for item in value]
     click.echo(json.dumps(value, indent=2))
+
+
+def _ask(client: Client, op: str, **args: Any) -> Any:
+    """Call `op` and return its reply as the contract's model (sessions/status.py)."""
+    return parse_reply(op, client.call(op, **args))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -205,19 +230,19 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
     client, started = ensure_daemon(config)
     _warn_version(client)
     if not started:
-        changes = client.call("reload")
-        for what, names_changed in changes.items():
+        changes: ReloadReply = _ask(client, "reload")
+        for what, names_changed in changes.model_dump().items():
             if names_changed:
                 click.echo(f"herd.toml: {what.replace('_', ' ')}: {', '.join(names_changed)}")
     # No socket timeout: `up` first finishes the stops of a `herd down` that was cut short.
-    result = client.call("up", names=list(names) or None, socket_timeout_s=None)
+    result: list[UpStarted] = _ask(client, "up", names=list(names) or None, socket_timeout_s=None)
     if no_tui or not sys.stdout.isatty():
-        statuses = client.call("ls")
-        active = sum(1 for s in statuses if s["state"] in ACTIVE_STATES)
+        statuses: list[SessionStatus] = _ask(client, "ls")
+        active = sum(1 for s in statuses if s.state in ACTIVE_STATES)
         word = "started the daemon; " if started else ""
         click.echo(f"herd: {word}{active} of {len(statuses)} session(s) active")
         for item in result:
-            click.echo(f"  {item['handle']}")
+            click.echo(f"  {item.handle}")
         return
     _open_tui(config)
 
@@ -243,24 +268,24 @@ def tui() -> None:
 def down() -> None:
     """Stop every session gracefully, then the daemon."""
     client = _client()
-    daemon_pid = client.call("info")["pid"]
-    result = client.call("down", socket_timeout_s=None)
-    for status in result["stopped"]:
-        click.echo(f"{status['session']}: {status['state']}")
+    daemon_pid = _ask(client, "info").pid
+    result: DownReply = _ask(client, "down", socket_timeout_s=None)
+    for status in result.stopped:
+        click.echo(f"{status.session}: {status.state}")
     if not wait_for_exit(daemon_pid, DAEMON_EXIT_TIMEOUT_S):
         raise Failure(
             f"the daemon (pid {daemon_pid}) is still running after "
             f"{DAEMON_EXIT_TIMEOUT_S:g}s; see .herd/daemon.log",
             EXIT_INTERNAL,
         )
-    if result.get("left"):
-        raise Failure(left_running_line(result["left"], result.get("waited_s")), EXIT_INTERNAL)
+    if result.left:
+        raise Failure(left_running_line(result.left, result.waited_s), EXIT_INTERNAL)
     click.echo("herd: daemon stopped")
 
 
-def left_running_line(left: list[dict[str, Any]], waited_s: float | None) -> str:
+def left_running_line(left: list[LeftRunning], waited_s: float | None) -> str:
     """One line naming every session and pid `herd down` could not stop."""
-    runs = "; ".join(f"{e['session']} (pids {', '.join(map(str, e['pids']))})" for e in left)
+    runs = "; ".join(f"{e.session} (pids {', '.join(map(str, e.pids))})" for e in left)
     after = f" after {waited_s:g}s" if waited_s is not None else ""
     return (
         f"the daemon stopped, but{after} these still run: {runs}; "
@@ -273,7 +298,7 @@ def left_running_line(left: list[dict[str, Any]], waited_s: float | None) -> str
 @guarded
 def ls_(as_json: bool) -> None:
     """Every session."""
-    statuses = _client().call("ls")
+    statuses: list[SessionStatus] = _ask(_client(), "ls")
     if as_json:
         _print_json(statuses)
     else:
@@ -286,18 +311,20 @@ def ls_(as_json: bool) -> None:
 @guarded
 def start(name: str, as_json: bool) -> None:
     """Begin a task; prints its handle at once."""
-    result = _client().call("start", name=name)
+    result: StartReply = _ask(_client(), "start", name=name)
     if as_json:
         _print_json(result)
     else:
-        click.echo(result["handle"])
+        click.echo(result.handle)
 
 
 def _stop(name: str, kill: bool, no_wait: bool) -> None:
-    status = _client().call("stop", name=name, kill=kill, no_wait=no_wait, socket_timeout_s=None)
-    reason = f" ({status['reason']})" if status.get("reason") else ""
-    click.echo(f"{name}: {status['state']}{reason}")
-    if status["state"] == "failed" and status.get("reason") == "unkillable":
+    status: SessionStatus = _ask(
+        _client(), "stop", name=name, kill=kill, no_wait=no_wait, socket_timeout_s=None
+    )
+    reason = f" ({status.reason})" if status.reason else ""
+    click.echo(f"{name}: {status.state}{reason}")
+    if status.state == "failed" and status.reason == "unkillable":
         sys.exit(EXIT_INTERNAL)
 
 
@@ -332,11 +359,13 @@ def kill(name: str, no_wait: bool) -> None:
 @guarded
 def restart(name: str, from_rev: str | None, as_json: bool) -> None:
     """Stop, then begin a new task."""
-    result = _client().call("restart", name=name, socket_timeout_s=None, **{"from": from_rev})
+    result: StartReply = _ask(
+        _client(), "restart", name=name, socket_timeout_s=None, **{"from": from_rev}
+    )
     if as_json:
         _print_json(result)
     else:
-        click.echo(result["handle"])
+        click.echo(result.handle)
 
 
 @main.command()
@@ -344,8 +373,8 @@ def restart(name: str, from_rev: str | None, as_json: bool) -> None:
 @guarded
 def pause(name: str) -> None:
     """SIGSTOP the whole run."""
-    status = _client().call("pause", name=name)
-    click.echo(f"{name}: {status['state']}")
+    status: SessionStatus = _ask(_client(), "pause", name=name)
+    click.echo(f"{name}: {status.state}")
 
 
 @main.command()
@@ -353,8 +382,8 @@ def pause(name: str) -> None:
 @guarded
 def resume(name: str) -> None:
     """SIGCONT the whole run."""
-    status = _client().call("resume", name=name)
-    click.echo(f"{name}: {status['state']}")
+    status: SessionStatus = _ask(_client(), "resume", name=name)
+    click.echo(f"{name}: {status.state}")
 
 
 @main.command()
@@ -362,9 +391,8 @@ def resume(name: str) -> None:
 @guarded
 def approve(name: str) -> None:
     """Adopt the session's changed plan as its new baseline."""
-    status = _client().call("approve", name=name)
-    plan = status.get("plan") or {}
-    click.echo(f"{name}: plan approved ({plan.get('passing')}/{plan.get('total')} passing)")
+    status: SessionStatus = _ask(_client(), "approve", name=name)
+    click.echo(f"{name}: plan approved ({_passing(status)} passing)")
 
 
 @main.command()
@@ -372,9 +400,14 @@ def approve(name: str) -> None:
 @guarded
 def reject(name: str) -> None:
     """Write the session's baseline plan back (items passing now stay passing)."""
-    status = _client().call("reject", name=name)
-    plan = status.get("plan") or {}
-    click.echo(f"{name}: plan restored ({plan.get('passing')}/{plan.get('total')} passing)")
+    status: SessionStatus = _ask(_client(), "reject", name=name)
+    click.echo(f"{name}: plan restored ({_passing(status)} passing)")
+
+
+def _passing(status: SessionStatus) -> str:
+    """`3/7`, or `None/None` when the session has no plan (as it always read)."""
+    plan = status.plan
+    return f"{plan.passing}/{plan.total}" if plan else "None/None"
 
 
 @main.command()
@@ -383,7 +416,7 @@ def reject(name: str) -> None:
 @guarded
 def status(target: str | None, as_json: bool) -> None:
     """One session or task (NAME or NAME/N); with none, every session."""
-    result = _client().call("status", target=target)
+    result = parse_status(_client().call("status", target=target))
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
@@ -398,13 +431,15 @@ def status(target: str | None, as_json: bool) -> None:
 @guarded
 def wait(target: str, timeout_s: float | None) -> None:
     """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout."""
-    result = _client().call("wait", target=target, socket_timeout_s=None, timeout_s=timeout_s)
-    reason = f" ({result['reason']})" if result.get("reason") else ""
-    if result["exit"] == WAIT_TIMEOUT_EXIT:
-        click.echo(f"{result['handle']}: still {result['state']} after {timeout_s:g}s", err=True)
+    result: WaitReply = _ask(
+        _client(), "wait", target=target, socket_timeout_s=None, timeout_s=timeout_s
+    )
+    reason = f" ({result.reason})" if result.reason else ""
+    if result.exit == WAIT_TIMEOUT_EXIT:
+        click.echo(f"{result.handle}: still {result.state} after {timeout_s:g}s", err=True)
     else:
-        click.echo(f"{result['handle']}: {result['state']}{reason}")
-    sys.exit(int(result["exit"]))
+        click.echo(f"{result.handle}: {result.state}{reason}")
+    sys.exit(result.exit)
 
 
 @main.command()
@@ -418,26 +453,26 @@ def wait(target: str, timeout_s: float | None) -> None:
 def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> None:
     """Run output (or the progress file); escapes made inert on a terminal, raw when piped."""
     client = _client()
-    info = client.call("log_info", name=name, run=run_number)
+    info: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
     inert = sys.stdout.isatty()
     if progress:
-        if not info.get("progress"):
+        if not info.progress:
             raise Failure(f'{name} has no progress file; set progress = "..." in herd.toml')
-        path = Path(info["progress"])
+        path = Path(info.progress)
         if follow:
             follow_log(lambda: (path, True), inert)
         else:
             print_file(path, inert)
         return
-    if info["path"] is None:
+    if info.path is None:
         raise Failure(f"{name} has no runs yet; `herd start {name}` begins one")
     if not follow:
-        print_file(Path(info["path"]), inert)
+        print_file(Path(info.path), inert)
         return
 
     def current() -> tuple[Path, bool]:
-        latest = client.call("log_info", name=name, run=run_number)
-        return Path(latest["path"]), bool(latest["live"]) or run_number is None
+        latest: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
+        return Path(latest.path or info.path or ""), latest.live or run_number is None
 
     follow_log(current, inert)
 
@@ -452,21 +487,21 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
     """The event log."""
     client = _client()
 
-    def show(event: dict[str, Any]) -> None:
-        click.echo(json.dumps(event) if as_json else render.event_line(event))
+    def show(event: Event) -> None:
+        click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
 
     if follow:
-        for event in client.stream("events", since=since, session=session, follow=True):
-            show(event)
+        for item in client.stream("events", since=since, session=session, follow=True):
+            show(Event.model_validate(item))
             sys.stdout.flush()
         return
     while True:
-        page = client.call("events", since=since, session=session, limit=1000)
+        page: list[Event] = _ask(client, "events", since=since, session=session, limit=1000)
         for event in page:
             show(event)
         if len(page) < 1000:
             return
-        since = page[-1]["seq"]
+        since = page[-1].seq
 
 
 @main.command()
@@ -475,11 +510,11 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
 @guarded
 def report(name: str, as_json: bool) -> None:
     """The session's report: what changed, what passed, what remains, what it cost."""
-    result = _client().call("report", name=name, socket_timeout_s=120)
+    result: ReportReply = _ask(_client(), "report", name=name, socket_timeout_s=120)
     if as_json:
-        _print_json(result["report"])
+        _print_json(result.report)
     else:
-        click.echo(result["markdown"])
+        click.echo(result.markdown)
 
 
 @main.command()

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 from textual.message import Message
 
 from agentherd.sessions.activity import summarize
+from agentherd.sessions.status import parse_reply
 from agentherd.supervisor.agentfiles import open_regular, read_data
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
@@ -87,10 +89,12 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
     while True:
         try:
             async for item in client.stream("subscribe"):
-                post(Snapshot(list(item.get("sessions") or [])))
+                post(Snapshot(parse_reply("subscribe", item).sessions))
             reason = "the daemon closed the connection"
         except ApiError as exc:
             reason = exc.message
+        except ValidationError as exc:  # a daemon of another herd version
+            reason = f"a snapshot this herd cannot read ({exc.error_count()} problem(s))"
         except (OSError, anyio.BrokenResourceError) as exc:
             reason = str(exc) or type(exc).__name__
         post(DaemonLost(reason))
@@ -157,10 +161,10 @@ class OutputTail:
 
 async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | None:
     """The output file of the session's latest run, or None before its first run."""
-    info = await client.call("log_info", name=session)
-    if info["path"] is None:  # no runs yet
+    info = parse_reply("log_info", await client.call("log_info", name=session))
+    if info.path is None or info.run is None:  # no runs yet
         return None
-    return Path(info["path"]), int(info["run"])
+    return Path(info.path), info.run
 
 
 async def follow_output(client: AsyncClient, session: str, post: Post) -> None:

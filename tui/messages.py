@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.message import Message
+
+from agentherd.sessions.status import SessionStatus
 
 
 class Snapshot(Message):
     """The daemon's latest view of every session; a newer one replaces one not yet handled."""
 
-    def __init__(self, sessions: list[dict[str, Any]]) -> None:
+    def __init__(self, sessions: list[SessionStatus]) -> None:
         super().__init__()
         self.sessions = sessions
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from agentherd.sessions.durations import format_duration
+from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
+from agentherd.sessions.status import SessionStatus, TaskStatus
 
 
 def _since(moment: str | None) -> float | None:
@@ -19,39 +20,39 @@ def _since(moment: str | None) -> float | None:
     return max(0.0, (datetime.now(UTC) - started).total_seconds())
 
 
-def uptime(status: dict[str, Any]) -> str:
+def uptime(status: SessionStatus) -> str:
     """How long the current run has been up, or "-" when none runs."""
-    if status.get("pid") is None:
+    if status.pid is None:
         return "-"
-    seconds = _since(status.get("started_at"))
+    seconds = _since(status.started_at)
     return format_duration(seconds) if seconds is not None else "-"
 
 
-def state_text(status: dict[str, Any]) -> str:
+def state_text(status: SessionStatus | TaskStatus) -> str:
     """`running`, or `failed (crash-loop)` with the reason."""
-    reason = status.get("reason")
-    return f"{status['state']} ({reason})" if reason else str(status["state"])
+    state = str(status.state)
+    return f"{state} ({status.reason})" if status.reason else state
 
 
-def plan_text(status: dict[str, Any]) -> str:
+def plan_text(status: SessionStatus) -> str:
     """`7/12` items passing, or "-"."""
-    plan = status.get("plan")
-    return f"{plan['passing']}/{plan['total']}" if plan else "-"
+    plan = status.plan
+    return f"{plan.passing}/{plan.total}" if plan else "-"
 
 
-def table(statuses: list[dict[str, Any]], width: int = 120) -> str:
+def table(statuses: list[SessionStatus], width: int = 120) -> str:
     """One line per session, columns aligned, the last output line cut to fit."""
     headers = ("SESSION", "STATE", "HANDLE", "PID", "RESTARTS", "UPTIME", "PLAN", "LAST OUTPUT")
     rows = [
         (
-            s["session"],
+            s.session,
             state_text(s),
-            s.get("handle") or "-",
-            str(s["pid"]) if s.get("pid") else "-",
-            str(s.get("restarts", 0)),
+            s.handle or "-",
+            str(s.pid) if s.pid else "-",
+            str(s.restarts),
             uptime(s),
             plan_text(s),
-            inert(s.get("last_line") or ""),
+            inert(s.last_line or ""),
         )
         for s in statuses
     ]
@@ -67,73 +68,71 @@ def table(statuses: list[dict[str, Any]], width: int = 120) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def detail(status: dict[str, Any]) -> str:
-    """Every field of one session's status, one per line, for people."""
-    lines = [f"{status['session']}  {state_text(status)}  ({status.get('task_state')})"]
-    if status.get("next_restart_at"):
-        lines.append(f"  {'next restart:':<15}{status['next_restart_at']}")
-    fields = [
-        ("handle", status.get("handle")),
-        ("run", status.get("run")),
-        ("pid", status.get("pid")),
-        ("restarts", status.get("restarts")),
-        ("started", status.get("started_at")),
-        ("ended", status.get("ended_at")),
+def detail(status: SessionStatus | TaskStatus) -> str:
+    """Every field of one session's status (or a past task's), one per line, for people."""
+    lines = [f"{status.session}  {state_text(status)}  ({status.task_state})"]
+    if isinstance(status, TaskStatus):
+        task_fields = [
+            ("handle", status.handle),
+            ("run", status.run),
+            ("started", status.started_at),
+            ("ended", status.ended_at),
+        ]
+        lines += [f"  {label + ':':<15}{value}" for label, value in task_fields if value]
+        return "\n".join(lines)
+    if status.next_restart_at:
+        lines.append(f"  {'next restart:':<15}{status.next_restart_at}")
+    fields: list[tuple[str, object]] = [
+        ("handle", status.handle),
+        ("run", status.run),
+        ("pid", status.pid),
+        ("restarts", status.restarts),
+        ("started", status.started_at),
+        ("ended", status.ended_at),
         ("exit", _exit_text(status)),
-        ("agent session", status.get("agent_session_id")),
-        ("plan", plan_text(status) if status.get("plan") else None),
+        ("agent session", status.agent_session_id),
+        ("plan", plan_text(status) if status.plan else None),
     ]
-    checkpoint = status.get("checkpoint")
+    checkpoint = status.checkpoint
     if checkpoint:
         verified = {True: "verified", False: "FAILS verification", None: "unverified"}[
-            checkpoint.get("verified")
+            checkpoint.verified
         ]
         fields.append(
-            ("checkpoint", f"{checkpoint['sha'][:10]} {inert(checkpoint['subject'])} ({verified})")
+            ("checkpoint", f"{checkpoint.sha[:10]} {inert(checkpoint.subject)} ({verified})")
         )
-        check = checkpoint.get("verification")
-        if check and not check["passed"]:
-            why = check.get("error") or (
-                "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
-            )
-            last = (check.get("output_tail") or "").splitlines()[-1:] or [""]
-            fields.append(("verify", f"{why} after {check['duration_s']}s: {inert(last[0])}"))
-    usage = status.get("usage")
+        check = checkpoint.verification
+        if check and not check.passed:
+            why = check.error or ("timed out" if check.timed_out else f"exit {check.exit_code}")
+            last = (check.output_tail or "").splitlines()[-1:] or [""]
+            fields.append(("verify", f"{why} after {check.duration_s}s: {inert(last[0])}"))
+    usage = status.usage
     if usage:
-        cost = usage.get("cost_usd")
-        cost_text = "cost unknown" if cost is None else f"${cost:.2f}"
-        fields.append(
-            (
-                "usage",
-                f"{usage.get('total_tokens', 0):,} tokens, {cost_text}, "
-                f"{usage.get('turns', 0)} turns",
-            )
-        )
-    logs = status.get("logs")
+        cost_text = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.2f}"
+        fields.append(("usage", f"{usage.total_tokens:,} tokens, {cost_text}, {usage.turns} turns"))
+    logs = status.logs
     if logs:
-        fields.append(("logs", f"{logs['bytes']:,} of {logs['cap_bytes']:,} bytes"))
-    if status.get("last_line"):
-        fields.append(("last output", inert(status["last_line"])))
+        fields.append(("logs", f"{logs.bytes:,} of {logs.cap_bytes:,} bytes"))
+    if status.last_line:
+        fields.append(("last output", inert(status.last_line)))
     for label, value in fields:
         if value not in (None, ""):
             lines.append(f"  {label + ':':<15}{value}")
-    lines.extend(
-        f"  warning:       {w['kind']}: {inert(w['message'])}" for w in status.get("warnings") or []
-    )
+    lines.extend(f"  warning:       {w.kind}: {inert(w.message)}" for w in status.warnings)
     return "\n".join(lines)
 
 
-def _exit_text(status: dict[str, Any]) -> str | None:
-    if status.get("signal"):
-        return f"signal {status['signal']}"
-    if status.get("exit_code") is not None:
-        return f"code {status['exit_code']}"
+def _exit_text(status: SessionStatus) -> str | None:
+    if status.signal:
+        return f"signal {status.signal}"
+    if status.exit_code is not None:
+        return f"code {status.exit_code}"
     return None
 
 
-def event_line(event: dict[str, Any]) -> str:
+def event_line(event: Event) -> str:
     """`  42 2026-11-30T02:00:00Z api/3 run-exited: run 3 ended: exit 1`."""
-    where = event.get("session") or "herd"
-    if event.get("run") is not None:
-        where += f"/{event['run']}"
-    return f"{event['seq']:>5} {event['at']} {where} {event['kind']}: {inert(event['message'])}"
+    where = event.session or "herd"
+    if event.run is not None:
+        where += f"/{event.run}"
+    return f"{event.seq:>5} {event.at} {where} {event.kind}: {inert(event.message)}"

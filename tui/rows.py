@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from agentherd.sessions.sanitize import ELLIPSIS, inert
+from agentherd.sessions.status import CheckpointStatus, SessionStatus, UsageStatus
 from agentherd.tui.render import plan_text, state_text, uptime
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -67,17 +67,17 @@ VERIFIED_MARKS = {True: ("✓", "green"), False: ("✗", "bold red"), None: ("�
 """A checkpoint's verification at a glance: passed, fails, not verified (yet)."""
 
 
-def checkpoint_cell(checkpoint: dict[str, Any] | None) -> Cell:
+def checkpoint_cell(checkpoint: CheckpointStatus | None) -> Cell:
     """`a1b2c3d ✓`: the last checkpoint and whether herd's own verification passed."""
     if not checkpoint:
         return ("-", "dim")
-    mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
-    return (f"{str(checkpoint.get('sha', ''))[:7]} {mark}", style)
+    mark, style = VERIFIED_MARKS[checkpoint.verified]
+    return (f"{checkpoint.sha[:7]} {mark}", style)
 
 
-def cost_text(usage: dict[str, Any] | None) -> str:
+def cost_text(usage: UsageStatus | None) -> str:
     """`$0.42`, or `-` when the agent reports no cost (never an invented $0)."""
-    cost = (usage or {}).get("cost_usd")
+    cost = usage.cost_usd if usage is not None else None
     return "-" if cost is None else f"${cost:.2f}"
 
 
@@ -91,79 +91,70 @@ def progress_gist(entry: str) -> str:
     return f"{head}: {bullets[-1]}" if bullets else head
 
 
-def detail_lines(status: dict[str, Any] | None) -> list[str]:
+def detail_lines(status: SessionStatus | None) -> list[str]:
     """A few lines on where the selected session stands: plan, checkpoint, progress, warnings."""
     if status is None:
         return []
-    name = str(status.get("session", "?"))
-    plan = status.get("plan")
+    name = status.session
+    plan = status.plan
     lines = []
     if plan:
-        changed = plan.get("changed_items") or []
+        changed = plan.changed_items
         drift = f"; {len(changed)} change(s) against the baseline" if changed else ""
-        error = f"; {plan['error']}" if plan.get("error") else ""
-        lines.append(f"{name}  plan {plan['passing']}/{plan['total']} passing{drift}{error}")
+        error = f"; {plan.error}" if plan.error else ""
+        lines.append(f"{name}  plan {plan.passing}/{plan.total} passing{drift}{error}")
     else:
         lines.append(f"{name}  no plan file")
-    checkpoint = status.get("checkpoint")
+    checkpoint = status.checkpoint
     if checkpoint:
         verdict = {True: "verified", False: "FAILS verification", None: "not verified"}[
-            checkpoint.get("verified")
+            checkpoint.verified
         ]
-        lines.append(
-            f"  checkpoint {str(checkpoint['sha'])[:10]} {verdict}: {checkpoint.get('subject', '')}"
-        )
-        check = checkpoint.get("verification") or {}
-        if check and not check.get("passed"):
-            tail = (check.get("output_tail") or "").splitlines()[-1:] or [""]
-            lines.append(
-                f"  verify: {check.get('error') or 'exit ' + str(check.get('exit_code'))}"
-                f": {tail[0]}"
-            )
-    elif status.get("git_note"):
-        lines.append(f"  {status['git_note']}")
-    progress = status.get("progress") or {}
-    latest = progress.get("latest") or []
+        lines.append(f"  checkpoint {checkpoint.sha[:10]} {verdict}: {checkpoint.subject}")
+        check = checkpoint.verification
+        if check and not check.passed:
+            tail = (check.output_tail or "").splitlines()[-1:] or [""]
+            lines.append(f"  verify: {check.error or 'exit ' + str(check.exit_code)}: {tail[0]}")
+    elif status.git_note:
+        lines.append(f"  {status.git_note}")
+    latest = status.progress.latest if status.progress else []
     if latest:
         lines.append(f"  progress: {progress_gist(latest[-1])}")
-    lines.extend(f"  ⚠ {w['kind']}: {w['message']}" for w in (status.get("warnings") or [])[-2:])
+    lines.extend(f"  ⚠ {w.kind}: {w.message}" for w in status.warnings[-2:])
     return [inert(line) for line in lines]
 
 
-def row_cells(status: dict[str, Any], last_width: int) -> dict[str, Cell]:
+def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
     """Every cell of one session's row, the last output cut to `last_width` characters."""
-    state = str(status.get("state", "idle"))
+    state = str(status.state)
     style = STATE_STYLES.get(state, "")
-    warnings = status.get("warnings") or []
+    warnings = status.warnings
     state_cell = state_text(status) + (f" ⚠{len(warnings)}" if warnings else "")
     return {
-        "session": (str(status.get("session", "?")), "bold"),
+        "session": (status.session, "bold"),
         "state": (state_cell, style),
-        "pid": (str(status["pid"]) if status.get("pid") else "-", ""),
-        "restarts": (str(status.get("restarts") or 0), "yellow" if status.get("restarts") else ""),
+        "pid": (str(status.pid) if status.pid else "-", ""),
+        "restarts": (str(status.restarts), "yellow" if status.restarts else ""),
         "uptime": (uptime(status), ""),
-        "plan": (
-            plan_text(status),
-            "yellow" if (status.get("plan") or {}).get("changed_items") else "",
-        ),
-        "checkpoint": checkpoint_cell(status.get("checkpoint")),
-        "cost": (cost_text(status.get("usage")), ""),
-        "last": (cut(inert(str(status.get("last_line") or "")), last_width), "dim"),
+        "plan": (plan_text(status), "yellow" if status.plan and status.plan.changed_items else ""),
+        "checkpoint": checkpoint_cell(status.checkpoint),
+        "cost": (cost_text(status.usage), ""),
+        "last": (cut(inert(status.last_line), last_width), "dim"),
     }
 
 
-def fleet_summary(statuses: list[dict[str, Any]]) -> str:
+def fleet_summary(statuses: list[SessionStatus]) -> str:
     """`6 sessions: 4 running, 1 failed, 1 stopped  ·  plan 12/48 passing`."""
     if not statuses:
         return "no sessions in herd.toml"
-    counts = Counter(str(s.get("state")) for s in statuses)
+    counts = Counter(str(s.state) for s in statuses)
     parts = [f"{counts[state]} {state}" for state in SUMMARY_ORDER if counts.get(state)]
     parts += [f"{n} {state}" for state, n in counts.items() if state not in SUMMARY_ORDER]
     noun = "session" if len(statuses) == 1 else "sessions"
     text = f"{len(statuses)} {noun}: " + ", ".join(parts)
-    plans = [s["plan"] for s in statuses if s.get("plan")]
+    plans = [s.plan for s in statuses if s.plan]
     if plans:
-        passing = sum(int(p.get("passing", 0)) for p in plans)
-        total = sum(int(p.get("total", 0)) for p in plans)
+        passing = sum(p.passing for p in plans)
+        total = sum(p.total for p in plans)
         text += f"  ·  plan {passing}/{total} passing"
     return text

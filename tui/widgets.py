@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from agentherd.sessions.status import SessionStatus
 from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells
 
 
@@ -45,12 +46,12 @@ class SessionTable(DataTable[Text]):
         room = self.scrollable_content_region.width - others - 2 * self.cell_padding
         return max(LAST_MIN_CHARS, room)
 
-    def show(self, statuses: list[dict[str, Any]]) -> None:
+    def show(self, statuses: list[SessionStatus]) -> None:
         """Bring the rows up to date with these statuses, updating only what differs."""
         width = self._last_width()
         seen = set()
         for status in statuses:
-            name = str(status.get("session"))
+            name = status.session
             seen.add(name)
             cells = row_cells(status, width)
             old = self._cells.get(name)

@@ -1,0 +1,362 @@
+"""The typed contract: the status JSON, events and every control API reply, as pydantic models.
+
+The daemon builds these and sends `model_dump(mode="json")`; the CLI and the dashboard parse
+replies back into them (`parse_reply`) and read attributes. Field names and order are those
+of CONTRACT.md, so the JSON on the wire and from `--json` keeps its shape.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
+
+from agentherd.sessions.records import Event
+from agentherd.sessions.states import State
+
+__all__ = [
+    "CheckpointStatus",
+    "DaemonInfo",
+    "DownReply",
+    "Event",
+    "LeftRunning",
+    "LogInfoReply",
+    "LogsStatus",
+    "PlanChange",
+    "PlanStatus",
+    "ProgressStatus",
+    "ReloadReply",
+    "ReportReply",
+    "SessionStatus",
+    "ShutdownReply",
+    "Snapshot",
+    "StartReply",
+    "TaskStatus",
+    "UpStarted",
+    "UsageStatus",
+    "VerificationStatus",
+    "WaitReply",
+    "WarningStatus",
+    "parse_reply",
+    "parse_status",
+]
+
+VERIFY_TAIL_LINES = 5
+"""`herd status` shows this many last lines of a verification's output (the report, more)."""
+
+
+class Wire(BaseModel):
+    """A reply object: unknown fields from a newer daemon are ignored, absent optionals dropped."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    omit_if_none: ClassVar[frozenset[str]] = frozenset()
+    """Fields left out of the JSON when None (they were never sent as null)."""
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for key in self.omit_if_none:
+            if isinstance(data, dict) and data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object sent on the wire and printed by `--json`."""
+        dumped: dict[str, Any] = self.model_dump(mode="json")
+        return dumped
+
+
+# ----- `herd status --json` ------------------------------------------------------------------
+
+
+class PlanChange(Wire):
+    """A change to the plan its rules forbid: removed, reworded, reordered, added."""
+
+    index: int
+    change: str
+    description: str
+
+
+class PlanStatus(Wire):
+    """The `plan` object: items passing, and the forbidden changes against the baseline."""
+
+    omit_if_none = frozenset({"error"})
+
+    passing: int
+    total: int
+    changed_items: list[PlanChange] = Field(default_factory=list)
+    error: str | None = None
+    """Why the plan file cannot be read now (the last good plan still counts)."""
+
+
+class ProgressStatus(Wire):
+    """The `progress` object: the latest entries of the progress file and when it changed."""
+
+    omit_if_none = frozenset({"error"})
+
+    updated_at: str | None = None
+    latest: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class VerificationStatus(Wire):
+    """How herd's own verification of the checkpoint came out."""
+
+    sha: str
+    passed: bool
+    duration_s: float
+    exit_code: int | None = None
+    timed_out: bool = False
+    error: str | None = None
+    output_tail: str = ""
+    """Its last VERIFY_TAIL_LINES lines."""
+
+    @classmethod
+    def from_result(cls, result: dict[str, Any]) -> VerificationStatus:
+        """The status form of a stored verification result (VerifyResult.to_json)."""
+        tail = str(result.get("output_tail") or "").splitlines()[-VERIFY_TAIL_LINES:]
+        return cls(
+            sha=str(result["sha"]),
+            passed=bool(result["passed"]),
+            duration_s=round(float(result.get("duration_s") or 0.0), 2),
+            exit_code=result.get("exit_code"),
+            timed_out=bool(result.get("timed_out")),
+            error=result.get("error"),
+            output_tail="\n".join(tail),
+        )
+
+
+class CheckpointStatus(Wire):
+    """The `checkpoint` object: the newest commit and its verdict (null while unverified)."""
+
+    omit_if_none = frozenset({"verification"})
+
+    sha: str
+    at: str
+    subject: str
+    verified: bool | None = None
+    verification: VerificationStatus | None = None
+
+
+class UsageStatus(Wire):
+    """The `usage` object; `cost_usd` is null when the agent reports no cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    turns: int = 0
+
+
+class LogsStatus(Wire):
+    """The `logs` object: bytes of output kept, and the session's cap."""
+
+    bytes: int
+    cap_bytes: int
+
+
+class WarningStatus(Wire):
+    """One open warning: its latest event (`seq`, `at`, `message`), since when, how often."""
+
+    seq: int
+    kind: str
+    message: str
+    at: str
+    count: int = 1
+    opened_seq: int | None = None
+    opened_at: str | None = None
+
+
+class SessionStatus(Wire):
+    """The `herd status --json` object of one session (`ls` is a list of them)."""
+
+    session: str
+    handle: str | None = None
+    run: int | None = None
+    state: State = State.IDLE
+    task_state: str = "working"
+    reason: str | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    restarts: int = 0
+    started_at: str | None = None
+    ended_at: str | None = None
+    agent_session_id: str | None = None
+    plan: PlanStatus | None = None
+    progress: ProgressStatus | None = None
+    checkpoint: CheckpointStatus | None = None
+    git_note: str | None = None
+    """Why git gives no checkpoint (not a repository, no commit yet, unreadable)."""
+    usage: UsageStatus | None = None
+    budget: dict[str, Any] | None = None
+    logs: LogsStatus | None = None
+    warnings: list[WarningStatus] = Field(default_factory=list)
+    last_line: str = ""
+    """The last line of output a person can read, already summarised."""
+    agent: str = "plain"
+    next_restart_at: str | None = None
+
+
+class TaskStatus(Wire):
+    """`herd status NAME/N` of a task that is not the session's current one."""
+
+    session: str
+    handle: str
+    run: int
+    state: State
+    task_state: str
+    reason: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+
+
+# ----- other replies ---------------------------------------------------------------------------
+
+
+class StartReply(Wire):
+    """`start` and `restart`: the task's handle."""
+
+    handle: str
+    session: str
+    state: State
+
+
+class UpStarted(Wire):
+    """One session `up` started (or found running)."""
+
+    session: str
+    handle: str
+
+
+class WaitReply(Wire):
+    """`wait`: how the task ended (or that the wait timed out), and the exit code to use."""
+
+    handle: str
+    state: State
+    reason: str | None = None
+    exit: int
+
+
+class LogInfoReply(Wire):
+    """`log_info`: where a run's output and the progress file are, for the client to read."""
+
+    run: int | None = None
+    path: str | None = None
+    current_run: int
+    live: bool
+    progress: str | None = None
+    state: State
+
+
+class LeftRunning(Wire):
+    """A session whose run still has processes after `down` stopped it."""
+
+    session: str
+    state: State
+    pids: list[int]
+
+
+class DownReply(Wire):
+    """`down`: every session's status after the stop, and what could not be stopped."""
+
+    stopped: list[SessionStatus]
+    left: list[LeftRunning] = Field(default_factory=list)
+    waited_s: float | None = None
+
+
+class ShutdownReply(Wire):
+    """`shutdown`: the daemon's pid (it exits, leaving agents running)."""
+
+    pid: int
+
+
+class ReloadReply(Wire):
+    """`reload`: which sessions herd.toml added, changed or removed."""
+
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    still_running: list[str] = Field(default_factory=list)
+
+
+class DaemonInfo(Wire):
+    """`info`: which daemon answers, for what herd.toml."""
+
+    version: str
+    pid: int
+    config: str
+    state_dir: str
+    started_at: str | None = None
+    reconcile_passes: int = 0
+    sessions: list[str] = Field(default_factory=list)
+
+
+class ReportReply(Wire):
+    """`report`: the report's JSON form and its markdown."""
+
+    report: dict[str, Any]
+    markdown: str
+
+
+class Snapshot(Wire):
+    """One item of the `subscribe` stream: every session's status."""
+
+    sessions: list[SessionStatus]
+    at: str | None = None
+
+
+REPLIES: dict[str, Any] = {
+    "ls": list[SessionStatus],
+    "start": StartReply,
+    "restart": StartReply,
+    "up": list[UpStarted],
+    "stop": SessionStatus,
+    "pause": SessionStatus,
+    "resume": SessionStatus,
+    "approve": SessionStatus,
+    "reject": SessionStatus,
+    "wait": WaitReply,
+    "events": list[Event],
+    "subscribe": Snapshot,
+    "log_info": LogInfoReply,
+    "report": ReportReply,
+    "down": DownReply,
+    "shutdown": ShutdownReply,
+    "reload": ReloadReply,
+    "info": DaemonInfo,
+}
+"""The type of each operation's reply (of each streamed item for `subscribe`); `status` has
+`parse_status`, and an `events -f` item is one `Event`."""
+
+
+@functools.cache
+def _adapter(op: str) -> TypeAdapter[Any]:
+    """Built on first use: a CLI command pays only for the reply it reads."""
+    return TypeAdapter(REPLIES[op])
+
+
+def parse_reply(op: str, value: Any) -> Any:
+    """A reply (or a streamed `subscribe` item) of `op` as its model."""
+    return _adapter(op).validate_python(value)
+
+
+def parse_status(value: Any) -> list[SessionStatus] | SessionStatus | TaskStatus:
+    """A `status` reply: every session, one session, or a past task (which has no `agent`)."""
+    if isinstance(value, list):
+        return [SessionStatus.model_validate(item) for item in value]
+    if isinstance(value, dict) and "agent" not in value:
+        return TaskStatus.model_validate(value)
+    return SessionStatus.model_validate(value)
