@@ -248,6 +248,13 @@ def emitted_kinds() -> dict[str, str]:
                     for target in node.targets:
                         if isinstance(target, ast.Name):
                             assigned.setdefault(target.id, []).append(node.value)
+            read_back = {  # a loop over stored rows rebuilds events; it writes no new kind
+                name.id
+                for loop in ast.walk(func)
+                if isinstance(loop, ast.For)
+                for name in ast.walk(loop.target)
+                if isinstance(name, ast.Name)
+            }
             params = [a.arg for a in (*func.args.args, *func.args.kwonlyargs)]
             defaults = _param_defaults(func)
             for node in ast.walk(func):
@@ -265,6 +272,8 @@ def emitted_kinds() -> dict[str, str]:
                 if not isinstance(kind, ast.Name):
                     if kind is not None:
                         kinds.update(dict.fromkeys(_strings(kind), where))
+                    continue
+                if kind.id in read_back:
                     continue
                 sources = assigned.get(kind.id, []) + (
                     [defaults[kind.id]] if kind.id in defaults else []
