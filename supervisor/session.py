@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import signal
 import threading
@@ -17,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from agentherd.sessions import lifecycle
 from agentherd.sessions.activity import summarize
 from agentherd.sessions.agent_output import (
     Usage,
@@ -25,6 +25,7 @@ from agentherd.sessions.agent_output import (
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
+from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import (
     WARNING_KINDS,
     Event,
@@ -42,14 +43,14 @@ from agentherd.supervisor.store import Change, iso, utc_now
 
 log = logging.getLogger("herd.session")
 
+STRICT_TRANSITIONS_VAR = "HERD_STRICT_TRANSITIONS"
+"""Set to 1 by the test suite: an illegal lifecycle move raises instead of being logged."""
+
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
 
 REPORT_CHECKPOINTS = 500
 """A report lists at most this many checkpoints (the newest)."""
-
-UNTIL_DONE_IDLE_RUNS = 3
-"""until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
 
 TAIL_READS_PER_WAKE = 128
 """At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
@@ -89,7 +90,8 @@ class SessionSupervisor:
         self._lock = anyio.Lock()
         self.preparing: gitops.GitDeadline | None = None
         """The rescue/reset in progress before a restart, which a stop cancels."""
-        self._backoff_generation = 0
+        self._pending_restart: anyio.CancelScope | None = None
+        """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
         self.git_warned = False
         self._refreshing: dict[str, bool] = {}
         self.stall = StallClock(time.monotonic())
@@ -201,26 +203,48 @@ class SessionSupervisor:
         finally:
             self._refreshing.pop(kind, None)
 
-    def _set_state(self, state: State, reason: str | None = None) -> None:
-        self.record.state = state
+    def _transition(
+        self,
+        to_state: State,
+        reason: str | None,
+        *events: Event,
+        by: Trigger,
+        run: RunRecord | None = None,
+        task: TaskRecord | None = None,
+    ) -> None:
+        """Move to `to_state` if the lifecycle table allows it; commit it with its events."""
+        source = self.record.state
+        if not lifecycle.allowed(source, to_state, by):
+            problem = f"{self.config.name}: illegal transition {source} -> {to_state} ({by})"
+            if os.environ.get(STRICT_TRANSITIONS_VAR) == "1":
+                raise lifecycle.IllegalTransition(problem)
+            log.error("BUG: %s; taken anyway", problem, stack_info=True)
+        self.record.state = to_state
         self.record.reason = reason
+        self._commit(*events, run=run, task=task)
+
+    def _cancel_pending_restart(self) -> None:
+        """Drop a scheduled restart that has not taken the session's lock yet."""
+        if self._pending_restart is not None:
+            self._pending_restart.cancel()
+            self._pending_restart = None
 
     def _task(self) -> TaskRecord | None:
         return self.ctx.store.task(self.record.handle) if self.record.handle else None
 
-    def _end_task(self, state: State, reason: str | None, message: str) -> None:
+    def _end_task(
+        self, state: State, reason: str | None, message: str, by: Trigger, *before: Event
+    ) -> None:
         """Record how the current task ended, with its event, in one transaction."""
-        self._set_state(state, reason)
         task = self._task()
         if task is not None and task.ended_at is None:
             task = task.model_copy(
                 update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
             )
-        kind = {State.COMPLETED: "completed", State.FAILED: "failed"}.get(state, "stopped")
-        self._commit(
-            self._event(kind, message, self.record.run, reason=reason, handle=self.record.handle),
-            task=task,
-        )
+        kind = lifecycle.task_end_kind(state)
+        handle = self.record.handle
+        ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
+        self._transition(state, reason, *before, ended, by=by, task=task)
         self.ctx.tg.start_soon(reporting.write_report, self)
 
     # ----- commands ------------------------------------------------------------------------
@@ -285,9 +309,12 @@ class SessionSupervisor:
             state=State.STARTING,
             started_at=self.record.task_started_at or "",
         )
-        self._set_state(State.STARTING)
-        self._commit(
+        self._cancel_pending_restart()
+        self._transition(
+            State.STARTING,
+            None,
             self._event("task-started", f"task {handle} started", first_run, handle=handle),
+            by=Trigger.START,
             task=task,
         )
         await self._launch(mode=mode, env_extra=env_extra or {})
@@ -300,19 +327,22 @@ class SessionSupervisor:
 
     async def _stop_locked(self, kill: bool, reason: str, end_task: bool = True) -> bool:
         """Stop the current run if any; returns False when it could not be killed."""
-        self._backoff_generation += 1  # cancels a pending restart
+        self._cancel_pending_restart()
+        by = Trigger.BUDGET if reason.startswith("budget:") else Trigger.STOP
         run = self.run
         if run is not None and not run.exited.is_set():
             run.record.stop_requested = True
             run.record.stop_reason = reason
-            self._set_state(State.STOPPING, reason)
-            self._commit(
+            self._transition(
+                State.STOPPING,
+                reason,
                 self._event(
                     "stopping",
                     f"stopping run {run.record.run} ({reason})",
                     run.record.run,
                     kill=kill,
                 ),
+                by=by,
                 run=run.record,
             )
             signum = signal.SIGKILL if kill else self.config.stop_signal_number
@@ -333,10 +363,12 @@ class SessionSupervisor:
                     State.FAILED,
                     "unkillable",
                     f"run {run.record.run} could not be killed; processes remain",
+                    Trigger.UNKILLABLE,
                 )
                 return False
         if end_task and self.record.state not in TERMINAL_STATES | {State.IDLE}:
-            self._end_task(State.STOPPED, reason, f"stopped ({reason})")
+            ended = Trigger.BUDGET if by is Trigger.BUDGET else Trigger.STOPPED
+            self._end_task(State.STOPPED, reason, f"stopped ({reason})", ended)
         return True
 
     async def restart(self, from_rev: str | None = None) -> str:
@@ -377,8 +409,12 @@ class SessionSupervisor:
             await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGSTOP)
             run.paused = True
             self.stall.pause(time.monotonic())
-            self._set_state(State.PAUSED, "user")
-            self._commit(self._event("paused", "paused (SIGSTOP)", run.record.run))
+            self._transition(
+                State.PAUSED,
+                "user",
+                self._event("paused", "paused (SIGSTOP)", run.record.run),
+                by=Trigger.PAUSE,
+            )
 
     async def resume_run(self) -> None:
         """SIGCONT the whole run."""
@@ -389,8 +425,12 @@ class SessionSupervisor:
             await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
             run.paused = False
             self.stall.resume(time.monotonic())
-            self._set_state(State.RUNNING)
-            self._commit(self._event("resumed", "resumed (SIGCONT)", run.record.run))
+            self._transition(
+                State.RUNNING,
+                None,
+                self._event("resumed", "resumed (SIGCONT)", run.record.run),
+                by=Trigger.RESUME,
+            )
 
     # ----- launching -------------------------------------------------------------------------
 
@@ -403,8 +443,13 @@ class SessionSupervisor:
             filled.append(element)
         return filled
 
-    async def _launch(self, mode: str, env_extra: dict[str, str]) -> None:
-        """Start the next run: `resume` when asked and possible, else `command`."""
+    async def _launch(
+        self, mode: str, env_extra: dict[str, str], by: Trigger | None = None
+    ) -> None:
+        """Start the next run: `resume` when asked and possible, else `command`.
+
+        `by` is the move into `starting` (an automatic restart); a new task is in it already.
+        """
         number = self.record.run + 1
         values = {
             "session_id": self.record.agent_session_id or "",
@@ -449,9 +494,11 @@ class SessionSupervisor:
         self.record.run = number
         plan = self.observer.plan_current
         self.record.passing_at_run_start = plan.passing if plan is not None else None
-        self._set_state(State.STARTING)
         # Written before the spawn: a daemon killed right after it finds the run by its tag.
-        self._commit(run=record)
+        if by is None:
+            self._commit(run=record)
+        else:
+            self._transition(State.STARTING, None, by=by, run=record)
         try:
             launched = await procs.launch(argv, self.config.cwd, env, folder, tag, cgroup)
         except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
@@ -460,12 +507,13 @@ class SessionSupervisor:
         record.pid = launched.identity.pid
         record.pgid = launched.identity.pgid
         record.create_time = launched.identity.create_time
-        self._set_state(State.RUNNING)
         task = self._task()
         if task is not None and task.state != State.RUNNING:
             task = task.model_copy(update={"state": State.RUNNING})
         self.stall.activity(time.monotonic())
-        self._commit(
+        self._transition(
+            State.RUNNING,
+            None,
             self._event(
                 "run-started",
                 f"run {number} started ({mode}): pid {record.pid}",
@@ -474,6 +522,7 @@ class SessionSupervisor:
                 argv=argv,
                 mode=mode,
             ),
+            by=Trigger.SPAWNED,
             run=record,
             task=task,
         )
@@ -497,10 +546,11 @@ class SessionSupervisor:
         record.ended_at = iso(utc_now())
         record.outcome = "spawn-failed"
         self._commit(run=record)
+        by = Trigger.SPAWN_FAILED
         if isinstance(exc, procs.RunFolderBusy):
-            self._end_task(State.FAILED, "run-folder-busy", f"not started: {exc}")
+            self._end_task(State.FAILED, "run-folder-busy", f"not started: {exc}", by)
         else:
-            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}")
+            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}", by)
 
     @staticmethod
     def _identity_of(record: RunRecord) -> procs.RunIdentity:
@@ -653,83 +703,41 @@ class SessionSupervisor:
     # ----- restart policy --------------------------------------------------------------------
 
     async def _after_exit(self, live: LiveRun) -> None:
-        """Decide what a run's end means for the task: completed, failed, or restart."""
-        outcome = live.record.outcome
-        succeeded = outcome == "success"
-        policy = self.config.restart
-        ran_s = time.monotonic() - live.started_monotonic
-        if ran_s >= self.config.stable_after:
-            self.record.backoff_step = 0
-        if succeeded:
-            if policy in ("never", "on-failure"):
-                self._end_task(State.COMPLETED, None, f"completed (run {live.record.run})")
-                return
-            if policy == "until-done":
-                await self.observer.refresh_plan()
-                plan = self.observer.plan_current
-                if plan is not None and plan.all_passing:
-                    self._end_task(State.COMPLETED, None, "completed: every plan item passes")
-                    return
-                if not self._until_done_progressed(plan):
-                    return
-                if self.record.idle_runs == 0:
-                    self.record.backoff_step = 0  # a run that passed a feature is no storm
-            await self._schedule_restart(live, crashed=False)
-            return
-        if policy == "never":
-            self._end_task(State.FAILED, outcome, f"failed: run {live.record.run} {outcome}")
-            return
-        if self.disk_full():
-            # The disk killed it (its log, its tree or the store is on a full disk): no count
-            # toward the crash loop, and the restart waits for space (see _restart_after).
-            await self._schedule_restart(live, crashed=True, reason="disk-full")
-            return
-        now = time.time()
-        window = self.config.crash_window
-        self.record.crash_times = [t for t in self.record.crash_times if now - t < window] + [now]
-        if len(self.record.crash_times) >= self.config.max_crashes:
-            self._end_task(
-                State.FAILED,
-                "crash-loop",
-                f"failed: {len(self.record.crash_times)} crashes within "
-                f"{window:g}s (max_crashes {self.config.max_crashes})",
-            )
-            return
-        await self._schedule_restart(live, crashed=True)
-
-    def _until_done_progressed(self, plan: Any) -> bool:
-        """Count clean runs that passed nothing new; end the loop after too many in a row."""
-        passing_now = plan.passing if plan is not None else 0
-        before = self.record.passing_at_run_start
-        if before is not None and passing_now <= before:
-            self.record.idle_runs += 1
-            self._commit(
-                self._event(
-                    "early-exit",
-                    f"run {self.record.run} exited cleanly but no new plan item passes "
-                    f"({passing_now} of {plan.total if plan else '?'}); "
-                    f"{self.record.idle_runs}/{UNTIL_DONE_IDLE_RUNS} in a row",
-                    self.record.run,
-                )
-            )
-            if self.record.idle_runs >= UNTIL_DONE_IDLE_RUNS:
-                self._end_task(
-                    State.FAILED,
-                    "no-progress",
-                    f"failed: {UNTIL_DONE_IDLE_RUNS} runs in a row passed no new plan item",
-                )
-                return False
+        """Apply the lifecycle's exit rules: completed, failed, or restart after a delay."""
+        plan = None
+        if live.record.outcome == "success" and self.config.restart == "until-done":
+            await self.observer.refresh_plan()
+            plan = self.observer.plan_current
+        record = self.record
+        facts = lifecycle.ExitFacts(
+            run=live.record.run,
+            outcome=live.record.outcome or "exit unknown",
+            policy=self.config.restart,
+            ran_s=time.monotonic() - live.started_monotonic,
+            stable_after_s=self.config.stable_after,
+            backoff_step=record.backoff_step,
+            now_s=time.time(),
+            crash_times=tuple(record.crash_times),
+            crash_window_s=self.config.crash_window,
+            max_crashes=self.config.max_crashes,
+            disk_full=live.record.outcome != "success" and self.disk_full(),
+            plan_all_passing=plan.all_passing if plan is not None else None,
+            passing_now=plan.passing if plan is not None else None,
+            passing_at_run_start=record.passing_at_run_start,
+            plan_total=plan.total if plan is not None else None,
+            idle_runs=record.idle_runs,
+        )
+        decision = lifecycle.after_exit(facts)
+        record.backoff_step = decision.backoff_step
+        record.crash_times = list(decision.crash_times)
+        record.idle_runs = decision.idle_runs
+        early: tuple[Event, ...] = ()
+        if decision.early_exit is not None:
+            early = (self._event("early-exit", decision.early_exit, live.record.run),)
+        if decision.action is Action.RESTART:
+            self._schedule_restart(live, decision, *early)
         else:
-            self.record.idle_runs = 0
-        return True
-
-    def backoff_delay_s(self, step: int) -> float:
-        """The delay before restart number `step` (0-based): doubling, capped, jittered."""
-        base = self.config.restart_delay
-        if base <= 0:
-            return 0.0
-        raw = base * math.pow(2, min(step, 62))
-        return min(raw, self.config.restart_delay_max) * self.ctx.timings.jitter()
+            self._end_task(decision.state, decision.reason, decision.message, Trigger.EXIT, *early)
 
     def disk_full(self) -> bool:
         """True while the store's disk refuses writes or the state or work folder has no room."""
@@ -737,65 +745,89 @@ class SessionSupervisor:
             self.ctx.state_dir, self.config.cwd
         )
 
-    async def _schedule_restart(
-        self, live: LiveRun, crashed: bool, reason: str | None = None
+    def _schedule_restart(
+        self, live: LiveRun, decision: lifecycle.Decision, *before: Event
     ) -> None:
         """Enter backoff and start the timer that relaunches (a stop cancels it)."""
-        delay_s = self.backoff_delay_s(self.record.backoff_step)
+        delay_s = lifecycle.backoff_delay_s(
+            self.record.backoff_step,
+            self.config.restart_delay,
+            self.config.restart_delay_max,
+            self.ctx.timings.jitter,
+        )
         self.record.backoff_step += 1
         self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
-        self._set_state(State.BACKOFF, reason or ("crashed" if crashed else "exited"))
-        waits = "; it waits until the disk has space again" if reason == "disk-full" else ""
-        self._commit(
+        disk_full = decision.reason == "disk-full"
+        waits = "; it waits until the disk has space again" if disk_full else ""
+        by = Trigger.RATE_LIMIT if decision.reason == "rate-limit" else Trigger.EXIT
+        self._transition(
+            State.BACKOFF,
+            decision.reason,
+            *before,
             self._event(
                 "restart-scheduled",
                 f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})"
                 + waits,
                 live.record.run,
                 delay_s=round(delay_s, 3),
-                crashed=crashed,
+                crashed=decision.crashed,
                 step=self.record.backoff_step,
-            )
+            ),
+            by=by,
         )
-        self._backoff_generation += 1
-        generation = self._backoff_generation
+        self._arm_restart(delay_s, decision.crashed, live.record.run, live.exit, live.config)
+
+    def _arm_restart(
+        self,
+        delay_s: float,
+        crashed: bool,
+        last_run: int,
+        last_exit: procs.ExitInfo | None,
+        run_config: SessionConfig,
+    ) -> None:
+        """Start the backoff wait in a cancel scope that a stop, restart or start cancels."""
+        self._cancel_pending_restart()
+        scope = self._pending_restart = anyio.CancelScope()
         self.ctx.tg.start_soon(
-            self._restart_after,
-            delay_s,
-            generation,
-            crashed,
-            live.record.run,
-            live.exit,
-            live.config,
+            self._restart_after, scope, delay_s, crashed, last_run, last_exit, run_config
         )
 
     async def _restart_after(
         self,
+        scope: anyio.CancelScope,
         delay_s: float,
-        generation: int,
         crashed: bool,
         last_run: int,
         last_exit: procs.ExitInfo | None,
-        run_config: SessionConfig | None = None,
+        run_config: SessionConfig,
     ) -> None:
-        await anyio.sleep(delay_s)
-        while generation == self._backoff_generation and self.disk_full():
-            await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
-        async with self._lock:
-            if generation != self._backoff_generation or self.record.state != State.BACKOFF:
+        locked = False
+        with scope:
+            await anyio.sleep(delay_s)
+            while self.disk_full():
+                await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
+            await self._lock.acquire()
+            locked = True
+        if not locked:
+            return
+        try:
+            # Whoever cancels holds the lock: once it is ours, the restart is still wanted
+            # unless a cancel landed as the lock was handed over.
+            if scope.cancel_called or self.record.state != State.BACKOFF:
                 return
+            self._pending_restart = None
             self.record.restarts += 1
             env_extra: dict[str, str] = {}
             mode = "command"
             if crashed:
-                prepared = await recovery.prepare_restart(
-                    self, None, last_run, run_config or self.config
-                )
+                prepared = await recovery.prepare_restart(self, None, last_run, run_config)
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart
                     return
                 env_extra, mode = prepared
             env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
-            await self._launch(mode=mode, env_extra=env_extra)
+            await self._launch(mode=mode, env_extra=env_extra, by=Trigger.RESTART)
+        finally:
+            self._lock.release()
 
     # ----- daemon restart --------------------------------------------------------------------
 
@@ -825,16 +857,17 @@ class SessionSupervisor:
                     or await anyio.to_thread.run_sync(procs.leader_alive, identity)
                 ):
                     live.paused = state == State.PAUSED
-                    if state not in (State.RUNNING, State.PAUSED, State.STOPPING):
-                        self._set_state(State.RUNNING)
-                    self._commit(
-                        self._event(
-                            "adopted",
-                            f"re-adopted run {last.run} (pid {last.pid or 'unknown'})",
-                            last.run,
-                            pid=last.pid,
-                        )
+                    adopted = self._event(
+                        "adopted",
+                        f"re-adopted run {last.run} (pid {last.pid or 'unknown'})",
+                        last.run,
+                        pid=last.pid,
                     )
+                    to_state = lifecycle.adopted_state(state)
+                    if to_state is None:
+                        self._commit(adopted)
+                    else:
+                        self._transition(to_state, None, adopted, by=Trigger.ADOPT)
                     self._watch(live)
                     if state == State.STOPPING:
                         reason = last.stop_reason or "user"
@@ -854,33 +887,30 @@ class SessionSupervisor:
                 live.drained.set()
                 live.handled = True
                 await self._record_exit(live)
-                if state == State.STOPPING or last.stop_requested:
+                if lifecycle.ended_unwatched(state, last.stop_requested):
                     reason = last.stop_reason or "user"
                     self._end_task(
-                        State.STOPPED, reason, f"stopped ({reason}; ended while no daemon ran)"
+                        State.STOPPED,
+                        reason,
+                        f"stopped ({reason}; ended while no daemon ran)",
+                        Trigger.STOPPED,
                     )
                 else:
                     await self._after_exit(live)
                 return
-            if state == State.STOPPING and last is not None and last.stop_requested:
+            stop_requested = last is not None and last.stop_requested
+            then = lifecycle.without_live_run(state, stop_requested)
+            if then is lifecycle.Recovery.END_STOPPED:
                 # The daemon died after recording the run's end, before ending the task.
-                reason = last.stop_reason or "user"
-                self._end_task(State.STOPPED, reason, f"stopped ({reason})")
-            elif state == State.BACKOFF:
-                self._set_state(State.BACKOFF, self.record.reason)
-                self._backoff_generation += 1
-                self.ctx.tg.start_soon(
-                    self._restart_after,
-                    0.0,
-                    self._backoff_generation,
-                    True,
-                    self.record.run,
-                    None,
-                    self._config_of(last),
-                )
-            elif state in (State.STARTING, State.RUNNING, State.STOPPING, State.PAUSED):
+                reason = (last.stop_reason if last is not None else None) or "user"
+                self._end_task(State.STOPPED, reason, f"stopped ({reason})", Trigger.STOPPED)
+            elif then is lifecycle.Recovery.REARM_BACKOFF:
+                self._arm_restart(0.0, True, self.record.run, None, self._config_of(last))
+            elif then is lifecycle.Recovery.FAIL_LOST:
                 # The store says active but no live run is recorded: the daemon died mid-launch.
-                self._end_task(State.FAILED, "lost", "the daemon stopped before the run started")
+                self._end_task(
+                    State.FAILED, "lost", "the daemon stopped before the run started", Trigger.LOST
+                )
 
     def _config_of(self, record: RunRecord | None) -> SessionConfig:
         """The config a recorded run ran with, as far as it is kept: today's, in the run's cwd."""
