@@ -22,6 +22,7 @@ from agentherd.sessions.agent_output import (
     Usage,
     make_parser,
 )
+from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
@@ -39,7 +40,7 @@ from agentherd.supervisor.context import Context
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.observe import Observer
 from agentherd.supervisor.paths import run_dir
-from agentherd.supervisor.store import Change, iso, utc_now
+from agentherd.supervisor.store import Change, StoreUnavailable, Verification, iso, utc_now
 
 log = logging.getLogger("herd.session")
 
@@ -115,16 +116,30 @@ class SessionSupervisor:
         )
 
     def _commit(
-        self, *events: Event, run: RunRecord | None = None, task: TaskRecord | None = None
-    ) -> None:
+        self,
+        *events: Event,
+        run: RunRecord | None = None,
+        task: TaskRecord | None = None,
+        checkpoint: Checkpoint | None = None,
+        verification: Verification | None = None,
+    ) -> list[Event]:
+        name = self.config.name
         written = self.ctx.store.commit(
-            Change(session=self.record, run=run, task=task, events=tuple(events))
+            Change(
+                session=self.record,
+                run=run,
+                task=task,
+                events=tuple(events),
+                checkpoint=(name, checkpoint) if checkpoint is not None else None,
+                verification=(name, verification) if verification is not None else None,
+            )
         )
         for event in written:
             if event.kind in WARNING_KINDS:
                 self.warnings.append(event)
         self.version += 1
         self.ctx.announce(written)
+        return written
 
     def _ended_runs_usage(self) -> Usage:
         handle = self.record.handle
@@ -147,6 +162,42 @@ class SessionSupervisor:
     def touch(self) -> None:
         """Something visible changed that needs no event: push a new snapshot."""
         self.version += 1
+
+    # ----- facts posted by the observer and recovery (they never write themselves) -----------
+
+    def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool:
+        """Write a new commit and its events in one transaction; False when it was known.
+
+        Raises StoreUnavailable while the disk is full: git keeps the commit, and the observer
+        reads it again once space returns.
+        """
+        store = self.ctx.store
+        if not store.retry():
+            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint not recorded yet")
+        written = self._commit(*events, checkpoint=commit)
+        if store.unavailable:
+            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint held in memory")
+        return bool(written)
+
+    def record_verification(self, verdict: Verification, *events: Event) -> None:
+        """Write a checkpoint's verdict and its events in one transaction."""
+        self._commit(*events, verification=verdict)
+
+    def adopt_plan_baseline(self, plan_json: str, raw: str, *events: Event) -> None:
+        """Make a plan the baseline every later change is judged against, with its events."""
+        self.record.plan_baseline = plan_json
+        self.record.plan_baseline_raw = raw
+        self._commit(*events)
+
+    def mark_git_warned(self, *events: Event) -> None:
+        """Say once that the session's cwd is not a git repository."""
+        self.git_warned = True
+        self._commit(*events)
+
+    def forget_agent_session_id(self, *events: Event) -> None:
+        """Drop an agent session id that is unsafe for argv (resume refused), with its events."""
+        self.record.agent_session_id = None
+        self._commit(*events)
 
     def note_progress(self) -> None:
         """The agent showed progress (a progress entry or a commit)."""
@@ -321,7 +372,8 @@ class SessionSupervisor:
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
-        recovery.cancel_preparation(self)  # never wait behind a slow rescue or reset
+        if self.preparing is not None:  # never wait behind a slow rescue or reset: kill its git
+            self.preparing.cancel()
         async with self._lock:
             await self._stop_locked(kill=kill, reason=reason)
 
@@ -392,13 +444,81 @@ class SessionSupervisor:
             if from_rev is None:
                 await self._begin_task()
             else:
-                prepared = await recovery.prepare_restart(
-                    self, from_rev, self.record.run, run_config
-                )
+                prepared = await self._prepare_restart(from_rev, self.record.run, run_config)
                 if prepared is None:  # a stop came meanwhile
                     return self.record.handle or ""
                 await self._begin_task(*prepared)
             return self.record.handle or ""
+
+    async def _prepare_restart(
+        self, target: str | None, last_run: int, run_config: SessionConfig
+    ) -> tuple[dict[str, str], str] | None:
+        """Rescue and reset the worktree before a restart, under a deadline a stop cancels."""
+        # Set before the first await, so a stop from now on finds what to cancel.
+        deadline = self.preparing = gitops.GitDeadline(self.ctx.timings.git_write_timeout_s)
+        try:
+            return await recovery.prepare_restart(self, target, last_run, run_config, deadline)
+        finally:
+            self.preparing = None
+
+    async def approve(self) -> None:
+        """Adopt the current plan as the baseline (a person accepted the change)."""
+        observer = self.observer
+        plan = observer.plan_current
+        if plan is None:
+            raise SessionError(f"{self.config.name} has no plan to approve")
+        changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
+        accepted = observer.accept_plan()
+        assert accepted is not None  # there is a current plan
+        self.adopt_plan_baseline(
+            *accepted,
+            self.make_event(
+                "plan-approved",
+                f"plan approved as the new baseline ({changes} change(s) accepted)",
+                passing=plan.passing,
+                total=plan.total,
+            ),
+        )
+
+    async def reject(self) -> None:
+        """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
+        name = self.config.name
+        diff = self.observer.plan_diff
+        if diff is None or not diff.changed_items:
+            raise SessionError(f"{name}: the plan matches its baseline")
+        try:
+            await self.observer.restore_baseline()
+        except (ValueError, OSError) as exc:
+            raise SessionError(f"{name}: {exc}") from None
+        self._commit(
+            self.make_event(
+                "plan-rejected",
+                f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
+            )
+        )
+
+    def wanted_by_up(self) -> bool:
+        """`herd up` with no names starts this session (autostart, and idle or downed)."""
+        return lifecycle.up_starts(self.config.autostart, self.record.state, self.record.reason)
+
+    async def finish_interrupted_down(self) -> None:
+        """A `herd down` whose daemon was killed mid-stop: finish that stop (before `up`)."""
+        if lifecycle.up_finishes_stop(self.record.state, self.record.reason):
+            await self.stop(reason="down")
+
+    async def left_running(self) -> dict[str, Any] | None:
+        """The session and the pids of its run still alive after a stop, or None."""
+        run = self.run
+        if run is None:
+            return None
+        record = self.record
+        if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
+            return None  # stopped cleanly: its stop already found nothing left
+        found = await anyio.to_thread.run_sync(procs.run_processes, run.identity)
+        pids = sorted(p.pid for p in found)
+        if not pids:
+            return None
+        return {"session": self.config.name, "state": str(record.state), "pids": pids}
 
     async def pause(self) -> None:
         """SIGSTOP the whole run."""
@@ -820,7 +940,7 @@ class SessionSupervisor:
             env_extra: dict[str, str] = {}
             mode = "command"
             if crashed:
-                prepared = await recovery.prepare_restart(self, None, last_run, run_config)
+                prepared = await self._prepare_restart(None, last_run, run_config)
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart
                     return
                 env_extra, mode = prepared

@@ -129,11 +129,14 @@ def test_after_exit_branches(
 ) -> None:
     decision = after_exit(facts(**changes))
     assert (decision.action, decision.reason, decision.message) == (action, reason, message)
-    assert decision.state == {
-        Action.COMPLETE: State.COMPLETED,
-        Action.FAIL: State.FAILED,
-        Action.RESTART: State.BACKOFF,
-    }[action]
+    assert (
+        decision.state
+        == {
+            Action.COMPLETE: State.COMPLETED,
+            Action.FAIL: State.FAILED,
+            Action.RESTART: State.BACKOFF,
+        }[action]
+    )
     assert decision.early_exit is None
 
 
