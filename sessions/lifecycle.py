@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
+from agentherd.sessions.states import TERMINAL_STATES, State
 
 UNTIL_DONE_IDLE_RUNS = 3
 """until-done ends the loop (failed, reason no-progress) after this many idle runs in a row."""
@@ -336,6 +336,3 @@ def table_lines() -> list[str]:
         f"{row.source:<16} -> {row.target:<16} {','.join(sorted(row.triggers)):<28} {row.why}"
         for row in TABLE
     ]
-
-
-assert all(s in ACTIVE_STATES or s in _ENDED for s in State)
