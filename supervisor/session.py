@@ -16,9 +16,7 @@ from typing import Any
 import anyio
 
 from agentherd.sessions import lifecycle
-from agentherd.sessions.agent_output import (
-    Usage,
-)
+from agentherd.sessions.agent_output import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
@@ -45,9 +43,6 @@ log = logging.getLogger("herd.session")
 
 STRICT_TRANSITIONS_VAR = "HERD_STRICT_TRANSITIONS"
 """Set to 1 by the test suite: an illegal lifecycle move raises instead of being logged."""
-
-REPORT_CHECKPOINTS = 500
-"""A report lists at most this many checkpoints (the newest)."""
 
 
 class SessionSupervisor(Adoption, Launching, RunFollowing):
