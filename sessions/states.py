@@ -13,6 +13,8 @@ class State(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"
     WAITING_APPROVAL = "waiting-approval"
+    VERIFYING = "verifying"
+    """The run ended; its final checkpoint waits for its verdict before the task goes on."""
     BACKOFF = "backoff"
     STOPPING = "stopping"
     STOPPED = "stopped"
@@ -29,6 +31,7 @@ ACTIVE_STATES = frozenset(
         State.RUNNING,
         State.PAUSED,
         State.WAITING_APPROVAL,
+        State.VERIFYING,
         State.BACKOFF,
         State.STOPPING,
     }
@@ -39,6 +42,7 @@ _TASK_STATE = {
     State.STARTING: "working",
     State.RUNNING: "working",
     State.PAUSED: "working",
+    State.VERIFYING: "working",
     State.BACKOFF: "working",
     State.STOPPING: "working",
     State.WAITING_APPROVAL: "input_required",

@@ -19,7 +19,6 @@ from agentherd.sessions.states import (
 from agentherd.sessions.status import (
     DaemonInfo,
     DownReply,
-    LeftRunning,
     LogInfoReply,
     ReloadReply,
     ReportReply,
@@ -31,7 +30,7 @@ from agentherd.sessions.status import (
     UpStarted,
     WaitReply,
 )
-from agentherd.supervisor import procs, server
+from agentherd.supervisor import server
 from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
@@ -116,16 +115,12 @@ class ControlApi:
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
         await self.daemon.reconciled.wait()  # states read from the store are settled
         names = request.get("names") or [
-            s.config.name
-            for s in self.daemon.sessions.values()
-            if s.config.autostart and (s.record.state == State.IDLE or _stopping_for_down(s))
+            s.config.name for s in self.daemon.sessions.values() if s.wanted_by_up()
         ]
         supervisors = [self._session(name) for name in names]  # an unknown name starts none
-        # A `herd down` whose daemon was killed mid-stop: finish those stops, then start again.
         async with anyio.create_task_group() as tg:
             for supervisor in supervisors:
-                if supervisor.record.state == State.STOPPING and _stopping_for_down(supervisor):
-                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
+                tg.start_soon(supervisor.finish_interrupted_down)
         started, refused = [], []
         for name, supervisor in zip(names, supervisors, strict=True):
             try:
@@ -251,38 +246,13 @@ class ControlApi:
     async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
         """Adopt the current plan as the session's baseline (a person accepted the change)."""
         supervisor = self._session(request.get("name"))
-        observer = supervisor.observer
-        if observer.plan_current is None:
-            raise ApiError("bad-state", f"{supervisor.config.name} has no plan to approve")
-        changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
-        observer.accept_plan()
-        supervisor.commit_events(
-            supervisor.make_event(
-                "plan-approved",
-                f"plan approved as the new baseline ({changes} change(s) accepted)",
-                passing=observer.plan_current.passing,
-                total=observer.plan_current.total,
-            )
-        )
+        await supervisor.approve()
         await send(result=supervisor.status().to_json())
 
     async def op_reject(self, request: dict[str, Any], send: server.Sender) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
         supervisor = self._session(request.get("name"))
-        observer = supervisor.observer
-        diff = observer.plan_diff
-        if diff is None or not diff.changed_items:
-            raise ApiError("bad-state", f"{supervisor.config.name}: the plan matches its baseline")
-        try:
-            await observer.restore_baseline()
-        except (ValueError, OSError) as exc:
-            raise ApiError("bad-state", f"{supervisor.config.name}: {exc}") from None
-        supervisor.commit_events(
-            supervisor.make_event(
-                "plan-rejected",
-                f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
-            )
-        )
+        await supervisor.reject()
         await send(result=supervisor.status().to_json())
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
@@ -297,7 +267,7 @@ class ControlApi:
             async with anyio.create_task_group() as tg:
                 for supervisor in supervisors:
                     tg.start_soon(functools.partial(supervisor.stop, reason="down"))
-        left = [entry for s in supervisors if (entry := await _left_running(s))]
+        left = [entry for s in supervisors if (entry := await s.left_running())]
         message = "daemon stopping (herd down)"
         if left:
             message += "; still running: " + "; ".join(
@@ -340,23 +310,3 @@ def _started(supervisor: SessionSupervisor, handle: str) -> dict[str, Any]:
     """The reply of `start` and `restart`."""
     reply = StartReply(handle=handle, session=supervisor.config.name, state=supervisor.record.state)
     return reply.to_json()
-
-
-async def _left_running(supervisor: SessionSupervisor) -> LeftRunning | None:
-    """The session and the pids of its run that are still alive after a stop, or None."""
-    run = supervisor.run
-    if run is None:
-        return None
-    record = supervisor.record
-    if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
-        return None  # stopped cleanly: its stop already found nothing left
-    pids = sorted(p.pid for p in await anyio.to_thread.run_sync(procs.run_processes, run.identity))
-    if not pids:
-        return None
-    return LeftRunning(session=supervisor.config.name, state=supervisor.record.state, pids=pids)
-
-
-def _stopping_for_down(supervisor: SessionSupervisor) -> bool:
-    """Stopped, or being stopped, by `herd down`: the next `herd up` starts it again."""
-    record = supervisor.record
-    return record.state in (State.STOPPED, State.STOPPING) and record.reason == "down"

@@ -32,10 +32,11 @@ from agentherd.sessions.status import (
     VerificationStatus,
 )
 from agentherd.supervisor import agentfiles, gitops
-from agentherd.supervisor.store import StoreUnavailable, iso
+from agentherd.supervisor.store import StoreUnavailable, Verification, iso
 
 if TYPE_CHECKING:
-    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.sessions.records import Event
+    from agentherd.supervisor.port import SessionPort
     from agentherd.supervisor.verify import VerifyResult
 
 log = logging.getLogger("herd.observe")
@@ -86,9 +87,12 @@ def _read(path: Path) -> bytes:
 
 
 class Observer:
-    """Reads a session's plan, progress file and git history when they change; never raises."""
+    """Reads a session's plan, progress file and git history when they change; never raises.
 
-    def __init__(self, session: SessionSupervisor) -> None:
+    It keeps what it read; it posts what changed to its session, which alone writes.
+    """
+
+    def __init__(self, session: SessionPort) -> None:
         self.session = session
         self.plan_current: Plan | None = None
         self.plan_diff: PlanDiff | None = None
@@ -154,15 +158,15 @@ class Observer:
         self.plan_current = plan
         if self.plan_baseline is None:
             self.plan_baseline = plan
-            self.session.record.plan_baseline = plan.to_json()
-            self.session.record.plan_baseline_raw = self.plan_raw.decode("utf-8-sig")
-            self.session.commit_events(
+            self.session.adopt_plan_baseline(
+                plan.to_json(),
+                self.plan_raw.decode("utf-8-sig"),
                 self.session.make_event(
                     "plan-baseline",
                     f"plan baseline: {plan.passing}/{plan.total} items pass",
                     passing=plan.passing,
                     total=plan.total,
-                )
+                ),
             )
         self.plan_diff = diff_plan(self.plan_baseline, plan)
         changes = tuple(c.to_json() for c in self.plan_diff.changed_items)
@@ -224,14 +228,14 @@ class Observer:
         await anyio.to_thread.run_sync(_write_atomically, path, data)
         await self.refresh_plan()
 
-    def accept_plan(self) -> None:
-        """Adopt the current plan as the new baseline (a person approved the change)."""
-        if self.plan_current is not None:
-            self.plan_baseline = self.plan_current
-            self.session.record.plan_baseline = self.plan_current.to_json()
-            self.session.record.plan_baseline_raw = self.plan_raw.decode("utf-8-sig")
-            self.plan_diff = diff_plan(self.plan_baseline, self.plan_current)
-            self._reported_changes = ()
+    def accept_plan(self) -> tuple[str, str] | None:
+        """Take the current plan as the new baseline; return its JSON and text to record."""
+        if self.plan_current is None:
+            return None
+        self.plan_baseline = self.plan_current
+        self.plan_diff = diff_plan(self.plan_baseline, self.plan_current)
+        self._reported_changes = ()
+        return self.plan_current.to_json(), self.plan_raw.decode("utf-8-sig")
 
     # ----- progress -------------------------------------------------------------------------
 
@@ -345,45 +349,41 @@ class Observer:
         except Exception:
             new = [head]
         for commit in new:
+            event = self.session.make_event(
+                "checkpoint",
+                f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
+                sha=commit.sha,
+                subject=commit.subject,
+                files=list(commit.files[:50]),
+            )
+            # History from before herd watched is not this session's drift.
+            stray = self._scope_event(commit) if known else None
             try:
-                added = store.add_checkpoint(self.config.name, commit)
+                self.session.record_checkpoint(commit, event, *([stray] if stray else []))
             except StoreUnavailable:
                 self._head_log_sig = None  # the disk is full: read git again next time
                 return
-            if added:
-                self.session.commit_events(
-                    self.session.make_event(
-                        "checkpoint",
-                        f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
-                        sha=commit.sha,
-                        subject=commit.subject,
-                        files=list(commit.files[:50]),
-                    )
-                )
-                if known:  # history from before herd watched is not this session's drift
-                    self._check_scope(commit)
         self.checkpoint = store.checkpoints(self.config.name, limit=1)[-1]
         self.session.note_progress()
         self._submit_verification(self.checkpoint.sha)
 
-    def _check_scope(self, commit: Checkpoint) -> None:
-        """Warn when a commit touches files outside `scope` (the plan and progress file aside)."""
+    def _scope_event(self, commit: Checkpoint) -> Event | None:
+        """A warning when a commit touches files outside `scope` (plan and progress file aside)."""
         if not self.config.scope or self._git_paths is None:
-            return
+            return None
         top = self._git_paths.worktree
         own = [self.plan_path, self.progress_path]
         always = [str(p.resolve().relative_to(top)) for p in own if p and _under(p, top)]
         stray = outside(commit.files, self.config.scope, always)
-        if stray:
-            shown = ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else "")
-            self.session.commit_events(
-                self.session.make_event(
-                    "out-of-scope",
-                    f"checkpoint {commit.short_sha} changes files outside scope: {inert(shown)}",
-                    sha=commit.sha,
-                    files=stray[:50],
-                )
-            )
+        if not stray:
+            return None
+        shown = ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else "")
+        return self.session.make_event(
+            "out-of-scope",
+            f"checkpoint {commit.short_sha} changes files outside scope: {inert(shown)}",
+            sha=commit.sha,
+            files=stray[:50],
+        )
 
     def _git_problem(self, message: str, kind: str = "git-unavailable") -> None:
         if message == self.git_error:
@@ -414,8 +414,7 @@ class Observer:
         self._verify_submit(self.config.name, sha, job, self._verified)
 
     async def _verified(self, result: VerifyResult) -> None:
-        store = self.session.ctx.store
-        store.set_verification(self.config.name, result.sha, result.passed, result.to_json())
+        verdict = Verification(result.sha, result.passed, result.to_json())
         if self.checkpoint is not None and self.checkpoint.sha == result.sha:
             self.checkpoint = self.checkpoint.model_copy(update={"verified": result.passed})
         tail = result.output_tail.splitlines()[-VERIFY_TAIL_LINES:]
@@ -428,7 +427,6 @@ class Observer:
             "error": result.error,
             "output_tail": "\n".join(tail),
         }
-        self.session.touch()
         if result.passed:
             event = self.session.make_event(
                 "verify-passed",
@@ -436,7 +434,7 @@ class Observer:
                 sha=result.sha,
                 duration_s=result.duration_s,
             )
-            self.session.commit_events(event)
+            self.session.record_verification(verdict, event)
             return
         why = result.error or ("timed out" if result.timed_out else f"exit {result.exit_code}")
         events = [
@@ -461,7 +459,7 @@ class Observer:
                     items=claimed,
                 )
             )
-        self.session.commit_events(*events)
+        self.session.record_verification(verdict, *events)
 
     async def _claimed_at(self, sha: str) -> list[str]:
         """Plan items that the commit `sha` flipped to passing (compared with its parent)."""

@@ -12,49 +12,30 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.supervisor import gitops
 
 if TYPE_CHECKING:
-    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.supervisor.port import SessionPort
 
 log = logging.getLogger("herd.recovery")
 
 
-def cancel_preparation(session: SessionSupervisor) -> None:
-    """A stop never waits behind a rescue or reset: kill its git; the restart is dropped."""
-    deadline = session.preparing
-    if deadline is not None:
-        deadline.cancel()
-
-
 async def prepare_restart(
-    session: SessionSupervisor, target: str | None, last_run: int, run_config: SessionConfig
-) -> tuple[dict[str, str], str] | None:
-    """Rescue the dirty tree, reset to the restart target; say whether to resume.
-
-    `run_config` is the configuration the ended run was launched with: its worktree is the
-    one rescued and reset, whatever herd.toml says now. Returns None when a stop cancelled
-    the preparation (nothing is launched then).
-    """
-    # Set before the first await, so a stop from now on finds what to cancel.
-    deadline = session.preparing = gitops.GitDeadline(session.ctx.timings.git_write_timeout_s)
-    try:
-        return await _prepare(session, target, last_run, run_config, deadline)
-    finally:
-        session.preparing = None
-
-
-async def _prepare(
-    session: SessionSupervisor,
+    session: SessionPort,
     target: str | None,
     last_run: int,
     run_config: SessionConfig,
     deadline: gitops.GitDeadline,
 ) -> tuple[dict[str, str], str] | None:
-    """prepare_restart's work, under `deadline` (which a stop cancels)."""
+    """Rescue the dirty tree, reset to the restart target; say whether to resume.
+
+    `run_config` is the configuration the ended run was launched with: its worktree is the
+    one rescued and reset, whatever herd.toml says now. The work runs under `deadline`,
+    which a stop cancels; then it returns None (nothing is launched). What it did is posted
+    to the session as events; it writes nothing itself.
+    """
     env_extra: dict[str, str] = {}
     cwd = run_config.cwd
     if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
         if not session.git_warned and session.observer.git_error is None:
-            session.git_warned = True
-            session.commit_events(
+            session.mark_git_warned(
                 session.make_event(
                     "not-a-git-repo",
                     f"{cwd} is not a git repository: restarting without rescue or reset",
@@ -140,7 +121,7 @@ async def _prepare(
 
 
 async def restart_target(
-    session: SessionSupervisor, target: str | None, run_config: SessionConfig
+    session: SessionPort, target: str | None, run_config: SessionConfig
 ) -> str | None:
     """The commit to reset to: the last checkpoint, the last verified one, or a given one."""
     cwd = run_config.cwd
@@ -162,19 +143,18 @@ async def restart_target(
     return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, wanted)
 
 
-def resume_mode(session: SessionSupervisor, last_run: int) -> str:
+def resume_mode(session: SessionPort, last_run: int) -> str:
     """`resume` when the agent's session id is known and safe for argv, else `command`."""
     sid = session.record.agent_session_id
     if session.config.resume is None or not sid:
         return "command"
     if not valid_session_id(sid):
-        session.commit_events(
+        session.forget_agent_session_id(
             session.make_event(
                 "resume-refused",
                 f"session id {sid[:40]!r} does not look like one; running command instead",
                 last_run,
             )
         )
-        session.record.agent_session_id = None
         return "command"
     return "resume"

@@ -13,7 +13,7 @@ from agentherd.supervisor import gitops
 from agentherd.supervisor.store import iso, utc_now
 
 if TYPE_CHECKING:
-    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.supervisor.port import SessionPort
 
 log = logging.getLogger("herd.report")
 
@@ -21,7 +21,7 @@ REPORT_CHECKPOINTS = 500
 """A report lists at most this many checkpoints (the newest)."""
 
 
-async def session_report(session: SessionSupervisor) -> dict[str, Any]:
+async def session_report(session: SessionPort) -> dict[str, Any]:
     """The session's report: `{"report": <json form>, "markdown": <text>}`."""
     store = session.ctx.store
     name = session.config.name
@@ -78,7 +78,7 @@ async def session_report(session: SessionSupervisor) -> dict[str, Any]:
     return {"report": built, "markdown": render_markdown(built)}
 
 
-async def write_report(session: SessionSupervisor) -> None:
+async def write_report(session: SessionPort) -> None:
     """Write `.herd/reports/<session>.md` and `.json` (done whenever a task ends)."""
     try:
         result = await session_report(session)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -94,14 +95,30 @@ def iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+@dataclass(frozen=True)
+class Verification:
+    """A checkpoint's verdict, written with its event."""
+
+    sha: str
+    passed: bool
+    result: dict[str, Any]
+
+
 @dataclass
 class Change:
-    """Everything one state change writes, committed in one transaction before it is announced."""
+    """Everything one state change writes, committed in one transaction before it is announced.
+
+    With a `checkpoint`, the events belong to it: a checkpoint known already writes nothing.
+    """
 
     session: SessionRecord | None = None
     run: RunRecord | None = None
     task: TaskRecord | None = None
     events: tuple[Event, ...] = ()
+    checkpoint: tuple[str, Checkpoint] | None = None
+    """(session name, commit) of a commit seen in the session's worktree."""
+    verification: tuple[str, Verification] | None = None
+    """(session name, verdict) of a checkpoint's verification."""
 
 
 class Store:
@@ -240,7 +257,7 @@ class Store:
         if events > MAX_PENDING_EVENTS:  # the records stay (small, needed); old events go
             for index, held in enumerate(self._pending):
                 if isinstance(held, Change) and held.events:
-                    self._pending[index] = Change(held.session, held.run, held.task, ())
+                    self._pending[index] = dataclasses.replace(held, events=())
                     assert self.outage is not None
                     self.outage.dropped_events += len(held.events)
                     break
@@ -250,6 +267,20 @@ class Store:
 
     def _write(self, change: Change) -> list[Event]:
         written: list[Event] = []
+        if change.checkpoint is not None:
+            name, checkpoint = change.checkpoint
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO checkpoints(session, sha, data) VALUES(?, ?, ?)",
+                (name, checkpoint.sha, checkpoint.model_dump_json()),
+            )
+            if cursor.rowcount == 0:
+                return written  # known already (seen again after a full disk): no news
+        if change.verification is not None:
+            name, verdict = change.verification
+            self._db.execute(
+                "UPDATE checkpoints SET verified=?, verification=? WHERE session=? AND sha=?",
+                (int(verdict.passed), json.dumps(verdict.result), name, verdict.sha),
+            )
         if change.session is not None:
             self._db.execute(
                 "INSERT OR REPLACE INTO sessions(name, data) VALUES(?, ?)",
@@ -417,29 +448,6 @@ class Store:
             self._refused(exc)
             raise StoreUnavailable(f"{self.path}: {exc}; checkpoint not recorded yet") from None
         return cursor.rowcount > 0
-
-    def set_verification(
-        self, session: str, sha: str, passed: bool, result: dict[str, Any]
-    ) -> None:
-        """Store a verification result for a checkpoint (held in memory while the disk is full)."""
-
-        def write() -> None:
-            self._db.execute(
-                "UPDATE checkpoints SET verified=?, verification=? WHERE session=? AND sha=?",
-                (int(passed), json.dumps(result), session, sha),
-            )
-
-        if self._pending and not self.retry():
-            self._hold(write)
-            return
-        try:
-            with self._transaction():
-                write()
-        except sqlite3.Error as exc:
-            if not _disk_refused(exc):
-                raise
-            self._refused(exc)
-            self._hold(write)
 
     def checkpoints(self, session: str, limit: int = 10_000) -> list[Checkpoint]:
         """The session's checkpoints, oldest first, with their verification verdicts."""

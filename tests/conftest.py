@@ -35,6 +35,8 @@ FAST = Timings(
 )
 """Test timings: short polls, no jitter, so tests wait on conditions that come quickly."""
 
+os.environ["HERD_STRICT_TRANSITIONS"] = "1"  # a move the lifecycle table forbids fails the test
+
 PY = sys.executable
 HERD = str(Path(sys.executable).parent / "herd")
 TEST_ID_VAR = "HERD_TEST_ID"

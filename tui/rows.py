@@ -29,6 +29,7 @@ STATE_STYLES = {
     "starting": "cyan",
     "paused": "yellow",
     "waiting-approval": "bold yellow",
+    "verifying": "cyan",
     "backoff": "yellow",
     "stopping": "cyan",
     "stopped": "dim",
@@ -41,6 +42,7 @@ STATE_STYLES = {
 SUMMARY_ORDER = (
     "running",
     "starting",
+    "verifying",
     "backoff",
     "paused",
     "waiting-approval",

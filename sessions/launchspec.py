@@ -1,0 +1,59 @@
+"""What a run is launched with: its argv (placeholders filled) and its environment. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentherd.sessions.config import SessionConfig
+
+
+def fill(argv: list[str], values: Mapping[str, str]) -> list[str]:
+    """Placeholders filled per argv element (never through a shell)."""
+    filled = []
+    for element in argv:
+        for key, value in values.items():
+            element = element.replace("{" + key + "}", value)
+        filled.append(element)
+    return filled
+
+
+def run_argv(
+    config: SessionConfig,
+    mode: str,
+    number: int,
+    agent_session_id: str | None,
+    env_extra: Mapping[str, str],
+) -> tuple[list[str], str]:
+    """Run `number`'s argv and mode: `resume` when asked and possible, else `command`."""
+    values = {
+        "session_id": agent_session_id or "",
+        "checkpoint": env_extra.get("HERD_CHECKPOINT", ""),
+        "run": str(number),
+        "progress": config.progress or "",
+        "plan": config.plan or "",
+        "rescue_ref": env_extra.get("HERD_RESCUE_REF", ""),
+    }
+    if mode == "resume" and config.resume is not None and agent_session_id:
+        return fill(config.argv(config.resume), values), "resume"
+    return fill(config.argv(config.command), values), "command"
+
+
+def run_environment(
+    base: Mapping[str, str],
+    config: SessionConfig,
+    number: int,
+    restarts: int,
+    env_extra: Mapping[str, str],
+) -> dict[str, str]:
+    """The run's environment: the daemon's, the session's `env`, then herd's own variables."""
+    return {
+        **base,
+        **config.env,
+        "HERD_SESSION": config.name,
+        "HERD_RUN": str(number),
+        "HERD_RESTART_COUNT": str(restarts),
+        "HERD_CHECKPOINT": "",
+        "HERD_LAST_EXIT": "",
+        "HERD_RESCUE_REF": "",
+        **env_extra,
+    }

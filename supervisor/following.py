@@ -1,0 +1,281 @@
+"""Following a run: its output as it lands, its exit, and its log kept under the cap."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from agentherd.sessions.activity import summarize
+from agentherd.supervisor import logcap, procs
+from agentherd.supervisor.liverun import LiveRun, outcome_name
+from agentherd.supervisor.parts import SessionParts
+from agentherd.supervisor.store import iso, utc_now
+
+LAST_LINE_CHARS = 400
+"""The dashboard shows one line per session; longer lines are cut before they are stored."""
+
+TAIL_READS_PER_WAKE = 128
+"""At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
+
+TAIL_READ_BUDGET_S = 0.05
+"""A wake-up stops reading after this long; the rest waits for the next one (the loop serves
+every session and every client)."""
+
+LOG_FLOOD_BYTES = 256 * 1024
+"""A log that grew this much since its last cap check is flooding: check it every
+LOG_FLOOD_CHECK_S instead of waiting for the watcher."""
+
+LOG_FLOOD_CHECK_S = 0.002
+"""How often a flooding log is checked against log_max_bytes, from a worker thread (one lstat
+each time; `yes` writes ~2 MB in that time)."""
+
+LOG_CHECK_MIN_S = 0.01
+"""The event loop looks at a log at most this often (a flood gets a worker thread instead)."""
+
+LOG_WRITE_BYTES_PER_S = 1 << 30
+"""The fastest writer planned for (`yes` into tmpfs): a log with R bytes of room under its cap
+is looked at again within R / this, so such a writer passes the cap by ~1% of its rate."""
+
+LOG_CAPPED_EVENT_S = 60.0
+"""A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
+
+
+class RunFollowing(SessionParts):
+    """The part of a session supervisor that watches its run: output, exit, log cap."""
+
+    def _watch(self, live: LiveRun) -> None:
+        self.run = live
+        self.ctx.runs_changed()
+        self.ctx.tg.start_soon(self._follow_output, live)
+        self.ctx.tg.start_soon(self._wait_exit, live)
+        self.ctx.tg.start_soon(self._guard_log, live)
+
+    # ----- watching a run --------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        if self.run is not None:
+            self.run.wake.set()
+            self.run.log_grew.set()
+
+    async def _follow_output(self, live: LiveRun) -> None:
+        """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
+        while True:
+            self._read_output(live)
+            if live.exited.is_set() and not live.tailer.has_more():
+                tail = live.splitter.flush()
+                if tail is not None:
+                    self._take_line(live, tail)
+                live.tailer.close()
+                live.drained.set()
+                return
+            await anyio.sleep(self.ctx.timings.tail_min_gap_s)
+            with anyio.move_on_after(self.ctx.timings.tail_poll_s):
+                await live.wake.wait()
+            live.wake = anyio.Event()
+
+    def _read_output(self, live: LiveRun) -> None:
+        known_id = live.parser.session_id
+        read_any = False
+        self._cap_log(live)
+        # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
+        deadline = time.monotonic() + TAIL_READ_BUDGET_S
+        for _ in range(TAIL_READS_PER_WAKE):
+            skipped = live.tailer.skipped_bytes
+            data = live.tailer.read_new()
+            if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
+                cut = live.splitter.flush()
+                if cut is not None:
+                    self._take_line(live, cut)
+            if not data:
+                break
+            read_any = True
+            lines = live.splitter.feed(data)
+            for line in lines:
+                live.parser.feed_line(line)
+            for line in reversed(lines):  # only the last line shows: summarise just that one
+                shown = summarize(line, LAST_LINE_CHARS)
+                if shown.strip():
+                    live.last_line = shown
+                    break
+            if time.monotonic() > deadline:
+                break
+        if not read_any:
+            return
+        self.stall.activity(time.monotonic())
+        new_id = live.parser.session_id
+        if new_id and new_id != known_id and new_id != self.record.agent_session_id:
+            # Persist the agent's session id the moment it appears: a crash is when it is needed.
+            self.record.agent_session_id = new_id
+            live.record.agent_session_id = new_id
+            self._commit(run=live.record)
+        else:
+            self.version += 1
+
+    def _take_line(self, live: LiveRun, line: bytes) -> None:
+        """Parse a line; keep a one-line summary a person can read."""
+        live.parser.feed_line(line)
+        shown = summarize(line, LAST_LINE_CHARS)
+        if shown.strip():
+            live.last_line = shown
+
+    async def _wait_exit(self, live: LiveRun) -> None:
+        """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
+        if live.process is not None:
+            status = await live.process.wait()
+            info = procs.decode_status(status)
+        else:
+            # With its leader unknown, a run lives while its lock is held or its cgroup populated.
+            alive = (
+                procs.leader_alive
+                if live.identity.pid is not None
+                else functools.partial(procs.run_alive, folder=live.folder)
+            )
+            while await anyio.to_thread.run_sync(alive, live.identity):
+                await anyio.sleep(self.ctx.timings.adopt_poll_s)
+            info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
+        live.exit = info
+        live.exited.set()
+        live.wake.set()
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        async with self._lock:
+            if live.handled or self.run is not live:
+                return
+            live.handled = True
+            await self._record_exit(live)
+            await self._after_exit(live)
+
+    async def _record_exit(self, live: LiveRun) -> None:
+        """Write the run's end, once, and sweep anything of it still alive."""
+        if live.record.ended_at is not None:
+            return
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        info = live.exit or procs.ExitInfo(None, None)
+        outcome = live.parser.outcome
+        live.record.ended_at = iso(utc_now())
+        live.record.exit_code = info.exit_code
+        live.record.signal = info.signal
+        live.record.usage = live.parser.usage.to_json()
+        live.record.last_line = live.last_line
+        self.task_usage = self.task_usage + live.parser.usage
+        live.record.outcome = outcome_name(outcome, self.config.agent, info)
+        self._commit(
+            self._event(
+                "run-exited",
+                f"run {live.record.run} ended: {info.describe()}"
+                + ("" if live.record.outcome == info.describe() else f" ({live.record.outcome})"),
+                live.record.run,
+                exit_code=info.exit_code,
+                signal=info.signal,
+                outcome=live.record.outcome,
+            ),
+            run=live.record,
+        )
+        if not live.record.stop_requested:
+            leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
+            if leftovers:
+                await procs.stop_tree(
+                    live.identity,
+                    self.config.stop_signal_number,
+                    self.config.stop_grace,
+                    self.ctx.timings.kill_wait_s,
+                    self.ctx.timings.stop_poll_s,
+                )
+        await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+
+    # ----- logs ------------------------------------------------------------------------------
+
+    @property
+    def _runs_folder(self) -> Path:
+        return self.ctx.state_dir / "runs" / self.config.name
+
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
+        current = 0
+        if self.run is not None:
+            current = max(0, self.run.tailer.offset - self.run.log_cap.dropped_bytes)
+        return self.older_logs_bytes + current
+
+    async def _guard_log(self, live: LiveRun) -> None:
+        """Keep the running log within log_max_bytes between tail reads; often while it floods."""
+        while not live.drained.is_set():
+            grew, room = self._cap_log(live)
+            if grew >= LOG_FLOOD_BYTES and self.ctx.log_guards.available_tokens >= 1:
+                stop = threading.Event()
+                try:
+                    await anyio.to_thread.run_sync(
+                        live.log_cap.guard_flood,
+                        self.config.log_max_bytes,
+                        LOG_FLOOD_CHECK_S,
+                        LOG_FLOOD_BYTES,
+                        stop,
+                        abandon_on_cancel=True,
+                        limiter=self.ctx.log_guards,
+                    )
+                finally:
+                    stop.set()
+            elif grew >= LOG_FLOOD_BYTES:
+                await anyio.sleep(LOG_CHECK_MIN_S)
+            else:
+                wait_s = min(self.ctx.timings.tail_poll_s, room / LOG_WRITE_BYTES_PER_S)
+                with anyio.move_on_after(max(LOG_CHECK_MIN_S, wait_s)):
+                    await live.log_grew.wait()
+            live.log_grew = anyio.Event()
+        self._cap_log(live)
+        self._report_log_cap(live, final=True)
+
+    def _cap_log(self, live: LiveRun) -> tuple[int, int]:
+        """Cut the running log's middle if it passed the cap; return its growth and room left."""
+        cap = live.log_cap
+        before = cap.dropped_bytes
+        grew, room = cap.check(self.config.log_max_bytes)
+        if cap.cut_to is not None:  # cut back (no holes here): read on from the cut
+            live.tailer.offset = min(live.tailer.offset, cap.cut_to)
+            cap.cut_to = None
+        if cap.dropped_bytes > before:
+            self._report_log_cap(live, final=False)
+        return grew, room
+
+    def _report_log_cap(self, live: LiveRun, final: bool) -> None:
+        """A `log-capped` event when a run's log is first cut, then at most once a minute."""
+        dropped = live.log_cap.dropped_bytes
+        if dropped <= live.log_capped_reported:
+            return
+        now = time.monotonic()
+        first = live.log_capped_reported == 0
+        if not (final or first or now - live.log_capped_at >= LOG_CAPPED_EVENT_S):
+            return
+        live.log_capped_reported = dropped
+        live.log_capped_at = now
+        self._commit(
+            self._event(
+                "log-capped",
+                f"run {live.record.run}'s log passed log_max_bytes "
+                f"({self.config.log_max_bytes} bytes): {dropped} bytes dropped from its middle "
+                f"{'in all' if final else 'so far'}, its start and newest output kept",
+                live.record.run,
+                dropped_bytes=dropped,
+                final=final,
+            )
+        )
+
+    def check_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        if self.run is not None and not self.run.drained.is_set():
+            self._cap_log(self.run)
+        deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
+        for number, size in deleted:
+            self._commit(
+                self._event(
+                    "log-capped",
+                    f"deleted the log of run {number} ({size} bytes) to stay under log_max_bytes",
+                    number,
+                )
+            )
+        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)

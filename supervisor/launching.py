@@ -1,0 +1,256 @@
+"""Launching runs and restarting them: the exit rules applied, backoff, rescue and reset."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from datetime import timedelta
+
+import anyio
+
+from agentherd.sessions import launchspec, lifecycle
+from agentherd.sessions.agent_output import make_parser
+from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.lifecycle import Action, Trigger
+from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.states import State
+from agentherd.supervisor import diskspace, procs
+from agentherd.supervisor.liverun import LiveRun
+from agentherd.supervisor.parts import SessionParts
+from agentherd.supervisor.paths import run_dir
+from agentherd.supervisor.store import iso, utc_now
+
+log = logging.getLogger("herd.session")
+
+
+class Launching(SessionParts):
+    """The part of a session supervisor that starts runs and decides what their end means."""
+
+    async def _launch(
+        self, mode: str, env_extra: dict[str, str], by: Trigger | None = None
+    ) -> None:
+        """Start the next run: `resume` when asked and possible, else `command`.
+
+        `by` is the move into `starting` (an automatic restart); a new task is in it already.
+        """
+        number = self.record.run + 1
+        argv, mode = launchspec.run_argv(
+            self.config, mode, number, self.record.agent_session_id, env_extra
+        )
+        folder = run_dir(self.ctx.state_dir, self.config.name, number)
+        if self.ctx.store.run(self.config.name, number) is None:
+            await anyio.to_thread.run_sync(procs.set_aside_forgotten, folder)
+        tag = uuid.uuid4().hex
+        cgroup = await anyio.to_thread.run_sync(procs.new_cgroup, tag)
+        env = launchspec.run_environment(
+            os.environ, self.config, number, self.record.restarts, env_extra
+        )
+        record = RunRecord(
+            session=self.config.name,
+            run=number,
+            handle=self.record.handle or "",
+            argv=argv,
+            mode=mode,
+            cwd=str(self.config.cwd),
+            tag=tag,
+            cgroup=cgroup,
+            started_at=iso(utc_now()),
+        )
+        self.record.run = number
+        plan = self.observer.plan_current
+        self.record.passing_at_run_start = plan.passing if plan is not None else None
+        # Written before the spawn: a daemon killed right after it finds the run by its tag.
+        if by is None:
+            self._commit(run=record)
+        else:
+            self._transition(State.STARTING, None, by=by, run=record)
+        try:
+            launched = await procs.launch(argv, self.config.cwd, env, folder, tag, cgroup)
+        except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
+            await self._spawn_failed(record, argv, exc)
+            return
+        record.pid = launched.identity.pid
+        record.pgid = launched.identity.pgid
+        record.create_time = launched.identity.create_time
+        task = self._task()
+        if task is not None and task.state != State.RUNNING:
+            task = task.model_copy(update={"state": State.RUNNING})
+        self.stall.activity(time.monotonic())
+        self._transition(
+            State.RUNNING,
+            None,
+            self._event(
+                "run-started",
+                f"run {number} started ({mode}): pid {record.pid}",
+                number,
+                pid=record.pid,
+                argv=argv,
+                mode=mode,
+            ),
+            by=Trigger.SPAWNED,
+            run=record,
+            task=task,
+        )
+        known_id = self.record.agent_session_id if mode == "resume" else None
+        live = LiveRun(
+            record,
+            launched.identity,
+            folder,
+            make_parser(self.config.agent, session_id=known_id),
+            launched.process,
+            self.config,
+        )
+        self._watch(live)
+        self.check_log_cap()
+
+    async def _spawn_failed(self, record: RunRecord, argv: list[str], exc: Exception) -> None:
+        """Record a run that never started as ended, and fail its task with the reason."""
+        if not isinstance(exc, (OSError, ValueError, procs.RunFolderBusy)):
+            log.exception("starting run %d of %s failed", record.run, self.config.name)
+        await anyio.to_thread.run_sync(procs.remove_cgroup, self._identity_of(record))
+        record.ended_at = iso(utc_now())
+        record.outcome = "spawn-failed"
+        self._commit(run=record)
+        by = Trigger.SPAWN_FAILED
+        if isinstance(exc, procs.RunFolderBusy):
+            self._end_task(State.FAILED, "run-folder-busy", f"not started: {exc}", by)
+        else:
+            self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}", by)
+
+    @staticmethod
+    def _identity_of(record: RunRecord) -> procs.RunIdentity:
+        """What the store knows of a run's processes; a PID of 1 or below is no PID at all."""
+        pid = record.pid if record.pid is not None and record.pid > 1 else None
+        pgid = record.pgid if pid is not None else None
+        return procs.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)
+
+    # ----- restart policy --------------------------------------------------------------------
+
+    async def _after_exit(self, live: LiveRun) -> None:
+        """Apply the lifecycle's exit rules: completed, failed, or restart after a delay."""
+        plan = None
+        if live.record.outcome == "success" and self.config.restart == "until-done":
+            await self.observer.refresh_plan()
+            plan = self.observer.plan_current
+        record = self.record
+        facts = lifecycle.ExitFacts(
+            run=live.record.run,
+            outcome=live.record.outcome or "exit unknown",
+            policy=self.config.restart,
+            ran_s=time.monotonic() - live.started_monotonic,
+            stable_after_s=self.config.stable_after,
+            backoff_step=record.backoff_step,
+            now_s=time.time(),
+            crash_times=tuple(record.crash_times),
+            crash_window_s=self.config.crash_window,
+            max_crashes=self.config.max_crashes,
+            disk_full=live.record.outcome != "success" and self.disk_full(),
+            plan_all_passing=plan.all_passing if plan is not None else None,
+            passing_now=plan.passing if plan is not None else None,
+            passing_at_run_start=record.passing_at_run_start,
+            plan_total=plan.total if plan is not None else None,
+            idle_runs=record.idle_runs,
+        )
+        decision = lifecycle.after_exit(facts)
+        record.backoff_step = decision.backoff_step
+        record.crash_times = list(decision.crash_times)
+        record.idle_runs = decision.idle_runs
+        early: tuple[Event, ...] = ()
+        if decision.early_exit is not None:
+            early = (self._event("early-exit", decision.early_exit, live.record.run),)
+        if decision.action is Action.RESTART:
+            self._schedule_restart(live, decision, *early)
+        else:
+            self._end_task(decision.state, decision.reason, decision.message, Trigger.EXIT, *early)
+
+    def disk_full(self) -> bool:
+        """True while the store's disk refuses writes or the state or work folder has no room."""
+        return self.ctx.store.unavailable or diskspace.low_on_space(
+            self.ctx.state_dir, self.config.cwd
+        )
+
+    def _schedule_restart(
+        self, live: LiveRun, decision: lifecycle.Decision, *before: Event
+    ) -> None:
+        """Enter backoff and start the timer that relaunches (a stop cancels it)."""
+        delay_s = lifecycle.backoff_delay_s(
+            self.record.backoff_step,
+            self.config.restart_delay,
+            self.config.restart_delay_max,
+            self.ctx.timings.jitter,
+        )
+        self.record.backoff_step += 1
+        self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
+        disk_full = decision.reason == "disk-full"
+        waits = "; it waits until the disk has space again" if disk_full else ""
+        by = Trigger.RATE_LIMIT if decision.reason == "rate-limit" else Trigger.EXIT
+        self._transition(
+            State.BACKOFF,
+            decision.reason,
+            *before,
+            self._event(
+                "restart-scheduled",
+                f"restart in {delay_s:.2f}s after run {live.record.run} ({live.record.outcome})"
+                + waits,
+                live.record.run,
+                delay_s=round(delay_s, 3),
+                crashed=decision.crashed,
+                step=self.record.backoff_step,
+            ),
+            by=by,
+        )
+        self._arm_restart(delay_s, decision.crashed, live.record.run, live.exit, live.config)
+
+    def _arm_restart(
+        self,
+        delay_s: float,
+        crashed: bool,
+        last_run: int,
+        last_exit: procs.ExitInfo | None,
+        run_config: SessionConfig,
+    ) -> None:
+        """Start the backoff wait in a cancel scope that a stop, restart or start cancels."""
+        self._cancel_pending_restart()
+        scope = self._pending_restart = anyio.CancelScope()
+        self.ctx.tg.start_soon(
+            self._restart_after, scope, delay_s, crashed, last_run, last_exit, run_config
+        )
+
+    async def _restart_after(
+        self,
+        scope: anyio.CancelScope,
+        delay_s: float,
+        crashed: bool,
+        last_run: int,
+        last_exit: procs.ExitInfo | None,
+        run_config: SessionConfig,
+    ) -> None:
+        locked = False
+        with scope:
+            await anyio.sleep(delay_s)
+            while self.disk_full():
+                await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
+            await self._lock.acquire()
+            locked = True
+        if not locked:
+            return
+        try:
+            # Whoever cancels holds the lock: once it is ours, the restart is still wanted
+            # unless a cancel landed as the lock was handed over.
+            if scope.cancel_called or self.record.state != State.BACKOFF:
+                return
+            self._pending_restart = None
+            self.record.restarts += 1
+            env_extra: dict[str, str] = {}
+            mode = "command"
+            if crashed:
+                prepared = await self._prepare_restart(None, last_run, run_config)
+                if prepared is None:  # a stop cancelled the rescue or reset: no restart
+                    return
+                env_extra, mode = prepared
+            env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
+            await self._launch(mode=mode, env_extra=env_extra, by=Trigger.RESTART)
+        finally:
+            self._lock.release()

@@ -1,0 +1,294 @@
+"""The lifecycle table and its rules, without a process: every row, every decision branch."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from conftest import FAST
+
+from agentherd.sessions import lifecycle
+from agentherd.sessions.config import parse_config
+from agentherd.sessions.lifecycle import (
+    TABLE,
+    Action,
+    ExitFacts,
+    IllegalTransition,
+    Recovery,
+    Trigger,
+    after_exit,
+)
+from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.supervisor.context import Context
+from agentherd.supervisor.store import Store
+
+ROWS = [(row.source, row.target, trigger) for row in TABLE for trigger in sorted(row.triggers)]
+
+
+@pytest.mark.parametrize(("source", "target", "trigger"), ROWS, ids=lambda v: str(v))
+def test_every_row_of_the_table_is_allowed(source: State, target: State, trigger: Trigger) -> None:
+    assert lifecycle.allowed(source, target, trigger)
+    lifecycle.check(source, target, trigger)
+
+
+def test_every_move_outside_the_table_is_refused() -> None:
+    allowed = set(ROWS)
+    refused = 0
+    for move in itertools.product(State, State, Trigger):
+        if move in allowed:
+            continue
+        refused += 1
+        assert not lifecycle.allowed(*move)
+        with pytest.raises(IllegalTransition):
+            lifecycle.check(*move)
+    assert refused > len(allowed)
+
+
+def test_the_moves_later_issues_need_have_their_row() -> None:
+    """Approval gate, budget stops, rate-limit parking and the final verdict have their place."""
+    assert lifecycle.allowed(State.RUNNING, State.WAITING_APPROVAL, Trigger.DRIFT_PAUSE)
+    assert lifecycle.allowed(State.WAITING_APPROVAL, State.RUNNING, Trigger.APPROVE)
+    assert lifecycle.allowed(State.WAITING_APPROVAL, State.STOPPING, Trigger.REJECT)
+    assert lifecycle.allowed(State.RUNNING, State.STOPPING, Trigger.BUDGET)
+    assert lifecycle.allowed(State.STOPPING, State.STOPPED, Trigger.BUDGET)
+    assert lifecycle.allowed(State.BACKOFF, State.STOPPED, Trigger.BUDGET)
+    assert lifecycle.allowed(State.RUNNING, State.BACKOFF, Trigger.RATE_LIMIT)
+    assert lifecycle.allowed(State.RUNNING, State.VERIFYING, Trigger.VERIFY)
+    for target in (State.COMPLETED, State.FAILED, State.BACKOFF):
+        assert lifecycle.allowed(State.VERIFYING, target, Trigger.VERDICT)
+    assert task_state(State.VERIFYING) == "working"
+    assert State.VERIFYING in ACTIVE_STATES
+
+
+def test_every_state_is_reachable_and_every_active_state_can_be_stopped() -> None:
+    targets = {row.target for row in TABLE}
+    assert targets == set(State) - {State.IDLE}
+    for state in ACTIVE_STATES - {State.STOPPING}:
+        assert lifecycle.allowed(state, State.STOPPED, Trigger.STOPPED) or lifecycle.allowed(
+            state, State.STOPPING, Trigger.STOP
+        ), state
+
+
+def test_no_move_leaves_a_terminal_state_but_a_new_task() -> None:
+    for row in TABLE:
+        if row.source in TERMINAL_STATES:
+            assert (row.target, row.triggers) == (State.STARTING, frozenset({Trigger.START}))
+
+
+# ----- exit rules ----------------------------------------------------------------------------
+
+
+def facts(**changes: object) -> ExitFacts:
+    """A run of 10 s that crashed at t=1000, under on-failure, with nothing before it."""
+    base = ExitFacts(
+        run=3,
+        outcome="exit 1",
+        policy="on-failure",
+        ran_s=10.0,
+        stable_after_s=60.0,
+        backoff_step=2,
+        now_s=1000.0,
+        crash_window_s=600.0,
+        max_crashes=5,
+    )
+    return ExitFacts(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "action", "reason", "message"),
+    [
+        ({"outcome": "success", "policy": "never"}, Action.COMPLETE, None, "completed (run 3)"),
+        ({"outcome": "success"}, Action.COMPLETE, None, "completed (run 3)"),
+        ({"outcome": "success", "policy": "always"}, Action.RESTART, "exited", ""),
+        ({"policy": "never"}, Action.FAIL, "exit 1", "failed: run 3 exit 1"),
+        ({"policy": "always"}, Action.RESTART, "crashed", ""),
+        ({"disk_full": True}, Action.RESTART, "disk-full", ""),
+        ({"outcome": "rate-limit"}, Action.RESTART, "crashed", ""),
+        (
+            {"crash_times": (500.0, 600.0, 700.0, 800.0)},
+            Action.FAIL,
+            "crash-loop",
+            "failed: 5 crashes within 600s (max_crashes 5)",
+        ),
+    ],
+    ids=[
+        "never-success",
+        "on-failure-success",
+        "always-success",
+        "never-crash",
+        "always-crash",
+        "disk-full",
+        "rate-limit-counts-as-crash",
+        "crash-loop",
+    ],
+)
+def test_after_exit_branches(
+    changes: dict[str, object], action: Action, reason: str | None, message: str
+) -> None:
+    decision = after_exit(facts(**changes))
+    assert (decision.action, decision.reason, decision.message) == (action, reason, message)
+    assert (
+        decision.state
+        == {
+            Action.COMPLETE: State.COMPLETED,
+            Action.FAIL: State.FAILED,
+            Action.RESTART: State.BACKOFF,
+        }[action]
+    )
+    assert decision.early_exit is None
+
+
+def test_a_crash_counts_in_the_window_and_old_crashes_drop_out() -> None:
+    decision = after_exit(facts(crash_times=(100.0, 500.0)))
+    assert decision.action is Action.RESTART and decision.crashed
+    assert decision.crash_times == (500.0, 1000.0)  # 100 is outside the 600 s window
+
+
+def test_a_disk_full_exit_does_not_count_as_a_crash() -> None:
+    decision = after_exit(facts(crash_times=(900.0,) * 4, disk_full=True))
+    assert decision.action is Action.RESTART and decision.crash_times == (900.0,) * 4
+
+
+def test_a_stable_run_resets_the_backoff_and_a_short_one_keeps_it() -> None:
+    assert after_exit(facts(ran_s=60.0)).backoff_step == 0
+    assert after_exit(facts(ran_s=59.0)).backoff_step == 2
+
+
+def until_done(**changes: object) -> ExitFacts:
+    """A clean until-done exit with a plan of 10 items."""
+    return facts(outcome="success", policy="until-done", plan_total=10, **changes)
+
+
+def test_until_done_completes_when_every_item_passes() -> None:
+    decision = after_exit(until_done(plan_all_passing=True, passing_now=10))
+    assert decision.action is Action.COMPLETE
+    assert decision.message == "completed: every plan item passes"
+
+
+def test_until_done_restarts_a_run_that_passed_a_new_item_with_a_fresh_backoff() -> None:
+    decision = after_exit(until_done(passing_now=4, passing_at_run_start=3, idle_runs=2))
+    assert decision.action is Action.RESTART and decision.reason == "exited"
+    assert (decision.idle_runs, decision.backoff_step, decision.early_exit) == (0, 0, None)
+
+
+def test_until_done_with_no_plan_seen_at_run_start_counts_as_progress() -> None:
+    decision = after_exit(until_done(passing_now=None, passing_at_run_start=None))
+    assert decision.action is Action.RESTART and decision.idle_runs == 0
+
+
+def test_until_done_warns_of_an_idle_run_and_fails_the_third() -> None:
+    first = after_exit(until_done(passing_now=3, passing_at_run_start=3))
+    assert first.action is Action.RESTART and first.idle_runs == 1
+    assert first.backoff_step == 2  # an idle run does not reset the backoff
+    assert first.early_exit == (
+        "run 3 exited cleanly but no new plan item passes (3 of 10); 1/3 in a row"
+    )
+    third = after_exit(until_done(passing_now=3, passing_at_run_start=3, idle_runs=2))
+    assert (third.action, third.reason) == (Action.FAIL, "no-progress")
+    assert third.message == "failed: 3 runs in a row passed no new plan item"
+    assert third.early_exit is not None and "3/3" in third.early_exit
+
+
+def test_backoff_doubles_caps_and_jitters() -> None:
+    assert lifecycle.backoff_delay_s(0, 1.0, 300.0) == 1.0
+    assert lifecycle.backoff_delay_s(3, 1.0, 300.0) == 8.0
+    assert lifecycle.backoff_delay_s(20, 1.0, 300.0) == 300.0
+    assert lifecycle.backoff_delay_s(10_000, 1.0, 300.0) == 300.0  # no overflow
+    assert lifecycle.backoff_delay_s(2, 1.0, 300.0, lambda: 0.5) == 2.0
+    assert lifecycle.backoff_delay_s(5, 0.0, 300.0) == 0.0
+
+
+# ----- up, down and a new daemon -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("autostart", "state", "reason", "starts"),
+    [
+        (True, State.IDLE, None, True),
+        (True, State.STOPPED, "down", True),
+        (True, State.STOPPING, "down", True),
+        (True, State.STOPPED, "user", False),
+        (True, State.COMPLETED, None, False),
+        (True, State.RUNNING, None, False),
+        (False, State.IDLE, None, False),
+    ],
+)
+def test_which_sessions_up_starts(
+    autostart: bool, state: State, reason: str | None, starts: bool
+) -> None:
+    assert lifecycle.up_starts(autostart, state, reason) is starts
+
+
+def test_up_finishes_only_a_stop_that_down_began() -> None:
+    assert lifecycle.up_finishes_stop(State.STOPPING, "down")
+    assert not lifecycle.up_finishes_stop(State.STOPPED, "down")
+    assert not lifecycle.up_finishes_stop(State.STOPPING, "user")
+
+
+@pytest.mark.parametrize(
+    ("state", "stop_requested", "then"),
+    [
+        (State.STOPPING, True, Recovery.END_STOPPED),
+        (State.STOPPING, False, Recovery.FAIL_LOST),
+        (State.BACKOFF, False, Recovery.REARM_BACKOFF),
+        (State.STARTING, False, Recovery.FAIL_LOST),
+        (State.RUNNING, False, Recovery.FAIL_LOST),
+        (State.PAUSED, False, Recovery.FAIL_LOST),
+        (State.IDLE, False, Recovery.NOTHING),
+        (State.COMPLETED, False, Recovery.NOTHING),
+        (State.WAITING_APPROVAL, False, Recovery.NOTHING),
+    ],
+)
+def test_what_a_new_daemon_does_without_a_live_run(
+    state: State, stop_requested: bool, then: Recovery
+) -> None:
+    assert lifecycle.without_live_run(state, stop_requested) is then
+
+
+def test_what_a_new_daemon_does_with_a_run_that_ended_unwatched_or_lives() -> None:
+    assert lifecycle.ended_unwatched(State.STOPPING, False)
+    assert lifecycle.ended_unwatched(State.RUNNING, True)
+    assert not lifecycle.ended_unwatched(State.RUNNING, False)
+    for state in (State.RUNNING, State.PAUSED, State.STOPPING):
+        assert lifecycle.adopted_state(state) is None
+    assert lifecycle.adopted_state(State.STARTING) is State.RUNNING
+    assert lifecycle.allowed(State.STARTING, State.RUNNING, Trigger.ADOPT)
+
+
+def test_task_end_kinds() -> None:
+    assert lifecycle.task_end_kind(State.COMPLETED) == "completed"
+    assert lifecycle.task_end_kind(State.FAILED) == "failed"
+    assert lifecycle.task_end_kind(State.STOPPED) == "stopped"
+
+
+# ----- the supervisor's one door ---------------------------------------------------------------
+
+
+def test_the_supervisor_refuses_an_illegal_move_and_commits_a_legal_one_with_its_event(
+    tmp_path: Path,
+) -> None:
+    from agentherd.supervisor.session import SessionSupervisor
+
+    herd_toml = tmp_path / "herd.toml"
+    config = parse_config('[[session]]\nname = "api"\ncommand = ["true"]\n', herd_toml)
+    store = Store(tmp_path / "state.db")
+    announced: list[str] = []
+    ctx = Context(
+        store,
+        tmp_path,
+        None,  # type: ignore[arg-type]  # no task group: nothing here starts a task
+        FAST,
+        lambda events: announced.extend(e.kind for e in events),
+        herd_toml,
+    )
+    supervisor = SessionSupervisor(config.sessions[0], SessionRecord(name="api"), ctx)
+    with pytest.raises(IllegalTransition, match="idle -> completed"):
+        supervisor._transition(State.COMPLETED, None, by=Trigger.EXIT)
+    assert supervisor.record.state == State.IDLE and store.sessions() == {}
+    event = supervisor.make_event("task-started", "task api/1 started")
+    supervisor._transition(State.STARTING, None, event, by=Trigger.START)
+    assert store.sessions()["api"].state == State.STARTING
+    assert [e.kind for e in store.events(session="api")] == announced == ["task-started"]
+    store.close()
