@@ -199,8 +199,25 @@ def _param_defaults(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, a
     return found
 
 
+LIFECYCLE = ROOT / "sessions" / "lifecycle.py"
+"""The pure rules the supervisor follows: they name reasons and task-ending kinds too."""
+
+
 def _supervisor_trees() -> list[tuple[str, ast.Module]]:
-    return [(p.name, ast.parse(p.read_text(encoding="utf-8"))) for p in SUPERVISOR.glob("*.py")]
+    files = [*SUPERVISOR.glob("*.py"), LIFECYCLE]
+    return [(p.name, ast.parse(p.read_text(encoding="utf-8"))) for p in files]
+
+
+def _rule_returns() -> dict[str, set[str]]:
+    """Each lifecycle function with the texts it can return (`task_end_kind` -> its kinds)."""
+    tree = ast.parse(LIFECYCLE.read_text(encoding="utf-8"))
+    return {
+        func.name: set().union(
+            *(_strings(r.value) for r in ast.walk(func) if isinstance(r, ast.Return))
+        )
+        for func in tree.body
+        if isinstance(func, ast.FunctionDef)
+    }
 
 
 def test_the_supervisor_sets_only_listed_reasons() -> None:
@@ -211,7 +228,7 @@ def test_the_supervisor_sets_only_listed_reasons() -> None:
             exprs: list[ast.AST] = []
             if isinstance(node, ast.Call):
                 exprs += [k.value for k in node.keywords if k.arg == "reason"]
-                if _called(node) in ("_end_task", "_set_state") and len(node.args) >= 2:
+                if _called(node) in ("_end_task", "_transition") and len(node.args) >= 2:
                     exprs.append(node.args[1])
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 exprs += [d for p, d in _param_defaults(node).items() if p == "reason"]
@@ -238,6 +255,7 @@ def emitted_kinds() -> dict[str, str]:
     """
     kinds: dict[str, str] = {}
     unresolved: list[str] = []
+    rule_returns = _rule_returns()
     for file, tree in _supervisor_trees():
         for func in ast.walk(tree):
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -282,6 +300,8 @@ def emitted_kinds() -> dict[str, str]:
                 if not sources and not passed_on:
                     unresolved.append(where)
                 for source in sources:
+                    if isinstance(source, ast.Call) and _called(source) in rule_returns:
+                        kinds.update(dict.fromkeys(rule_returns[_called(source) or ""], where))
                     kinds.update(dict.fromkeys(_strings(source), where))
     assert not unresolved, f"cannot tell which kind these events have; name it: {unresolved}"
     return kinds
