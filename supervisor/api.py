@@ -15,6 +15,7 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import procs, server
 from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
@@ -23,7 +24,6 @@ from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.reporting import session_report
 from agentherd.supervisor.session import SessionError, SessionSupervisor
-from agentherd.supervisor.store import iso, utc_now
 
 if TYPE_CHECKING:
     from agentherd.supervisor.daemon import Daemon

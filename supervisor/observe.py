@@ -25,8 +25,9 @@ from agentherd.sessions.plan import (
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.scope import outside
+from agentherd.sessions.times import iso
 from agentherd.supervisor import agentfiles, gitops
-from agentherd.supervisor.store import StoreUnavailable, iso
+from agentherd.supervisor.store import StoreUnavailable
 
 if TYPE_CHECKING:
     from agentherd.supervisor.session import SessionSupervisor

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.report import ReportInput, build_report, render_markdown
+from agentherd.sessions.report import ReportInput, build, render_markdown
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops
-from agentherd.supervisor.store import iso, utc_now
 
 if TYPE_CHECKING:
     from agentherd.supervisor.session import SessionSupervisor
@@ -68,8 +68,14 @@ async def session_report(session: SessionSupervisor) -> dict[str, Any]:
         agent=session.config.agent,
         cwd=str(session.config.cwd),
     )
-    built = build_report(data)
-    return {"report": built, "markdown": render_markdown(built)}
+    # Building reads every event of the task (thousands): a worker thread keeps the loop free.
+    return await anyio.to_thread.run_sync(_build, data)
+
+
+def _build(data: ReportInput) -> dict[str, Any]:
+    """The report's JSON form and its markdown (run in a worker thread)."""
+    report = build(data)
+    return {"report": report.model_dump(mode="json"), "markdown": render_markdown(report)}
 
 
 async def write_report(session: SessionSupervisor) -> None:

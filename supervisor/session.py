@@ -17,11 +17,7 @@ from typing import Any
 
 import anyio
 
-from agentherd.sessions.activity import summarize
-from agentherd.sessions.agent_output import (
-    Usage,
-    make_parser,
-)
+from agentherd.sessions.adapters import Usage, make_parser
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
@@ -33,12 +29,13 @@ from agentherd.sessions.records import (
     TaskRecord,
 )
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import diskspace, gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.context import Context
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.observe import Observer
 from agentherd.supervisor.paths import run_dir
-from agentherd.supervisor.store import Change, iso, utc_now
+from agentherd.supervisor.store import Change
 
 log = logging.getLogger("herd.session")
 
@@ -556,14 +553,7 @@ class SessionSupervisor:
             if not data:
                 break
             read_any = True
-            lines = live.splitter.feed(data)
-            for line in lines:
-                live.parser.feed_line(line)
-            for line in reversed(lines):  # only the last line shows: summarise just that one
-                shown = summarize(line, LAST_LINE_CHARS)
-                if shown.strip():
-                    live.last_line = shown
-                    break
+            self._take_line(live, *live.splitter.feed(data))
             if time.monotonic() > deadline:
                 break
         if not read_any:
@@ -578,11 +568,10 @@ class SessionSupervisor:
         else:
             self.version += 1
 
-    def _take_line(self, live: LiveRun, line: bytes) -> None:
-        """Parse a line; keep a one-line summary a person can read."""
-        live.parser.feed_line(line)
-        shown = summarize(line, LAST_LINE_CHARS)
-        if shown.strip():
+    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
+        """Parse lines, each decoded once; keep the last one's summary a person can read."""
+        shown = live.parser.feed_lines(lines, LAST_LINE_CHARS)
+        if shown:
             live.last_line = shown
 
     async def _wait_exit(self, live: LiveRun) -> None:

@@ -8,7 +8,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,18 +68,6 @@ class Outage:
     error: str
     held_changes: int = 0
     dropped_events: int = 0
-
-
-def utc_now() -> datetime:
-    """Now, in UTC."""
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 UTC with a Z, as the JSON contract shows times."""
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentherd.sessions.activity import summarize
+from agentherd.sessions.adapters.summary import summarize
 
 
 def line(obj: dict[str, object]) -> bytes:

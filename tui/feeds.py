@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from textual.message import Message
 
-from agentherd.sessions.activity import summarize
+from agentherd.sessions.adapters.summary import summarize
 from agentherd.supervisor.agentfiles import open_regular, read_data
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
