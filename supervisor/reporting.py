@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -83,8 +84,13 @@ async def write_report(session: SessionSupervisor) -> None:
     try:
         result = await session_report(session)
         folder = session.ctx.state_dir / "reports"
-        folder.mkdir(exist_ok=True)
-        (folder / f"{session.config.name}.md").write_text(result["markdown"])
-        (folder / f"{session.config.name}.json").write_text(json.dumps(result["report"], indent=2))
+        await anyio.to_thread.run_sync(_write, folder, session.config.name, result)
     except Exception:
         log.exception("writing the report of %s failed", session.config.name)
+
+
+def _write(folder: Path, name: str, result: dict[str, Any]) -> None:
+    """Write the report's markdown and JSON files (in a worker thread: a report can be large)."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.md").write_text(result["markdown"])
+    (folder / f"{name}.json").write_text(json.dumps(result["report"], indent=2))
