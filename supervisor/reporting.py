@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentherd.sessions.checkpoint import Checkpoint
+from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.report import ReportInput, build, render_markdown
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops
+from agentherd.supervisor.store import Store
 
 if TYPE_CHECKING:
     from agentherd.supervisor.session import SessionSupervisor
@@ -21,13 +25,41 @@ log = logging.getLogger("herd.report")
 REPORT_CHECKPOINTS = 500
 """A report lists at most this many checkpoints (the newest)."""
 
+REPORT_EVENTS = 100_000
+"""A report reads at most this many of the session's events (the oldest)."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What the report reads from the store."""
+
+    checkpoints: list[Checkpoint]
+    runs: list[RunRecord]
+    events: list[Event]
+    verifications: dict[str, dict[str, Any]]
+
+
+def _read_store(store: Store, name: str) -> _Stored:
+    """Read the session's records through a connection of this worker thread's own."""
+    reader = store.reader()
+    try:
+        return _Stored(
+            checkpoints=reader.checkpoints(name, limit=REPORT_CHECKPOINTS),
+            runs=reader.runs(name),
+            events=reader.events(session=name, limit=REPORT_EVENTS),
+            verifications=reader.verifications(name),
+        )
+    finally:
+        reader.close()
+
 
 async def session_report(session: SessionSupervisor) -> dict[str, Any]:
     """The session's report: `{"report": <json form>, "markdown": <text>}`."""
-    store = session.ctx.store
     name = session.config.name
     handle = session.record.handle
-    checkpoints = store.checkpoints(name, limit=REPORT_CHECKPOINTS)
+    # Thousands of events take a fifth of a second to read: a worker thread reads them.
+    stored = await anyio.to_thread.run_sync(_read_store, session.ctx.store, name)
+    checkpoints = stored.checkpoints
     diffstat = None
     touched: list[str] = []
     if checkpoints:
@@ -55,10 +87,10 @@ async def session_report(session: SessionSupervisor) -> dict[str, Any]:
         handle=handle,
         generated_at=iso(utc_now()) or "",
         task_started_at=session.record.task_started_at,
-        runs=[r for r in store.runs(name) if handle is None or r.handle == handle],
-        events=store.events(session=name, limit=100_000),
+        runs=[r for r in stored.runs if handle is None or r.handle == handle],
+        events=stored.events,
         checkpoints=checkpoints,
-        verifications=store.verifications(name),
+        verifications=stored.verifications,
         plan_baseline=observer.plan_baseline,
         plan_current=observer.plan_current,
         plan_error=observer.plan_error,

@@ -129,6 +129,22 @@ class Store:
         """Close the database file."""
         self._db.close()
 
+    def reader(self) -> Store:
+        """A read-only connection of its own, for one worker thread; the caller closes it.
+
+        WAL lets it read a consistent snapshot while the loop writes, so a long read (a report
+        over thousands of events) need not run on the loop. It has no writes to hold back.
+        """
+        reader = Store.__new__(Store)
+        reader.path = self.path
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        reader._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        reader._db.execute("PRAGMA busy_timeout=5000")
+        reader._pending = []
+        reader.outage = None
+        reader.recovered = None
+        return reader
+
     @property
     def unavailable(self) -> bool:
         """True while the disk refuses writes (changes wait in memory, in order)."""
