@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentherd.sessions.times import parse_iso
 from agentherd.supervisor.context import Timings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -56,9 +57,9 @@ def readoption(root: Path, agents: int) -> float:
 
 
 def _iso_s(text: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    moment = parse_iso(text)
+    assert moment is not None, text
+    return moment.timestamp()
 
 
 def crash_gaps(root: Path, crashes: int) -> list[float]:

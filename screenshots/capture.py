@@ -22,7 +22,7 @@ import anyio
 from agentherd.sessions.config import load_config
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.daemon import Daemon
-from agentherd.supervisor.demo import create_demo
+from agentherd.supervisor.sim.demo import create_demo
 from agentherd.tui.app import HerdApp
 
 HERE = Path(__file__).parent

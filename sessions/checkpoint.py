@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from agentherd.sessions.times import iso_seconds
+
 SHORT_SHA_CHARS = 7
 """Length of an abbreviated sha for display, as `git log --oneline` prints it in small repos."""
 
@@ -39,7 +41,7 @@ class Checkpoint(BaseModel):
         """The `checkpoint` object of `herd status --json`."""
         return {
             "sha": self.sha,
-            "at": self.at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "at": iso_seconds(self.at),
             "subject": self.subject,
             "verified": self.verified,
         }

@@ -107,6 +107,11 @@ class FleetConfig(_Strict):
 Argv = list[str]
 
 
+def command_argv(value: Argv | str) -> list[str]:
+    """The argv of a command value of herd.toml: a string runs through /bin/sh -c, a list is it."""
+    return ["/bin/sh", "-c", value] if isinstance(value, str) else list(value)
+
+
 class SessionConfig(_Strict):
     """One [[session]]: what to run, where, and how to keep it going."""
 
@@ -248,7 +253,7 @@ class SessionConfig(_Strict):
 
     def argv(self, value: Argv | str) -> list[str]:
         """An argv list for a command value; a string runs through sh -c."""
-        return ["/bin/sh", "-c", value] if isinstance(value, str) else list(value)
+        return command_argv(value)
 
 
 class HerdConfig(_Strict):

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 
 from agentherd.sessions import lifecycle
-from agentherd.sessions.agent_output import make_parser
+from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import RunRecord

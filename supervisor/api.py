@@ -30,6 +30,7 @@ from agentherd.sessions.status import (
     UpStarted,
     WaitReply,
 )
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import server
 from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
@@ -38,7 +39,6 @@ from agentherd.supervisor.procs import OUTPUT_FILE
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.reporting import session_report
 from agentherd.supervisor.session import SessionError, SessionSupervisor
-from agentherd.supervisor.store import iso, utc_now
 
 if TYPE_CHECKING:
     from agentherd.supervisor.daemon import Daemon

@@ -19,13 +19,14 @@ from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import cgroups, leftovers, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.session import SessionSupervisor
-from agentherd.supervisor.store import Change, Store, iso, utc_now
+from agentherd.supervisor.store import Change, Store
 from agentherd.supervisor.verify import VerificationQueue
 from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import anyio
 
-from agentherd.sessions.activity import summarize
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.parts import SessionParts
-from agentherd.supervisor.store import iso, utc_now
 
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
@@ -94,14 +93,7 @@ class RunFollowing(SessionParts):
             if not data:
                 break
             read_any = True
-            lines = live.splitter.feed(data)
-            for line in lines:
-                live.parser.feed_line(line)
-            for line in reversed(lines):  # only the last line shows: summarise just that one
-                shown = summarize(line, LAST_LINE_CHARS)
-                if shown.strip():
-                    live.last_line = shown
-                    break
+            self._take_line(live, *live.splitter.feed(data))
             if time.monotonic() > deadline:
                 break
         if not read_any:
@@ -116,11 +108,10 @@ class RunFollowing(SessionParts):
         else:
             self.version += 1
 
-    def _take_line(self, live: LiveRun, line: bytes) -> None:
-        """Parse a line; keep a one-line summary a person can read."""
-        live.parser.feed_line(line)
-        shown = summarize(line, LAST_LINE_CHARS)
-        if shown.strip():
+    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
+        """Parse lines, each decoded once; keep the last one's summary a person can read."""
+        shown = live.parser.feed_lines(lines, LAST_LINE_CHARS)
+        if shown:
             live.last_line = shown
 
     async def _wait_exit(self, live: LiveRun) -> None:

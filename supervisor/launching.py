@@ -11,16 +11,16 @@ from datetime import timedelta
 import anyio
 
 from agentherd.sessions import launchspec, lifecycle
-from agentherd.sessions.agent_output import make_parser
+from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import State
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import diskspace, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
-from agentherd.supervisor.store import iso, utc_now
 
 log = logging.getLogger("herd.session")
 

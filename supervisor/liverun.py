@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from agentherd.sessions.agent_output import OutputParser
+from agentherd.sessions.adapters import OutputParser
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord

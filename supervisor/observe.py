@@ -31,8 +31,9 @@ from agentherd.sessions.status import (
     ProgressStatus,
     VerificationStatus,
 )
+from agentherd.sessions.times import iso
 from agentherd.supervisor import agentfiles, gitops
-from agentherd.supervisor.store import StoreUnavailable, Verification, iso
+from agentherd.supervisor.store import StoreUnavailable, Verification
 
 if TYPE_CHECKING:
     from agentherd.sessions.records import Event

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.agent_output import Usage
+from agentherd.sessions.adapters import Usage
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
 from agentherd.sessions.lifecycle import Decision, Trigger
@@ -94,7 +94,7 @@ class SessionParts:
     def _read_output(self, live: LiveRun) -> None:
         raise NotImplementedError
 
-    def _take_line(self, live: LiveRun, line: bytes) -> None:
+    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
         raise NotImplementedError
 
     async def _record_exit(self, live: LiveRun) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from agentherd.sessions.agent_output import valid_session_id
+from agentherd.sessions.adapters import valid_session_id
 from agentherd.sessions.config import SessionConfig
 from agentherd.supervisor import gitops
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.report import ReportInput, build_report, render_markdown
+from agentherd.sessions.checkpoint import Checkpoint
+from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.report import ReportInput, build, render_markdown
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops
-from agentherd.supervisor.store import iso, utc_now
+from agentherd.supervisor.store import Store
 
 if TYPE_CHECKING:
     from agentherd.supervisor.port import SessionPort
@@ -20,13 +25,41 @@ log = logging.getLogger("herd.report")
 REPORT_CHECKPOINTS = 500
 """A report lists at most this many checkpoints (the newest)."""
 
+REPORT_EVENTS = 100_000
+"""A report reads at most this many of the session's events (the oldest)."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What the report reads from the store."""
+
+    checkpoints: list[Checkpoint]
+    runs: list[RunRecord]
+    events: list[Event]
+    verifications: dict[str, dict[str, Any]]
+
+
+def _read_store(store: Store, name: str) -> _Stored:
+    """Read the session's records through a connection of this worker thread's own."""
+    reader = store.reader()
+    try:
+        return _Stored(
+            checkpoints=reader.checkpoints(name, limit=REPORT_CHECKPOINTS),
+            runs=reader.runs(name),
+            events=reader.events(session=name, limit=REPORT_EVENTS),
+            verifications=reader.verifications(name),
+        )
+    finally:
+        reader.close()
+
 
 async def session_report(session: SessionPort) -> dict[str, Any]:
     """The session's report: `{"report": <json form>, "markdown": <text>}`."""
-    store = session.ctx.store
     name = session.config.name
     handle = session.record.handle
-    checkpoints = store.checkpoints(name, limit=REPORT_CHECKPOINTS)
+    # Thousands of events take a fifth of a second to read: a worker thread reads them.
+    stored = await anyio.to_thread.run_sync(_read_store, session.ctx.store, name)
+    checkpoints = stored.checkpoints
     diffstat = None
     touched: list[str] = []
     if checkpoints:
@@ -47,7 +80,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         except Exception:  # the repo may be gone or rewritten; the report goes on
             log.warning("no diffstat for %s", name, exc_info=True)
     observer = session.observer
-    runs = [r for r in store.runs(name) if handle is None or r.handle == handle]
+    runs = [r for r in stored.runs if handle is None or r.handle == handle]
     live = session.run
     if live is not None and live.record.ended_at is None:  # its usage so far, as status shows
         usage = live.parser.usage.to_json()
@@ -61,9 +94,9 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         generated_at=iso(utc_now()) or "",
         task_started_at=session.record.task_started_at,
         runs=runs,
-        events=store.events(session=name, limit=100_000),
+        events=stored.events,
         checkpoints=checkpoints,
-        verifications=store.verifications(name),
+        verifications=stored.verifications,
         plan_baseline=observer.plan_baseline,
         plan_current=observer.plan_current,
         plan_error=observer.plan_error,
@@ -74,8 +107,14 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         agent=session.config.agent,
         cwd=str(session.config.cwd),
     )
-    built = build_report(data)
-    return {"report": built, "markdown": render_markdown(built)}
+    # Building reads every event of the task (thousands): a worker thread keeps the loop free.
+    return await anyio.to_thread.run_sync(_build, data)
+
+
+def _build(data: ReportInput) -> dict[str, Any]:
+    """The report's JSON form and its markdown (run in a worker thread)."""
+    report = build(data)
+    return {"report": report.model_dump(mode="json"), "markdown": render_markdown(report)}
 
 
 async def write_report(session: SessionPort) -> None:
@@ -83,8 +122,13 @@ async def write_report(session: SessionPort) -> None:
     try:
         result = await session_report(session)
         folder = session.ctx.state_dir / "reports"
-        folder.mkdir(exist_ok=True)
-        (folder / f"{session.config.name}.md").write_text(result["markdown"])
-        (folder / f"{session.config.name}.json").write_text(json.dumps(result["report"], indent=2))
+        await anyio.to_thread.run_sync(_write, folder, session.config.name, result)
     except Exception:
         log.exception("writing the report of %s failed", session.config.name)
+
+
+def _write(folder: Path, name: str, result: dict[str, Any]) -> None:
+    """Write the report's markdown and JSON files (in a worker thread: a report can be large)."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.md").write_text(result["markdown"])
+    (folder / f"{name}.json").write_text(json.dumps(result["report"], indent=2))

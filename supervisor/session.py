@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from agentherd.sessions import lifecycle, open_warnings
-from agentherd.sessions.agent_output import Usage
+from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
@@ -36,6 +36,7 @@ from agentherd.sessions.status import (
     UsageStatus,
     WarningStatus,
 )
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.adoption import Adoption
 from agentherd.supervisor.context import Context
@@ -43,7 +44,7 @@ from agentherd.supervisor.following import RunFollowing
 from agentherd.supervisor.launching import Launching
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.observe import Observer
-from agentherd.supervisor.store import Change, StoreUnavailable, Verification, iso, utc_now
+from agentherd.supervisor.store import Change, StoreUnavailable, Verification
 
 log = logging.getLogger("herd.session")
 

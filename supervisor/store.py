@@ -9,7 +9,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,18 +80,6 @@ class Outage:
     error: str
     held_changes: int = 0
     dropped_events: int = 0
-
-
-def utc_now() -> datetime:
-    """Now, in UTC."""
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 UTC with a Z, as the JSON contract shows times."""
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass(frozen=True)
@@ -183,6 +170,22 @@ class Store:
     def close(self) -> None:
         """Close the database file."""
         self._db.close()
+
+    def reader(self) -> Store:
+        """A read-only connection of its own, for one worker thread; the caller closes it.
+
+        WAL lets it read a consistent snapshot while the loop writes, so a long read (a report
+        over thousands of events) need not run on the loop. It has no writes to hold back.
+        """
+        reader = Store.__new__(Store)
+        reader.path = self.path
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        reader._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        reader._db.execute("PRAGMA busy_timeout=5000")
+        reader._pending = []
+        reader.outage = None
+        reader.recovered = None
+        return reader
 
     @property
     def unavailable(self) -> bool:

@@ -26,8 +26,10 @@ class LogTailer:
     second); when nothing new is there, the path is checked for a replaced or deleted file.
     """
 
-    def __init__(self, path: Path, offset: int = 0) -> None:
+    def __init__(self, path: Path, offset: int = 0, log_refusal: bool = True) -> None:
+        """Read `path` from `offset`; `log_refusal` False leaves saying why to the caller."""
         self.path = path
+        self.log_refusal = log_refusal
         self.offset = offset
         self.truncations = 0
         self.skipped_bytes = 0
@@ -59,6 +61,11 @@ class LogTailer:
         self.offset = start + len(data)
         return data
 
+    @property
+    def opened(self) -> bool:
+        """True while the file is open (it existed and is a regular file)."""
+        return self._fd is not None
+
     def has_more(self) -> bool:
         """True when the file holds bytes not read yet."""
         if self._fd is None:
@@ -81,7 +88,7 @@ class LogTailer:
         except FileNotFoundError:
             return False
         except OSError as exc:  # a FIFO or device planted in place of the log: never read it
-            if self.refused is None:
+            if self.refused is None and self.log_refusal:
                 log.warning("not reading %s: %s", self.path, exc)
             self.refused = str(exc)
             return False

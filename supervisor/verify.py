@@ -22,6 +22,7 @@ import anyio
 import psutil
 from anyio.abc import Process, TaskGroup, TaskStatus
 
+from agentherd.sessions.config import command_argv
 from agentherd.supervisor import gitops, procs
 
 log = logging.getLogger("herd.verify")
@@ -88,11 +89,6 @@ class VerifyResult:
         )
 
 
-def _argv(command: list[str] | str) -> list[str]:
-    """A string runs through /bin/sh -c; a list is the argv itself."""
-    return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-
-
 def _shown(command: list[str] | str) -> str:
     """The command as a person would type it, for messages."""
     return command if isinstance(command, str) else shlex.join(command)
@@ -127,7 +123,7 @@ async def _run_step(
     started: list[tuple[procs.RunIdentity, Process]],
 ) -> _Step:
     """Run one command in its own process group until it exits or `deadline` passes."""
-    argv = _argv(command)
+    argv = command_argv(command)
     if not argv:
         return _Step(error="cannot run an empty command")
     before = time.time()

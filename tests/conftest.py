@@ -141,7 +141,7 @@ def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     return path
 
 
-SIMAGENT = [PY, "-m", "agentherd.supervisor.simagent"]
+SIMAGENT = [PY, "-m", "agentherd.supervisor.sim.simagent"]
 
 
 def sim_repo(path: Path, features: int = 4) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentherd.sessions.activity import summarize
+from agentherd.sessions.adapters.summary import summarize
 
 
 def line(obj: dict[str, object]) -> bytes:
@@ -43,3 +43,11 @@ def test_a_crash_cut_json_line_without_text_says_what_it_was() -> None:
     assert summarize(b'{"type": "assistant", "message": {"id": "msg_x", "con', 80) == (
         "(a cut-off assistant line)"
     )
+
+
+def test_a_deeply_nested_json_line_is_summarised_without_raising() -> None:
+    """Agent output is untrusted: nesting deeper than Python's recursion limit must not raise."""
+    nested = b'{"a":' * 50_000
+    assert summarize(nested, 80) == "(a cut-off JSON line)"
+    closed = b'{"a":' * 5_000 + b"1" + b"}" * 5_000
+    assert summarize(closed, 80) == "(a cut-off JSON line)"

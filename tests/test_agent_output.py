@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentherd.sessions.agent_output import (
+from agentherd.sessions.adapters import (
     PARSERS,
     ClaudeParser,
     OutputParser,
@@ -18,6 +18,7 @@ from agentherd.sessions.agent_output import (
     make_parser,
     valid_session_id,
 )
+from agentherd.sessions.adapters.summary import summarize
 
 FIXTURE_DIRS = (
     Path(__file__).parent / "fixtures" / "agents",
@@ -545,3 +546,60 @@ def test_valid_session_ids(value: str) -> None:
 )
 def test_invalid_session_ids(value: str) -> None:
     assert not valid_session_id(value)
+
+
+SUMMARY_CHARS = 80
+
+
+def output_lines() -> list[bytes]:
+    """Lines of every shape an agent writes: stream JSON, a usage line, text, noise, blanks."""
+    return [
+        b'{"type":"system","subtype":"init","session_id":"s1","model":"m"}',
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "msg_1",
+                    "content": [{"type": "tool_use", "name": "Edit", "input": {"path": "a.py"}}],
+                    "usage": {"input_tokens": 5, "output_tokens": 2},
+                },
+            }
+        ).encode(),
+        b'{"usage": {"input_tokens": 7}, "cost_usd": 0.5}',
+        b"\x1b[32mplain text\x1b[0m",
+        b'{"type": "assistant", "message": {"id": "msg_x", "con',
+        b"[1, 2, 3]",
+        b"   ",
+        b'{"type":"result","is_error":false,"result":"All done\\nmore","num_turns":1}',
+    ]
+
+
+@pytest.mark.parametrize("agent", ["claude", "plain"])
+def test_the_adapter_summarises_each_line_as_the_dashboard_does(agent: str) -> None:
+    lines = output_lines()
+    for end in range(1, len(lines) + 1):
+        parser = make_parser(agent)
+        shown = parser.feed_lines(lines[:end], SUMMARY_CHARS)
+        visible = [summarize(line, SUMMARY_CHARS) for line in lines[:end]]
+        expected = next((text for text in reversed(visible) if text.strip()), "")
+        assert shown == expected, lines[end - 1]
+
+
+@pytest.mark.parametrize("agent", ["claude", "plain"])
+def test_each_output_line_is_decoded_once(agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter's decode feeds both its counters and the summary a person sees."""
+    decoded: list[str] = []
+    real_loads = json.loads
+
+    def counting_loads(text: str, **options: Any) -> Any:
+        decoded.append(text)
+        return real_loads(text, **options)
+
+    monkeypatch.setattr(json, "loads", counting_loads)
+    lines = [line for line in output_lines() if line.strip().startswith((b"{", b"["))]
+    parser = make_parser(agent)
+    for line in lines:
+        assert parser.feed_lines([line], SUMMARY_CHARS)
+    parsed_whole = [text for text in decoded if not text.startswith('"')]  # not a cut line's text
+    assert len(parsed_whole) == len(lines), parsed_whole
+    assert parser.usage.input_tokens in (5, 7)

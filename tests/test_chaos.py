@@ -86,7 +86,7 @@ def parent_pid(proc: psutil.Process) -> int | None:
 
 def is_agent(proc: psutil.Process) -> bool:
     """A simulated agent itself (not the sh wrapper whose command line names it)."""
-    return cmdline(proc)[1:3] == ["-m", "agentherd.supervisor.simagent"]
+    return cmdline(proc)[1:3] == ["-m", "agentherd.supervisor.sim.simagent"]
 
 
 class DuplicateWatch(threading.Thread):

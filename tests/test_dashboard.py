@@ -23,7 +23,7 @@ from agentherd.tui.widgets import ConfirmScreen, HelpScreen, SessionTable
 NAMES = ("alpha", "beta", "gamma")
 WAIT_S = 30.0
 """Generous for a loaded CI machine; a passing run waits a fraction of this."""
-SIMAGENT = [sys.executable, "-m", "agentherd.supervisor.simagent"]
+SIMAGENT = [sys.executable, "-m", "agentherd.supervisor.sim.simagent"]
 
 
 @pytest.fixture
@@ -290,7 +290,7 @@ def git_out(repo: Path, *args: str) -> str:
 def test_create_demo_makes_six_repos_and_a_valid_herd_toml(tmp_path: Path) -> None:
     """Six git repos with failing plans, and a herd.toml of six distinct simulated agents."""
     from agentherd.sessions.config import load_config
-    from agentherd.supervisor.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo
 
     config = load_config(create_demo(tmp_path / "demo"))
     assert len(config.sessions) == 6
@@ -329,7 +329,7 @@ def test_create_demo_makes_six_repos_and_a_valid_herd_toml(tmp_path: Path) -> No
 def test_create_demo_repeats_behaviours_with_numbered_names(tmp_path: Path) -> None:
     """More than six sessions reuse the behaviours under numbered names; a second run refuses."""
     from agentherd.sessions.config import load_config
-    from agentherd.supervisor.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo
 
     path = create_demo(tmp_path, sessions=8)
     names = [s.name for s in load_config(path).sessions]
@@ -341,7 +341,7 @@ def test_create_demo_repeats_behaviours_with_numbered_names(tmp_path: Path) -> N
 
 def test_a_demo_repo_is_workable_by_the_simulated_agent(tmp_path: Path) -> None:
     """The simulated agent accepts the demo's plan: one feature done, passing and committed."""
-    from agentherd.supervisor.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo
 
     create_demo(tmp_path, sessions=1)
     repo = tmp_path / "api-migration"

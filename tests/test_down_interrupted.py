@@ -13,7 +13,8 @@ import pytest
 from conftest import HERD, Herd, make_repo, script, wait_until
 
 from agentherd.sessions.states import State
-from agentherd.supervisor.store import Change, Store, iso, utc_now
+from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.store import Change, Store
 
 
 def herd_cli(root: Path, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:

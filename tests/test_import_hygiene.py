@@ -23,7 +23,7 @@ def test_the_supervisor_imports_no_textual() -> None:
 def test_the_sessions_package_imports_no_event_loop_or_ui() -> None:
     modules = loaded_after_import(
         "agentherd.sessions.config, agentherd.sessions.plan, agentherd.sessions.report, "
-        "agentherd.sessions.agent_output, agentherd.sessions.progress"
+        "agentherd.sessions.adapters, agentherd.sessions.progress"
     )
     for forbidden in ("anyio", "textual", "agentherd.supervisor", "subprocess"):
         assert forbidden not in modules, forbidden

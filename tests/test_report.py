@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.plan import Plan, PlanItem
@@ -304,3 +304,45 @@ def test_a_requested_stop_is_no_crash() -> None:
     report = build_report(busy_input(state="stopped", reason="user", runs=runs, events=events))
     assert report["incidents"]["crashes"] == []
     assert report["incidents"]["restarts"] == 0
+
+
+class CountedEvent(Event):
+    """An event that counts how often the report reads its kind: the report's work per event."""
+
+    kind_reads: ClassVar[list[int]] = [0]
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "kind":
+            CountedEvent.kind_reads[0] += 1
+        return super().__getattribute__(name)
+
+
+def kind_reads_for(count: int) -> int:
+    """How many times building a report reads an event's kind, over `count` mixed events."""
+    kinds = (
+        "verify-failed",
+        "stalled",
+        "checkpoint",
+        "run-started",
+        "verify-passed",
+        "plan-invalid",
+    )
+    events = [
+        CountedEvent(at=at(3), session="api", run=1, kind=kinds[i % len(kinds)], message="m")
+        for i in range(count)
+    ]
+    data = busy_input(events=events, plan_error="bad")
+    CountedEvent.kind_reads[0] = 0
+    report = build_report(data)
+    assert report["remains"]["open_warnings"]  # the open warnings were really worked out
+    return CountedEvent.kind_reads[0]
+
+
+def test_the_report_reads_its_events_in_linear_time() -> None:
+    """Four times the events cost four times the reads, not sixteen (no rescan per warning).
+
+    Counted, not timed: 8,000 events once took 1.5 s on the daemon's loop.
+    """
+    small, large = kind_reads_for(2_000), kind_reads_for(8_000)
+    assert large <= 4 * small + 100, (small, large)
+    assert small <= 3 * 2_000, small  # a few reads per event, whatever the warnings

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import pytest
 
-SIM = [sys.executable, "-m", "agentherd.supervisor.simagent"]
+SIM = [sys.executable, "-m", "agentherd.supervisor.sim.simagent"]
 TIMEOUT = 60  # seconds for one simagent run; generous for a loaded CI machine
 LINE_WAIT = 30  # seconds to wait for an expected line from a live simagent
 QUIET = 0.5  # seconds a stalled agent must stay silent and commit-free

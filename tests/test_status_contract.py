@@ -117,6 +117,6 @@ def test_every_operation_has_a_reply_model() -> None:
 def test_status_and_report_close_warnings_by_the_same_rule() -> None:
     """The warning records (status) and the report's open warnings use one closing table."""
     from agentherd.sessions.open_warnings import CLOSED_BY
-    from agentherd.sessions.report import RESOLVED_BY
+    from agentherd.sessions.report.facts import RESOLVED_BY
 
     assert CLOSED_BY == RESOLVED_BY

@@ -530,7 +530,7 @@ def report(name: str, as_json: bool) -> None:
 @guarded
 def demo(count: int, keep: bool) -> None:
     """A throw-away fleet of simulated agents, with the dashboard."""
-    from agentherd.supervisor.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive and not keep:

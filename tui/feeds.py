@@ -7,7 +7,6 @@ handles at most a few messages per frame whatever the agents print.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,11 +16,11 @@ import anyio
 from pydantic import ValidationError
 from textual.message import Message
 
-from agentherd.sessions.activity import summarize
+from agentherd.sessions.adapters.summary import summarize
 from agentherd.sessions.status import parse_reply
-from agentherd.supervisor.agentfiles import open_regular, read_data
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.tailer import LogTailer
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
 
 Post = Callable[[Message], bool]
@@ -101,23 +100,6 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
         await anyio.sleep(RECONNECT_S)
 
 
-def _read_chunk(path: Path, offset: int) -> tuple[bytes, int, int]:
-    """New bytes, where they start (past a range the log cap cut out), and the file's size (a
-    size below `offset` means truncation); a FIFO or device in the log's place reads as empty."""
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return b"", offset, 0
-    try:
-        size = os.fstat(fd).st_size
-        if size <= offset:
-            return b"", offset, size
-        data, start = read_data(fd, offset, LOG_READ_MAX_BYTES, size)
-        return data, start, size
-    finally:
-        os.close(fd)
-
-
 def _file_size(path: Path) -> int:
     """The file's size, 0 when it does not exist yet."""
     try:
@@ -132,18 +114,22 @@ def _display(line: bytes) -> str:
 
 
 class OutputTail:
-    """Splits one run's output file into lines as it grows (pure: no I/O, no loop)."""
+    """Splits one run's output file into lines as it grows (`feed` is pure: no I/O, no loop)."""
 
-    def __init__(self, path: Path, run: int, skip_first_line: bool) -> None:
+    def __init__(self, path: Path, run: int, skip_first_line: bool, offset: int = 0) -> None:
         self.path = path
         self.run = run
-        self.offset = 0
+        self.tailer = LogTailer(path, offset, log_refusal=False)
+        """Reads the file by offset (in a worker thread: it does file I/O)."""
         self._pending = b""
         self._skip_first_line = skip_first_line
 
+    def drop_partial_line(self) -> None:
+        """Forget the unfinished line held: the bytes it continued are gone."""
+        self._pending = b""
+
     def feed(self, data: bytes) -> list[str]:
         """Complete lines from the new bytes; a partial last line waits for its end."""
-        self.offset += len(data)
         buffer = self._pending + data
         *lines, self._pending = buffer.split(b"\n")
         if len(self._pending) > LOG_READ_MAX_BYTES:
@@ -167,36 +153,47 @@ async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | 
     return Path(info.path), info.run
 
 
+def _read_chunk(tail: OutputTail) -> bytes:
+    """New bytes of the run's output; a truncated file, or a range the log cap cut out, also
+    drops the partial line held (a FIFO or device in the log's place reads as empty)."""
+    tailer = tail.tailer
+    truncations, skipped = tailer.truncations, tailer.skipped_bytes
+    data = tailer.read_new(LOG_READ_MAX_BYTES)
+    if tailer.truncations != truncations or tailer.skipped_bytes != skipped:
+        tail.drop_partial_line()
+    return data
+
+
 async def follow_output(client: AsyncClient, session: str, post: Post) -> None:
     """Post new output lines of the session's latest run in batches, switching runs as they come."""
     tail: OutputTail | None = None
     next_check = 0.0
     post(LogLines(session, [], f"{session}: waiting for output", reset=True))
-    while True:
-        if time.monotonic() >= next_check:
-            next_check = time.monotonic() + LOG_INFO_EVERY_S
-            current = await _current_run(client, session)
-            if current is not None and (tail is None or current[0] != tail.path):
-                path, run = current
-                first = tail is None
-                start = (
-                    max(0, await anyio.to_thread.run_sync(_file_size, path) - LOG_BACKLOG_BYTES)
-                    if first
-                    else 0
-                )
-                tail = OutputTail(path, run, skip_first_line=start > 0)
-                tail.offset = start
-                header = [] if first else [f"── run {run} ──"]
-                post(LogLines(session, header, f"{session}: run {run}", reset=first))
+    try:
+        while True:
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + LOG_INFO_EVERY_S
+                current = await _current_run(client, session)
+                if current is not None and (tail is None or current[0] != tail.path):
+                    path, run = current
+                    first = tail is None
+                    start = (
+                        max(0, await anyio.to_thread.run_sync(_file_size, path) - LOG_BACKLOG_BYTES)
+                        if first
+                        else 0
+                    )
+                    if tail is not None:
+                        tail.tailer.close()
+                    tail = OutputTail(path, run, skip_first_line=start > 0, offset=start)
+                    header = [] if first else [f"── run {run} ──"]
+                    post(LogLines(session, header, f"{session}: run {run}", reset=first))
+            if tail is not None:
+                data = await anyio.to_thread.run_sync(_read_chunk, tail)
+                if data:
+                    lines = tail.feed(data)
+                    if lines:
+                        post(LogLines(session, lines, f"{session}: run {tail.run}"))
+            await anyio.sleep(LOG_POLL_S)
+    finally:
         if tail is not None:
-            data, start, size = await anyio.to_thread.run_sync(_read_chunk, tail.path, tail.offset)
-            if size < tail.offset:
-                tail.offset = 0  # truncated: start over
-            elif start > tail.offset:
-                tail.offset = start  # the log cap cut this range out: its partial line too
-                tail._pending = b""
-            if data:
-                lines = tail.feed(data)
-                if lines:
-                    post(LogLines(session, lines, f"{session}: run {tail.run}"))
-        await anyio.sleep(LOG_POLL_S)
+            tail.tailer.close()

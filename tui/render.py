@@ -8,14 +8,12 @@ from agentherd.sessions.durations import format_duration
 from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, TaskStatus
+from agentherd.sessions.times import parse_iso
 
 
 def _since(moment: str | None) -> float | None:
-    if not moment:
-        return None
-    try:
-        started = datetime.fromisoformat(moment.replace("Z", "+00:00"))
-    except ValueError:
+    started = parse_iso(moment)
+    if started is None:
         return None
     return max(0.0, (datetime.now(UTC) - started).total_seconds())
 

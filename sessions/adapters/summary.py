@@ -1,4 +1,8 @@
-"""One line a person can read for each line of agent output: JSON events summarised."""
+"""One line a person can read for each line of agent output: JSON events summarised.
+
+The adapters decode each line once (`load_json`) and summarise it from that value; the
+dashboard, which has no adapter, summarises lines itself with `summarize`.
+"""
 
 from __future__ import annotations
 
@@ -67,23 +71,48 @@ def _summary(event: dict[str, Any]) -> str:
     return ""
 
 
+def _reject_constant(name: str) -> float:
+    """Refuse NaN and Infinity, which are not JSON."""
+    raise ValueError(f"not JSON: {name}")
+
+
+def load_json(line: bytes) -> object | None:
+    """Parse one line as a JSON object or array; None when it is anything else."""
+    stripped = line.strip()
+    if not stripped or stripped[:1] not in (b"{", b"["):
+        return None
+    try:
+        return json.loads(
+            stripped.decode("utf-8", errors="replace"), parse_constant=_reject_constant
+        )
+    except (ValueError, RecursionError):
+        return None
+
+
 def summarize(data: bytes, max_chars: int) -> str:
     """A person's view of one output line, cut to `max_chars`: JSON events summarised."""
-    stripped_bytes = data.strip()
-    if not stripped_bytes.startswith(b"{"):
+    stripped = data.strip()
+    if not stripped.startswith(b"{") or len(stripped) > SUMMARY_SCAN_BYTES:
+        return summarize_decoded(data, None, max_chars)
+    return summarize_decoded(data, load_json(stripped), max_chars)
+
+
+def summarize_decoded(data: bytes, value: object | None, max_chars: int) -> str:
+    """`summarize` for a line an adapter already decoded to `value` (None: not JSON)."""
+    stripped = data.strip()
+    if not stripped.startswith(b"{"):
         return display_line(data, max_chars)
-    return display_line(_json_summary(stripped_bytes[:SUMMARY_SCAN_BYTES]).encode(), max_chars)
+    # A line longer than the scan limit is summarised from its start, as if it had been cut there.
+    whole = len(stripped) <= SUMMARY_SCAN_BYTES
+    event = value if whole and isinstance(value, dict) else None
+    return display_line(_json_summary(stripped[:SUMMARY_SCAN_BYTES], event).encode(), max_chars)
 
 
-def _json_summary(raw: bytes) -> str:
-    """One line for a JSON output line (Claude-style stream JSON and similar)."""
+def _json_summary(raw: bytes, event: dict[str, Any] | None) -> str:
+    """One line for a JSON output line (`event`), or for one that did not decode (a cut one)."""
+    if event is not None:
+        return _summary(event) or raw.decode("utf-8", errors="replace")
     stripped = raw.decode("utf-8", errors="replace")
-    try:
-        event = json.loads(stripped)
-    except ValueError:
-        event = None
-    if isinstance(event, dict):
-        return _summary(event) or stripped
     found = _TEXT_FIELD.search(stripped)  # a line cut before its end is not valid JSON
     if found:
         arrow = "→ " if '"tool_result"' in stripped[: found.start()] else ""

@@ -1,6 +1,6 @@
 """A simulated long-running coding agent that speaks Claude stream-json, for tests and demos.
 
-Run it in a git worktree: ``python -m agentherd.supervisor.simagent [options]``. It works the
+Run it in a git worktree: ``python -m agentherd.supervisor.sim.simagent [options]``. It works the
 feature list one failing item at a time the way the long-running harness does: write code and a
 test, flip ``passes``, append to the progress file, commit. Options inject the failures a
 supervisor must survive (crash mid-edit, stall, plan tampering, API-error results, floods).

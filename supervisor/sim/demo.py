@@ -11,7 +11,7 @@ from pathlib import Path
 
 PLAN_FILE = "feature_list.json"
 PROGRESS_FILE = "claude-progress.txt"
-SIMAGENT = [sys.executable, "-m", "agentherd.supervisor.simagent"]
+SIMAGENT = [sys.executable, "-m", "agentherd.supervisor.sim.simagent"]
 GIT_IDENTITY = [
     "-c",
     "user.name=herd-demo",
@@ -235,7 +235,8 @@ def create_demo(root: Path, sessions: int = 6) -> Path:
         _make_repo(root / name, behaviour)
         blocks.append(_session_block(name, behaviour))
     header = (
-        "# herd demo: simulated coding agents (agentherd.supervisor.simagent), a git repo each:\n"
+        "# herd demo: simulated coding agents (agentherd.supervisor.sim.simagent),"
+        " a git repo each:\n"
         "# steady, crashes once mid-edit, stalls, slow, one feature per run, tampers its plan.\n"
         '\n[defaults]\nrestart = "on-failure"\nstop_grace = "3s"\n\n'
     )

@@ -1,0 +1,116 @@
+"""The adapter base: feed it an agent's stdout lines, read what the agent reported so far.
+
+Agent output is untrusted: a line that does not parse, or a field of the wrong type, is
+skipped (and counted), never raised. See reference/agent-formats.md sections 1, 8 and 9.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from agentherd.sessions.adapters.summary import load_json, summarize_decoded
+from agentherd.sessions.adapters.usage import Outcome, Usage
+
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,127}")
+"""A session id that is safe as one argv element: 1-128 chars, no leading "-"."""
+
+MAX_TEXT_CHARS = 4000
+"""Texts kept for display (last assistant text, outcome message) are cut to this length."""
+
+
+def valid_session_id(value: str) -> bool:
+    """Return True when value may be put into argv as a session id."""
+    return isinstance(value, str) and SESSION_ID_PATTERN.fullmatch(value) is not None
+
+
+def display_text(value: object) -> str | None:
+    """Return value cut to MAX_TEXT_CHARS when it is a string, else None."""
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= MAX_TEXT_CHARS else value[: MAX_TEXT_CHARS - 1] + "…"
+
+
+class OutputParser:
+    """Base adapter: feed it stdout lines, read what the agent reported so far."""
+
+    agent: ClassVar[str] = "plain"
+
+    def __init__(self, session_id: str | None = None) -> None:
+        """Start empty; session_id is the id this process resumes, if any."""
+        self._initial_session_id = (
+            session_id if session_id and valid_session_id(session_id) else None
+        )
+        self.session_id: str | None = self._initial_session_id
+        self.outcome: Outcome | None = None
+        self.skipped_lines = 0
+        self.parsed_lines = 0
+        self.rate_limit_resets_at: str | None = None
+        self.last_text: str | None = None
+        self._rate_limited = False
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens, cost and turns reported so far by this process."""
+        return Usage()
+
+    @property
+    def rate_limited(self) -> bool:
+        """True while the agent reports that a usage limit rejected it."""
+        return self._rate_limited
+
+    def feed_line(self, line: bytes) -> None:
+        """Read one stdout line (without its newline); never raises."""
+        self._feed(line)
+
+    def feed_lines(self, lines: Sequence[bytes], max_chars: int) -> str:
+        """Read stdout lines; return the summary of the last one that shows anything, or "".
+
+        Each line is decoded once: its summary is made from the value the adapter decoded, and
+        only for the lines at the end that are shown (a burst of output shows its last line).
+        """
+        values = [self._feed(line) for line in lines]
+        for line, value in zip(reversed(lines), reversed(values), strict=True):
+            shown = self.summarize(line, value, max_chars)
+            if shown.strip():
+                return shown
+        return ""
+
+    def summarize(self, line: bytes, value: object | None, max_chars: int) -> str:
+        """One line a person can read for an output line that decoded to value (None: not JSON)."""
+        return summarize_decoded(line, value, max_chars)
+
+    def _feed(self, line: bytes) -> object | None:
+        """Read one line; return the JSON value it decoded to (None when it is not JSON)."""
+        value = load_json(line)
+        if value is None:
+            self.skipped_lines += 1
+            self._on_other_line(line)
+            return None
+        objects = value if isinstance(value, list) else [value]
+        handled = False
+        for obj in objects:
+            if not isinstance(obj, dict):
+                continue
+            try:
+                self._on_object(obj)
+            except Exception:  # untrusted input must never raise; count it as skipped
+                continue
+            handled = True
+        if handled:
+            self.parsed_lines += 1
+        else:
+            self.skipped_lines += 1
+        return value
+
+    def _set_session_id(self, value: object) -> None:
+        """Record a reported session id when it is safe to use."""
+        if isinstance(value, str) and valid_session_id(value):
+            self.session_id = value
+
+    def _on_object(self, obj: dict[str, Any]) -> None:
+        """Handle one JSON object from the stream."""
+
+    def _on_other_line(self, line: bytes) -> None:
+        """Handle a line that is not JSON (by default: nothing)."""

@@ -1,0 +1,87 @@
+"""Custom harnesses: plain JSON usage lines and a done line; any other line is shown as text."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
+from agentherd.sessions.adapters.usage import Outcome, Usage, as_amount, as_count
+
+_PASS_STRINGS = frozenset({"done", "success"})
+_FAIL_STRINGS = frozenset({"error", "failed"})
+
+
+class PlainParser(OutputParser):
+    """Custom harnesses: JSON usage lines (running totals) and a done line; other lines ignored.
+
+    Recognised lines: ``{"usage": {...}, "cost_usd": x, "turns": n, "session_id": "..."}`` (each
+    value a running total: the last one wins), ``{"herd": "done"}`` / ``{"herd": "error"}`` and
+    ``{"result": "success"}`` / ``{"result": "error"}``, each with an optional ``"message"``.
+    """
+
+    agent: ClassVar[str] = "plain"
+
+    _TOKEN_KEYS: ClassVar[dict[str, int]] = {
+        "input_tokens": 0,
+        "output_tokens": 1,
+        "cache_read_tokens": 2,
+        "cache_read_input_tokens": 2,
+        "cache_write_tokens": 3,
+        "cache_creation_input_tokens": 3,
+    }
+
+    def __init__(self, session_id: str | None = None) -> None:
+        """Start empty; session_id is the id this process resumes, if any."""
+        super().__init__(session_id)
+        self._tokens = [0, 0, 0, 0]
+        self._cost_usd: float | None = None
+        self._cost_estimated = False
+        self._turns = 0
+
+    @property
+    def usage(self) -> Usage:
+        """The last reported totals."""
+        return Usage(
+            input_tokens=self._tokens[0],
+            output_tokens=self._tokens[1],
+            cache_read_tokens=self._tokens[2],
+            cache_write_tokens=self._tokens[3],
+            cost_usd=self._cost_usd,
+            cost_estimated=self._cost_estimated,
+            turns=self._turns,
+        )
+
+    def _on_object(self, obj: dict[str, Any]) -> None:
+        """Apply a usage line or a done line."""
+        self._set_session_id(obj.get("session_id"))
+        usage = obj.get("usage")
+        for source in (usage if isinstance(usage, dict) else {}, obj):
+            for key, index in self._TOKEN_KEYS.items():
+                value = as_count(source.get(key))
+                if value is not None:
+                    self._tokens[index] = value
+            cost = as_amount(source.get("cost_usd"))
+            if cost is not None:
+                self._cost_usd = cost
+                self._cost_estimated = source.get("cost_estimated") is True
+            turns = as_count(source.get("turns"))
+            if turns is not None:
+                self._turns = turns
+        verdict = obj.get("herd", obj.get("result"))
+        if isinstance(verdict, str):
+            word = verdict.strip().lower()
+            if word in _PASS_STRINGS or word in _FAIL_STRINGS:
+                self.outcome = Outcome(
+                    finished=True,
+                    is_error=word in _FAIL_STRINGS,
+                    subtype="error" if word in _FAIL_STRINGS else "success",
+                    message=display_text(obj.get("message")),
+                )
+
+    def _on_other_line(self, line: bytes) -> None:
+        """Keep the last non-blank text line for display."""
+        text = line.strip()
+        if text:
+            self.last_text = display_text(
+                text[: MAX_TEXT_CHARS * 4].decode("utf-8", errors="replace")
+            )

@@ -1,0 +1,105 @@
+"""What an agent reported it used (tokens, cost, turns) and how it said its run ended."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens, cost and turns reported by one agent process."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    turns: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """All tokens: input, output, cache read and cache write."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        """Add the usage of separate processes; a cost is None only when neither reported one."""
+        if self.cost_usd is None and other.cost_usd is None:
+            cost_usd: float | None = None
+        else:
+            cost_usd = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=cost_usd,
+            cost_estimated=self.cost_estimated or other.cost_estimated,
+            turns=self.turns + other.turns,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the CONTRACT.md ``usage`` object."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+            "cost_estimated": self.cost_estimated,
+            "turns": self.turns,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Usage:
+        """Read a ``usage`` object written by to_json; bad or missing fields become defaults."""
+        if not isinstance(data, dict):
+            return cls()
+        return cls(
+            input_tokens=as_count(data.get("input_tokens")) or 0,
+            output_tokens=as_count(data.get("output_tokens")) or 0,
+            cache_read_tokens=as_count(data.get("cache_read_tokens")) or 0,
+            cache_write_tokens=as_count(data.get("cache_write_tokens")) or 0,
+            cost_usd=as_amount(data.get("cost_usd")),
+            cost_estimated=data.get("cost_estimated") is True,
+            turns=as_count(data.get("turns")) or 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an agent process said its run ended (from its terminal event)."""
+
+    finished: bool
+    is_error: bool
+    subtype: str | None
+    message: str | None
+    rate_limited: bool = False
+    terminal_reason: str | None = None
+
+
+def as_count(value: object) -> int | None:
+    """Return value as a non-negative token/turn count, or None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
+
+
+def as_amount(value: object) -> float | None:
+    """Return value as a non-negative finite amount of money, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    amount = float(value)
+    return amount if math.isfinite(amount) and amount >= 0 else None
