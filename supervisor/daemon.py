@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
@@ -262,10 +263,13 @@ class Daemon:
         """Catch what the watcher missed (inotify drops events silently) and cap logs."""
         while True:
             await anyio.sleep(self.timings.reconcile_s)
-            for supervisor in self.sessions.values():
+            for supervisor in list(self.sessions.values()):
                 supervisor.check_log_cap()
                 supervisor.check_stall()
                 supervisor.refresh_everything()
+                # One session's files per step: a fleet's worth of stats in one step held the
+                # loop over 100 ms on a busy machine.
+                await anyio.lowlevel.checkpoint()
             if self.watcher is not None:
                 self.watcher.recheck()
             self._catch_up_after_disk_full()

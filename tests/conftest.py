@@ -163,6 +163,8 @@ class Herd:
         self.daemon: Daemon | None = None
         self.thread: threading.Thread | None = None
         self.errors: list[BaseException] = []
+        self.backend_options: dict[str, Any] = {}
+        """Passed to anyio.run: {"debug": True} runs the daemon's loop in asyncio debug mode."""
 
     @property
     def config_path(self) -> Path:
@@ -179,7 +181,7 @@ class Herd:
 
         def serve() -> None:
             try:
-                anyio.run(self.daemon.serve)  # type: ignore[union-attr]
+                anyio.run(self.daemon.serve, backend_options=self.backend_options)  # type: ignore[union-attr]
             except BaseException as exc:  # surfaced by the test through `errors`
                 self.errors.append(exc)
 
