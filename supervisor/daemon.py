@@ -227,14 +227,18 @@ class Daemon:
         async def later() -> None:
             await anyio.sleep(WATCH_UPDATE_DELAY_S)
             self._targets_update_pending = False
-            self.update_watch_targets()
+            if self.watcher is not None:
+                await self.watcher.set_targets_off_loop(self.watch_targets())
 
         self.task_group.start_soon(later)
 
     def update_watch_targets(self) -> None:
         """Tell the one fleet watcher which files matter now (called when a run starts)."""
-        if self.watcher is None:
-            return
+        if self.watcher is not None:
+            self.watcher.set_targets(self.watch_targets())
+
+    def watch_targets(self) -> list[WatchTarget]:
+        """The files and git folders every session wants watched now."""
         targets: list[WatchTarget] = []
         for name, supervisor in self.sessions.items():
             observer = supervisor.observer
@@ -246,7 +250,7 @@ class Daemon:
             paths = observer.cached_git_paths
             if paths is not None:
                 targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)
-        self.watcher.set_targets(targets)
+        return targets
 
     async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run background work whose failure must be logged, never take the daemon down."""

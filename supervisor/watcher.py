@@ -45,6 +45,24 @@ class WatchTarget:
         return self.path if self.kind == "git" else self.path.parent
 
 
+_Index = tuple[dict[str, list[Hit]], dict[str, list[Hit]]]
+"""Watched files and git folders (real paths), each with the (session, kind) pairs it concerns."""
+
+
+def _index(targets: Iterable[WatchTarget]) -> _Index:
+    """The targets by real path: files by their path, git folders by theirs."""
+    files: dict[str, list[Hit]] = {}
+    git_dirs: dict[str, list[Hit]] = {}
+    for target in targets:
+        directory = os.path.realpath(target.directory)
+        hit: Hit = (target.session, target.kind)
+        if target.kind == "git":
+            git_dirs.setdefault(directory, []).append(hit)
+        else:
+            files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
+    return files, git_dirs
+
+
 class FleetWatcher:
     """A single non-recursive `awatch` over every target's folder, restarted when they change."""
 
@@ -65,6 +83,7 @@ class FleetWatcher:
         self._watched: dict[str, DirId] = {}
         self._stop = anyio.Event()
         self._settled = anyio.Event()
+        self._targets_version = 0
 
     @property
     def watched_dirs(self) -> tuple[str, ...]:
@@ -73,16 +92,21 @@ class FleetWatcher:
 
     def set_targets(self, targets: Iterable[WatchTarget]) -> None:
         """Replace the targets; restart the watch if the set of existing folders changed."""
-        files: dict[str, list[Hit]] = {}
-        git_dirs: dict[str, list[Hit]] = {}
-        for target in targets:
-            directory = os.path.realpath(target.directory)
-            hit: Hit = (target.session, target.kind)
-            if target.kind == "git":
-                git_dirs.setdefault(directory, []).append(hit)
-            else:
-                files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
-        self._files, self._git_dirs = files, git_dirs
+        self._targets_version += 1
+        self._apply(_index(targets))
+
+    async def set_targets_off_loop(self, targets: Iterable[WatchTarget]) -> None:
+        """`set_targets`, resolving the paths in a worker thread: a fleet's realpath calls are
+        thousands of lstat calls, over 100 ms of the event loop on a busy machine."""
+        self._targets_version += 1
+        version = self._targets_version
+        index = await anyio.to_thread.run_sync(_index, list(targets))
+        if version == self._targets_version:  # else newer targets were set meanwhile
+            self._apply(index)
+
+    def _apply(self, index: _Index) -> None:
+        self._files, self._git_dirs = index
+        files, git_dirs = index
         self._dirs = tuple(sorted({os.path.dirname(path) for path in files} | set(git_dirs)))
         self.recheck()
 

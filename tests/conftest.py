@@ -40,7 +40,9 @@ HERD = str(Path(sys.executable).parent / "herd")
 TEST_ID_VAR = "HERD_TEST_ID"
 
 
-def wait_until(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "", poll_s: float = 0.02
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -49,7 +51,7 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str 
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate}")
-        time.sleep(0.02)
+        time.sleep(poll_s)
 
 
 def processes_of_test(test_id: str) -> list[psutil.Process]:
