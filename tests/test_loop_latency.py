@@ -1,4 +1,4 @@
-"""Nothing slow on the event loop: a busy fleet under asyncio debug mode, no callback over 100 ms."""
+"""Nothing slow on the event loop: a busy fleet in asyncio debug mode, no callback over 100 ms."""
 
 from __future__ import annotations
 
