@@ -126,8 +126,9 @@ class Daemon:
                         lookups.start_soon(supervisor.observer.git_paths)
                 self.update_watch_targets()
                 await tg.start(self.watcher.run)
-                for supervisor in self.sessions.values():
+                for supervisor in list(self.sessions.values()):
                     supervisor.refresh_everything()
+                    await anyio.lowlevel.checkpoint()  # a fleet's reads start in slices
                 self.commit_daemon_event(
                     "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
                 )

@@ -25,6 +25,8 @@ RUST_TIMEOUT_MS = 500
 """The notify thread returns to the loop at least this often, so it never holds a thread long."""
 FAILURE_RETRY_S = 5.0
 """After awatch fails (e.g. inotify limits) wait this long to retry; reconcile covers the gap."""
+DISPATCH_STEP = 8
+"""Changes handed on per loop step when a batch concerns many sessions."""
 GIT_NOISE_SUFFIX = ".lock"
 """Git's lockfiles come and go around every write; the renamed result is what matters."""
 GIT_NOISE_NAMES = frozenset({"objects"})
@@ -160,7 +162,7 @@ class FleetWatcher:
                 rust_timeout=RUST_TIMEOUT_MS,
                 recursive=False,
             ):
-                self._dispatch(changes)
+                await self._dispatch(changes)
         except Exception as exc:
             if self._existing() != dirs:
                 return  # a folder vanished or appeared while starting: just start again
@@ -199,12 +201,16 @@ class FleetWatcher:
         """The watch filter: keep a change only if some target cares (`.git` included)."""
         return bool(self._hits(path))
 
-    def _dispatch(self, changes: set[tuple[Change, str]]) -> None:
+    async def _dispatch(self, changes: set[tuple[Change, str]]) -> None:
         """Call `on_change` once per (session, kind) this batch concerns."""
         self.batches += 1
         hits = dict.fromkeys(hit for _, path in sorted(changes) for hit in self._hits(path))
-        for session, kind in hits:
+        for number, (session, kind) in enumerate(hits, 1):
             try:
                 self._on_change(session, kind)
             except Exception:
                 log.exception("watch callback failed for %s (%s)", session, kind)
+            if number % DISPATCH_STEP == 0:
+                # A batch can concern the whole fleet (start-up, a burst of commits): let the
+                # loop breathe between slices instead of holding it for every session at once.
+                await anyio.lowlevel.checkpoint()
