@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
@@ -126,8 +127,9 @@ class Daemon:
                         lookups.start_soon(supervisor.observer.git_paths)
                 self.update_watch_targets()
                 await tg.start(self.watcher.run)
-                for supervisor in self.sessions.values():
+                for supervisor in list(self.sessions.values()):
                     supervisor.refresh_everything()
+                    await anyio.lowlevel.checkpoint()  # a fleet's reads start in slices
                 self.commit_daemon_event(
                     "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
                 )
@@ -227,14 +229,18 @@ class Daemon:
         async def later() -> None:
             await anyio.sleep(WATCH_UPDATE_DELAY_S)
             self._targets_update_pending = False
-            self.update_watch_targets()
+            if self.watcher is not None:
+                await self.watcher.set_targets_off_loop(self.watch_targets())
 
         self.task_group.start_soon(later)
 
     def update_watch_targets(self) -> None:
         """Tell the one fleet watcher which files matter now (called when a run starts)."""
-        if self.watcher is None:
-            return
+        if self.watcher is not None:
+            self.watcher.set_targets(self.watch_targets())
+
+    def watch_targets(self) -> list[WatchTarget]:
+        """The files and git folders every session wants watched now."""
         targets: list[WatchTarget] = []
         for name, supervisor in self.sessions.items():
             observer = supervisor.observer
@@ -246,7 +252,7 @@ class Daemon:
             paths = observer.cached_git_paths
             if paths is not None:
                 targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)
-        self.watcher.set_targets(targets)
+        return targets
 
     async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run background work whose failure must be logged, never take the daemon down."""
@@ -263,10 +269,13 @@ class Daemon:
         """Catch what the watcher missed (inotify drops events silently) and cap logs."""
         while True:
             await anyio.sleep(self.timings.reconcile_s)
-            for supervisor in self.sessions.values():
+            for supervisor in list(self.sessions.values()):
                 supervisor.check_log_cap()
                 supervisor.check_stall()
                 supervisor.refresh_everything()
+                # One session's files per step: a fleet's worth of stats in one step held the
+                # loop over 100 ms on a busy machine.
+                await anyio.lowlevel.checkpoint()
             if self.watcher is not None:
                 self.watcher.recheck()
             self._catch_up_after_disk_full()

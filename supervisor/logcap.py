@@ -152,11 +152,14 @@ def _round_up(value: int, block: int) -> int:
 def run_logs(session_runs: Path) -> list[tuple[int, Path, int]]:
     """(run number, path, size) of every run log of a session, oldest run first."""
     found = []
-    for path in session_runs.glob(f"*/{OUTPUT_FILE}"):
-        if not path.parent.name.isdigit():
-            continue
+    try:
+        folders = [entry.name for entry in os.scandir(session_runs) if entry.name.isdigit()]
+    except OSError:  # no run yet
+        return []
+    for name in folders:  # scandir, not glob: this runs for every session on the event loop
+        path = session_runs / name / OUTPUT_FILE
         with contextlib.suppress(OSError):
-            found.append((int(path.parent.name), path, disk_bytes(path.stat())))
+            found.append((int(name), path, disk_bytes(path.stat())))
     return sorted(found)
 
 

@@ -153,10 +153,12 @@ async def _run_step(
     return _Step(timed_out=True)
 
 
-async def _stop_all(started: list[tuple[procs.RunIdentity, Process]]) -> None:
+async def _stop_all(
+    started: list[tuple[procs.RunIdentity, Process]], stop_grace_s: float = STOP_GRACE_S
+) -> None:
     """Stop whatever is left of every step's tree and reap each step's leader."""
     for identity, process in started:
-        gone = await procs.stop_tree(identity, signal.SIGTERM, STOP_GRACE_S, KILL_WAIT_S, POLL_S)
+        gone = await procs.stop_tree(identity, signal.SIGTERM, stop_grace_s, KILL_WAIT_S, POLL_S)
         if not gone:
             log.warning("verification processes of %s survived SIGKILL", identity.tag)
         with anyio.move_on_after(KILL_WAIT_S):  # only a process stuck in the kernel waits
@@ -172,12 +174,14 @@ async def run_verification(
     scratch_root: Path,
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
+    stop_grace_s: float = STOP_GRACE_S,
 ) -> VerifyResult:
     """Check out `sha` in a scratch worktree, run `setup` then `command` there, report.
 
     Setup and command together get `timeout_s`; on timeout every process of the tree (found
-    by group and env tag) gets SIGTERM, then SIGKILL. The scratch worktree never outlives
-    the call, also when it is cancelled. Output goes to `log_path` (appended) or a temp file.
+    by group and env tag) gets SIGTERM, then SIGKILL `stop_grace_s` later. The scratch worktree
+    never outlives the call, also when it is cancelled. Output goes to `log_path` (appended) or
+    a temp file.
     """
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
@@ -215,7 +219,16 @@ async def run_verification(
             return result(full, _Step(error=f"cannot check out {full}: {exc}"))
         try:
             outcome = await _run_steps(
-                where, full, command, setup, timeout_s, env, log_fd, tag, checkout.remaining_s()
+                where,
+                full,
+                command,
+                setup,
+                timeout_s,
+                env,
+                log_fd,
+                tag,
+                checkout.remaining_s(),
+                stop_grace_s,
             )
         finally:
             with anyio.CancelScope(shield=True):
@@ -282,6 +295,7 @@ async def _run_steps(
     log_fd: int,
     tag: str,
     left_s: float,
+    stop_grace_s: float = STOP_GRACE_S,
 ) -> _Step:
     """Setup (if any) then command in `where` within `left_s`; the tree is stopped after.
 
@@ -307,7 +321,7 @@ async def _run_steps(
         return step
     finally:
         with anyio.CancelScope(shield=True):
-            await _stop_all(started)
+            await _stop_all(started, stop_grace_s)
 
 
 @dataclass

@@ -25,6 +25,8 @@ RUST_TIMEOUT_MS = 500
 """The notify thread returns to the loop at least this often, so it never holds a thread long."""
 FAILURE_RETRY_S = 5.0
 """After awatch fails (e.g. inotify limits) wait this long to retry; reconcile covers the gap."""
+DISPATCH_STEP = 8
+"""Changes handed on per loop step when a batch concerns many sessions."""
 GIT_NOISE_SUFFIX = ".lock"
 """Git's lockfiles come and go around every write; the renamed result is what matters."""
 GIT_NOISE_NAMES = frozenset({"objects"})
@@ -43,6 +45,24 @@ class WatchTarget:
     def directory(self) -> Path:
         """The folder to watch: the git folder itself, or the folder holding the file."""
         return self.path if self.kind == "git" else self.path.parent
+
+
+_Index = tuple[dict[str, list[Hit]], dict[str, list[Hit]]]
+"""Watched files and git folders (real paths), each with the (session, kind) pairs it concerns."""
+
+
+def _index(targets: Iterable[WatchTarget]) -> _Index:
+    """The targets by real path: files by their path, git folders by theirs."""
+    files: dict[str, list[Hit]] = {}
+    git_dirs: dict[str, list[Hit]] = {}
+    for target in targets:
+        directory = os.path.realpath(target.directory)
+        hit: Hit = (target.session, target.kind)
+        if target.kind == "git":
+            git_dirs.setdefault(directory, []).append(hit)
+        else:
+            files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
+    return files, git_dirs
 
 
 class FleetWatcher:
@@ -65,6 +85,7 @@ class FleetWatcher:
         self._watched: dict[str, DirId] = {}
         self._stop = anyio.Event()
         self._settled = anyio.Event()
+        self._targets_version = 0
 
     @property
     def watched_dirs(self) -> tuple[str, ...]:
@@ -73,16 +94,21 @@ class FleetWatcher:
 
     def set_targets(self, targets: Iterable[WatchTarget]) -> None:
         """Replace the targets; restart the watch if the set of existing folders changed."""
-        files: dict[str, list[Hit]] = {}
-        git_dirs: dict[str, list[Hit]] = {}
-        for target in targets:
-            directory = os.path.realpath(target.directory)
-            hit: Hit = (target.session, target.kind)
-            if target.kind == "git":
-                git_dirs.setdefault(directory, []).append(hit)
-            else:
-                files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
-        self._files, self._git_dirs = files, git_dirs
+        self._targets_version += 1
+        self._apply(_index(targets))
+
+    async def set_targets_off_loop(self, targets: Iterable[WatchTarget]) -> None:
+        """`set_targets`, resolving the paths in a worker thread: a fleet's realpath calls are
+        thousands of lstat calls, over 100 ms of the event loop on a busy machine."""
+        self._targets_version += 1
+        version = self._targets_version
+        index = await anyio.to_thread.run_sync(_index, list(targets))
+        if version == self._targets_version:  # else newer targets were set meanwhile
+            self._apply(index)
+
+    def _apply(self, index: _Index) -> None:
+        self._files, self._git_dirs = index
+        files, git_dirs = index
         self._dirs = tuple(sorted({os.path.dirname(path) for path in files} | set(git_dirs)))
         self.recheck()
 
@@ -136,7 +162,7 @@ class FleetWatcher:
                 rust_timeout=RUST_TIMEOUT_MS,
                 recursive=False,
             ):
-                self._dispatch(changes)
+                await self._dispatch(changes)
         except Exception as exc:
             if self._existing() != dirs:
                 return  # a folder vanished or appeared while starting: just start again
@@ -175,12 +201,16 @@ class FleetWatcher:
         """The watch filter: keep a change only if some target cares (`.git` included)."""
         return bool(self._hits(path))
 
-    def _dispatch(self, changes: set[tuple[Change, str]]) -> None:
+    async def _dispatch(self, changes: set[tuple[Change, str]]) -> None:
         """Call `on_change` once per (session, kind) this batch concerns."""
         self.batches += 1
         hits = dict.fromkeys(hit for _, path in sorted(changes) for hit in self._hits(path))
-        for session, kind in hits:
+        for number, (session, kind) in enumerate(hits, 1):
             try:
                 self._on_change(session, kind)
             except Exception:
                 log.exception("watch callback failed for %s (%s)", session, kind)
+            if number % DISPATCH_STEP == 0:
+                # A batch can concern the whole fleet (start-up, a burst of commits): let the
+                # loop breathe between slices instead of holding it for every session at once.
+                await anyio.lowlevel.checkpoint()

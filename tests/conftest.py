@@ -42,7 +42,9 @@ HERD = str(Path(sys.executable).parent / "herd")
 TEST_ID_VAR = "HERD_TEST_ID"
 
 
-def wait_until(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "", poll_s: float = 0.02
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -51,7 +53,7 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str 
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate}")
-        time.sleep(0.02)
+        time.sleep(poll_s)
 
 
 def processes_of_test(test_id: str) -> list[psutil.Process]:
@@ -165,6 +167,8 @@ class Herd:
         self.daemon: Daemon | None = None
         self.thread: threading.Thread | None = None
         self.errors: list[BaseException] = []
+        self.backend_options: dict[str, Any] = {}
+        """Passed to anyio.run: {"debug": True} runs the daemon's loop in asyncio debug mode."""
 
     @property
     def config_path(self) -> Path:
@@ -181,7 +185,7 @@ class Herd:
 
         def serve() -> None:
             try:
-                anyio.run(self.daemon.serve)  # type: ignore[union-attr]
+                anyio.run(self.daemon.serve, backend_options=self.backend_options)  # type: ignore[union-attr]
             except BaseException as exc:  # surfaced by the test through `errors`
                 self.errors.append(exc)
 

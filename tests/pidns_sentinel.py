@@ -221,7 +221,7 @@ def bystander(record_path: Path) -> None:
     install_and_block()
     with open(record_path, "a") as records:
         while True:
-            info = signal.sigtimedwait(CATCHABLE, 0.2)
+            info = signal.sigtimedwait(CATCHABLE, POLL_S)  # also how soon it sees EOF and exits
             if info is not None:
                 records.write(json.dumps(signal_record(info)) + "\n")
                 records.flush()

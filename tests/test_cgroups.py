@@ -132,12 +132,14 @@ def test_a_run_that_ends_leaves_no_cgroup_behind(herd: Herd) -> None:
 def test_a_new_daemon_removes_empty_run_cgroups_whose_state_was_lost(herd: Herd) -> None:
     old_empty, old_busy, fresh = (cgroups.create(uuid.uuid4().hex) for _ in range(3))
     assert old_empty is not None and old_busy is not None and fresh is not None
-    long_ago_s = time.time() - cgroups.STALE_AFTER_S - 60
-    for folder in (old_empty, old_busy):
-        os.utime(folder, (long_ago_s, long_ago_s))
     sleeper = subprocess.Popen(["sleep", "600"])
     try:
+        # Populated before it looks old: any daemon starting on this machine meanwhile (another
+        # suite's) sweeps stale empty run cgroups, and took this one in that gap (a flake).
         (old_busy / "cgroup.procs").write_text(str(sleeper.pid))
+        long_ago_s = time.time() - cgroups.STALE_AFTER_S - 60
+        for folder in (old_empty, old_busy):
+            os.utime(folder, (long_ago_s, long_ago_s))
         herd.write(f"""
             [[session]]
             name = "a"

@@ -57,9 +57,12 @@ class Plan:
     chaos_s: float
     finish_s: float
     delay_s: float
+    rounds: int | None = None
+    """Rounds of every moment (in random order) to run; None: as many as fit in chaos_s."""
 
 
-SHORT = Plan(sessions=4, features=6, chaos_s=30.0, finish_s=25.0, delay_s=2.0)
+SHORT = Plan(sessions=4, features=6, chaos_s=0.0, finish_s=25.0, delay_s=2.0, rounds=1)
+"""One round: every moment once (a fixed 30 s ran one to two rounds), agents alive throughout."""
 LONG = Plan(sessions=8, features=20, chaos_s=300.0, finish_s=150.0, delay_s=2.0)
 
 
@@ -387,10 +390,14 @@ verify_timeout = "30s"
         }
         chosen = os.environ.get(MOMENTS_VAR, ",".join(moments)).split(",")
         deadline = time.monotonic() + self.plan.chaos_s
-        while time.monotonic() < deadline:
+        rounds = 0
+        while (
+            time.monotonic() < deadline if self.plan.rounds is None else rounds < self.plan.rounds
+        ):
+            rounds += 1
             # Every moment once per round, in a random order: each run covers all of them.
             for name in self.rng.sample(chosen, len(chosen)):
-                if time.monotonic() > deadline:
+                if self.plan.rounds is None and time.monotonic() > deadline:
                     break
                 for _ in range(self.rng.randint(0, 2)):
                     time.sleep(self.rng.uniform(0.1, 1.0))  # random pacing, on purpose

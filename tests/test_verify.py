@@ -231,7 +231,8 @@ async def test_timeout_kills_the_whole_tree(repo: Path, tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     scratch = tmp_path / "scratch"
     env = {"PID_FILE": str(pid_file)}
-    result = await run_verification(repo, "HEAD", command, None, 2, scratch, env)
+    # A short grace: the grandchild ignores SIGTERM, so the whole grace would pass in real time.
+    result = await run_verification(repo, "HEAD", command, None, 2, scratch, env, stop_grace_s=0.2)
     assert result.timed_out and not result.passed and result.exit_code is None
     assert result.error == "verify timed out after 2s"
     assert gone(int(pid_file.read_text()))
