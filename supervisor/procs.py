@@ -460,7 +460,11 @@ def pause_run(identity: RunIdentity, timeout_s: float, poll_s: float) -> bool:
 def _stopped(proc: psutil.Process) -> bool:
     """Stopped by a signal, or already ended: nothing of it runs."""
     try:
-        return proc.status() in {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}
+        return proc.status() in {
+            psutil.STATUS_STOPPED,
+            psutil.STATUS_TRACING_STOP,
+            psutil.STATUS_ZOMBIE,
+        }
     except psutil.Error:
         return True
 
