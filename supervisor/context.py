@@ -31,6 +31,8 @@ class Timings:
     """An adopted run (not our child) is checked for exit this often."""
     stop_poll_s: float = 0.05
     """How often a stopping run is re-checked for leftover processes."""
+    pause_wait_s: float = 5.0
+    """`pause` re-sends SIGSTOP this long until every process of the run shows as stopped."""
     kill_wait_s: float = 5.0
     """After SIGKILL, how long to wait before calling a run unkillable."""
     down_margin_s: float = 30.0

@@ -42,6 +42,10 @@ _WRAPPER = (
     'mv "$HERD_RUN_DIR/exit_status.tmp" "$HERD_RUN_DIR/exit_status"; exit $s'
 )
 
+AGENT_EXEC_WAIT_S = 5.0
+"""A launch waits at most this long for the wrapper to exec the agent (milliseconds normally)."""
+AGENT_EXEC_POLL_S = 0.005
+
 CREATE_TIME_SLACK_S = 0.05
 """psutil's start times are rounded to clock ticks: two readings of one process differ this much."""
 
@@ -195,6 +199,7 @@ async def launch(
     finally:
         os.close(lock_fd)
     create_time = _create_time(process.pid) or time.time()
+    await anyio.to_thread.run_sync(_wait_agent_exec, process.pid)
     return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
 
 
@@ -237,6 +242,28 @@ def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> No
         return
     if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         raise FileNotFoundError(2, "not found on PATH", program)
+
+
+def _wait_agent_exec(pid: int) -> None:
+    """Return once the wrapper `pid` has exec'd the agent, or ended, or AGENT_EXEC_WAIT_S passed.
+
+    Until the exec a signal lands in the wrapper: its trap swallows a stop signal meant for the
+    agent (which then starts anyway), and a SIGSTOP freezes dash's vfork child before its exec,
+    so the wrapper can never show as stopped. A run counts as running only after this.
+    """
+    deadline = time.monotonic() + AGENT_EXEC_WAIT_S
+    try:
+        wrapper = psutil.Process(pid)
+        own = wrapper.cmdline()
+        while time.monotonic() < deadline and wrapper.status() != psutil.STATUS_ZOMBIE:
+            for child in wrapper.children():
+                with contextlib.suppress(psutil.Error):
+                    argv = child.cmdline()  # a vfork child shares the wrapper's until its exec
+                    if argv and argv != own:
+                        return
+            time.sleep(AGENT_EXEC_POLL_S)
+    except psutil.Error:
+        return  # the wrapper is gone: nothing is left to wait for
 
 
 def _create_time(pid: int) -> float | None:
@@ -411,6 +438,35 @@ def send_checked(proc: psutil.Process, signum: int) -> bool:
 def signal_run(identity: RunIdentity, signum: int, known: Known | None = None) -> int:
     """Send `signum` to every process of the run (each re-checked by psutil); returns how many."""
     return sum(send_checked(proc, signum) for proc in run_processes(identity, known))
+
+
+def pause_run(identity: RunIdentity, timeout_s: float, poll_s: float) -> bool:
+    """SIGSTOP the run until every process of it shows as stopped; False if one never did.
+
+    A process forked after a pass, or busy in the kernel, is stopped again at the next pass.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [proc for proc in run_processes(identity) if not _stopped(proc)]
+        if not running:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        for proc in running:
+            send_checked(proc, signal.SIGSTOP)
+        time.sleep(poll_s)
+
+
+def _stopped(proc: psutil.Process) -> bool:
+    """Stopped by a signal, or already ended: nothing of it runs."""
+    try:
+        return proc.status() in {
+            psutil.STATUS_STOPPED,
+            psutil.STATUS_TRACING_STOP,
+            psutil.STATUS_ZOMBIE,
+        }
+    except psutil.Error:
+        return True
 
 
 def _kill_run(identity: RunIdentity, known: Known) -> int:

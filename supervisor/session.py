@@ -501,7 +501,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
             run = self.run
             if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
                 raise SessionError(f"{self.config.name} is {self.record.state}, not running")
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGSTOP)
+            timings = self.ctx.timings
+            if not await anyio.to_thread.run_sync(
+                procs.pause_run, run.identity, timings.pause_wait_s, timings.stop_poll_s
+            ):
+                log.warning("%s: a process of the run did not stop", self.config.name)
             run.paused = True
             self.stall.pause(time.monotonic())
             self._transition(

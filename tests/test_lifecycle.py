@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-from conftest import TEST_ID_VAR, Herd, script, wait_until
+from conftest import PY, TEST_ID_VAR, Herd, script, wait_until
 
 SLEEPER = script("""
     import time
@@ -207,8 +208,7 @@ def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     client.call("start", name="api")
     pid = herd.wait_state("api", "running")["pid"]
     client.call("pause", name="api")
-    # A stop lands asynchronously (the wrapper may be inside its move to the run's cgroup).
-    wait_until(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="a stop")
+    assert psutil.Process(pid).status() == psutil.STATUS_STOPPED, "`pause` answers once stopped"
     client.call("resume", name="api")
     wait_until(lambda: psutil.Process(pid).status() != psutil.STATUS_STOPPED, what="SIGCONT")
     client.call("pause", name="api")
@@ -216,6 +216,33 @@ def test_pause_and_resume_stop_and_continue_the_whole_group(herd: Herd) -> None:
     assert stopped["state"] == "stopped" and stopped["signal"] == "SIGTERM", (
         "a paused run is continued so the stop signal lands"
     )
+
+
+def test_pause_right_after_start_stops_the_agent_and_stop_ends_it_with_its_signal(
+    herd: Herd,
+) -> None:
+    # Many missing PATH folders keep the wrapper searching (tens of ms) before it execs the
+    # agent: a signal sent then was the wrapper's (its trap swallowed the stop signal).
+    slow_path = ":".join(f"/m{i}" for i in range(15000)) + ":" + str(Path(PY).parent)
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = ["{Path(PY).name}", "-c", "import time; time.sleep(60)"]
+        env = {{ PATH = "{slow_path}" }}
+        stop_grace = "2s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    pid = client.call("status", target="api")["pid"]
+    client.call("pause", name="api")
+    leader = psutil.Process(pid)
+    run = [leader, *leader.children(recursive=True)]
+    assert len(run) == 2, "the agent was started before `start` answered"
+    assert all(proc.status() == psutil.STATUS_STOPPED for proc in run), (
+        "`pause` answers once every process of the run is stopped"
+    )
+    stopped = client.call("stop", name="api", socket_timeout_s=None)
+    assert stopped["state"] == "stopped" and stopped["signal"] == "SIGTERM"
 
 
 def test_a_handle_names_its_task_after_the_session_moved_on(herd: Herd) -> None:
