@@ -28,7 +28,16 @@ REF = "refs/herd/api/rescue/3"
 
 
 def unreachable(repo: Path) -> str:
-    """What `git fsck` finds that no ref (reflogs aside) reaches."""
+    """What `git fsck` finds that no ref (reflogs aside) reaches.
+
+    A verification's scratch worktree being added or removed is a half-written worktree to
+    fsck (it exits 8), so wait until only the repository's own tree is registered.
+    """
+    wait_until(
+        lambda: git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1,
+        30,
+        "no scratch worktree of a verification in progress",
+    )
     return git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress")
 
 
