@@ -33,7 +33,10 @@ def test_a_signal_to_the_own_process_group_reaches_sentinel_and_bystander() -> N
     assert report.inner_exit == 0, report.inner_output
     assert [s["signal"] for s in report.sentinel_signals] == ["SIGTERM"]
     assert [s["signal"] for s in report.bystander_signals] == ["SIGTERM"]
-    assert "killpg(0" in report.bystander_signals[0]["from_cmdline"]
+    sender = report.bystander_signals[0]
+    assert sender["from_pid"], "the sender's pid is known"
+    # The sender may be gone before its command line is read (it exits right after the call).
+    assert sender["from_cmdline"] in ("", None) or "killpg(0" in sender["from_cmdline"]
     assert len(report.problems()) == 2
 
 
