@@ -393,6 +393,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
                     Trigger.UNKILLABLE,
                 )
                 return False
+        elif run is not None and not run.handled:
+            # It exited on its own just before the stop: its end is recorded here, so the exit
+            # handler waiting for the lock does not apply the restart policy to a stopped task.
+            run.handled = True
+            await self._record_exit(run)
         if end_task and self.record.state not in TERMINAL_STATES | {State.IDLE}:
             ended = Trigger.BUDGET if by is Trigger.BUDGET else Trigger.STOPPED
             self._end_task(State.STOPPED, reason, f"stopped ({reason})", ended)
