@@ -31,14 +31,23 @@ def unreachable(repo: Path) -> str:
     """What `git fsck` finds that no ref (reflogs aside) reaches.
 
     A verification's scratch worktree being added or removed is a half-written worktree to
-    fsck (it exits 8), so wait until only the repository's own tree is registered.
+    fsck (it exits 8), and the daemon may start one at any moment, so ask again until fsck
+    sees a settled repository.
     """
-    wait_until(
-        lambda: git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1,
-        30,
-        "no scratch worktree of a verification in progress",
+
+    def settled_fsck() -> subprocess.CompletedProcess[str] | None:
+        result = subprocess.run(
+            ["git", "fsck", "--unreachable", "--no-reflogs", "--no-progress"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
+        return result if result.returncode == 0 else None
+
+    found: subprocess.CompletedProcess[str] = wait_until(
+        settled_fsck, 30, "git fsck to see no half-written verification worktree", poll_s=0.1
     )
-    return git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress")
+    return found.stdout
 
 
 def slow_filter(repo: Path, kind: str, marker: Path | None = None) -> None:
