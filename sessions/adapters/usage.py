@@ -84,6 +84,16 @@ class Outcome:
     message: str | None
     rate_limited: bool = False
     terminal_reason: str | None = None
+    kind: str = "success"
+    """How the run ended, one of OUTCOME_KINDS; the supervisor decides the next move on it."""
+    resets_at: str | None = None
+    """ISO 8601 time a rate or usage limit lifts, where the agent's output gives one."""
+    permission_denials: tuple[str, ...] = ()
+    """Tools the agent was refused (e.g. "Write", "Bash"); non-empty means it could not work."""
+
+
+OUTCOME_KINDS = ("success", "error", "max-turns", "rate-limit", "permission-denied")
+"""The ways a run can end, as the adapters read them from the agent's own result."""
 
 
 def as_count(value: object) -> int | None:
