@@ -281,3 +281,66 @@ class AnthropicServer(ScriptedServer):
         handler.event("message_stop", {"type": "message_stop"})
         if scripted:
             self.completed()
+
+
+class OpenAIResponsesServer(ScriptedServer):
+    """The OpenAI Responses API (`POST /v1/responses`, server-sent events) for Codex.
+
+    A `tool` step is a function call to the tool Codex offers for shell commands
+    (`exec_command` in codex-cli 0.171.0), its arguments given by the step.
+    """
+
+    def handle(self, handler: Any, body: dict[str, Any]) -> None:
+        if not handler.path.rstrip("/").endswith("/responses"):
+            handler.send_json(404, {"error": {"message": "not scripted"}})
+            return
+        step = self.next_step(body)
+        if step.kind == "status":
+            handler.send_json(
+                step.status, {"error": {"message": f"scripted {step.status}", "type": "error"}}
+            )
+            return
+        tokens = self.tokens
+        response_id = f"resp_{next(_id)}"
+        model = body.get("model") or "gpt-5.1-codex"
+        shell = {"id": response_id, "object": "response", "model": model, "status": "in_progress"}
+        handler.start_events()
+        handler.event("response.created", {"type": "response.created", "response": shell})
+        if step.kind == "hang":
+            self.hold()
+            return
+        if step.kind == "tool":
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "id": f"fc_{next(_id)}",
+                "call_id": f"call_{next(_id)}",
+                "name": step.name,
+                "arguments": json.dumps(step.args),
+                "status": "completed",
+            }
+        else:
+            item = {
+                "type": "message",
+                "id": f"msg_{next(_id)}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": step.text, "annotations": []}],
+            }
+        handler.event(
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        )
+        handler.event(
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        )
+        usage = {
+            "input_tokens": tokens.input,
+            "input_tokens_details": {"cached_tokens": tokens.cache_read},
+            "output_tokens": tokens.output,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": tokens.input + tokens.output,
+        }
+        done = {**shell, "status": "completed", "output": [item], "usage": usage}
+        handler.event("response.completed", {"type": "response.completed", "response": done})
+        self.completed()

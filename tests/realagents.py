@@ -92,3 +92,27 @@ def result_lines(log: Path) -> list[dict[str, Any]]:
         if isinstance(obj, dict) and obj.get("type") == "result":
             found.append(obj)
     return found
+
+
+def codex_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """A throw-away HOME and CODEX_HOME whose config points Codex at a local Responses API."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = agent\n\temail = agent@example.invalid\n")
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.1-codex"\n'
+        'model_provider = "local"\n'
+        "[model_providers.local]\n"
+        'name = "local"\n'
+        f'base_url = "{base_url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "LOCAL_MODEL_KEY"\n'
+        "request_max_retries = 0\n"
+        "stream_max_retries = 0\n"
+    )
+    return {
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "LOCAL_MODEL_KEY": "sk-test-offline",
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
