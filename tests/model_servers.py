@@ -344,3 +344,83 @@ class OpenAIResponsesServer(ScriptedServer):
         done = {**shell, "status": "completed", "output": [item], "usage": usage}
         handler.event("response.completed", {"type": "response.completed", "response": done})
         self.completed()
+
+
+def _fill_schema(schema: Any) -> Any:
+    """A value that follows a JSON schema: first enum value, "x", the minimum, false, keys."""
+    if not isinstance(schema, dict):
+        return "x"
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {key: _fill_schema(props.get(key)) for key in props}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "x"
+
+
+class GeminiServer(ScriptedServer):
+    """The Gemini API for Gemini CLI: a routing `:generateContent`, then streamed answers.
+
+    The routing request (its answer follows the JSON schema in the request) is not part of
+    the script; each `:streamGenerateContent?alt=sse` takes the next step.
+    """
+
+    def handle(self, handler: Any, body: dict[str, Any]) -> None:
+        path = handler.path
+        tokens = self.tokens
+        usage = {
+            "promptTokenCount": tokens.input,
+            "candidatesTokenCount": tokens.output,
+            "cachedContentTokenCount": tokens.cache_read,
+            "totalTokenCount": tokens.input + tokens.output,
+        }
+        if ":countTokens" in path:
+            handler.send_json(200, {"totalTokens": tokens.input})
+            return
+        if ":generateContent" in path:
+            config = body.get("generationConfig") or body.get("generation_config") or {}
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            answer = json.dumps(_fill_schema(schema)) if schema else "ok"
+            handler.send_json(200, self._chunk([{"text": answer}], "STOP", usage))
+            return
+        if ":streamGenerateContent" not in path:
+            handler.send_json(404, {"error": {"message": "not scripted"}})
+            return
+        step = self.next_step(body)
+        if step.kind == "status":
+            status_name = {429: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED"}.get(
+                step.status, "UNAVAILABLE"
+            )
+            handler.send_json(
+                step.status,
+                {"error": {"code": step.status, "message": "scripted", "status": status_name}},
+            )
+            return
+        handler.start_events()
+        if step.kind == "hang":
+            handler.event(None, self._chunk([{"text": ""}], None, None))
+            self.hold()
+            return
+        if step.kind == "tool":
+            parts = [{"functionCall": {"name": step.name, "args": step.args}}]
+        else:
+            parts = [{"text": step.text}]
+        handler.event(None, self._chunk(parts, "STOP", usage))
+        self.completed()
+
+    @staticmethod
+    def _chunk(parts: list[Any], finish: str | None, usage: Any) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-test"}
+        if usage:
+            chunk["usageMetadata"] = usage
+        return chunk

@@ -116,3 +116,18 @@ def codex_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
         "LOCAL_MODEL_KEY": "sk-test-offline",
         "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+
+
+def gemini_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API."""
+    settings = home / ".gemini"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    return {
+        "HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": base_url,
+        "GEMINI_API_KEY": "test-offline",
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
