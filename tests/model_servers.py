@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 HANG_LIMIT_S = 120.0
@@ -67,6 +68,8 @@ class ScriptedServer:
     def __init__(self, steps: list[Step], tokens: Tokens = Tokens()) -> None:
         self.steps = list(steps)
         self.tokens = tokens
+        self.log_path: Path | None = None
+        """Where a hand-run server appends each scripted request's body."""
         self.requests: list[dict[str, Any]] = []
         """Every scripted request's JSON body, in order."""
         self.paths: list[str] = []
@@ -148,6 +151,9 @@ class ScriptedServer:
         """The next scripted answer (a plain text once the script is used up)."""
         with self._lock:
             self.requests.append(body)
+            if self.log_path is not None:  # the hand-run server: what each request carried
+                with self.log_path.open("a") as log:
+                    log.write(json.dumps(body) + "\n")
             return self.steps.pop(0) if self.steps else text("Nothing more to do.")
 
     def hold(self) -> None:
@@ -424,3 +430,43 @@ class GeminiServer(ScriptedServer):
         if usage:
             chunk["usageMetadata"] = usage
         return chunk
+
+
+SERVERS: dict[str, type[ScriptedServer]] = {
+    "anthropic": AnthropicServer,
+    "openai": OpenAIResponsesServer,
+    "gemini": GeminiServer,
+}
+
+
+def _step_from_json(obj: dict[str, Any]) -> Step:
+    """{"tool": NAME, "args": {...}} | {"text": "..."} | {"hang": true} | {"status": 429}."""
+    if "tool" in obj:
+        return tool(obj["tool"], **obj.get("args", {}))
+    if "status" in obj:
+        return fail(int(obj["status"]))
+    if obj.get("hang"):
+        return hang()
+    return text(str(obj.get("text", "")))
+
+
+def main(argv: list[str]) -> int:
+    """`python tests/model_servers.py anthropic|openai|gemini SCRIPT.json`: serve until killed."""
+    import sys
+    import time
+
+    if len(argv) != 2 or argv[0] not in SERVERS:
+        print(f"usage: model_servers.py {'|'.join(SERVERS)} SCRIPT.json", file=sys.stderr)
+        return 2
+    steps = [_step_from_json(obj) for obj in json.loads(Path(argv[1]).read_text())]
+    with SERVERS[argv[0]](steps) as server:
+        server.log_path = Path(argv[1]).with_suffix(".requests.jsonl")
+        print(server.url, flush=True)
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
