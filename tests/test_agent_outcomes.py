@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import FAST, Herd, make_repo, wait_until
+
+from agentherd.sessions.status import SessionStatus
+from agentherd.tui.rows import row_cells
 
 FIXTURES = Path(__file__).parent / "fixtures" / "outcomes"
 
@@ -95,6 +99,9 @@ def test_a_rate_limit_waits_until_the_reset_the_agent_gave(herd: Herd, tmp_path:
     assert 0 < limited["data"]["delay_s"] <= 3.5
     assert limited["data"]["resets_at"] is not None
     assert parked["next_restart_at"] == limited["data"]["resumes_at"]
+    # The dashboard's row says when it goes on.
+    state_cell = row_cells(SessionStatus.model_validate(parked), 40)["state"][0]
+    assert re.fullmatch(r"backoff \(rate-limit\) resumes in [0-3]s ⚠1", state_cell), state_cell
     status = herd.wait_state("main", "completed", "failed", timeout_s=20)
     # max_crashes = 1: had the limit counted as a crash, the task would have failed.
     assert status["state"] == "completed", herd.events("main")
