@@ -275,9 +275,7 @@ def _after_success(facts: ExitFacts, restart: Decision) -> Decision:
     return restart
 
 
-def rate_limit_delay_s(
-    resets_in_s: float | None, step: int, base_s: float, max_s: float
-) -> float:
+def rate_limit_delay_s(resets_in_s: float | None, step: int, base_s: float, max_s: float) -> float:
     """How long a rate-limited session parks: until the reset the agent gave, else growing."""
     if resets_in_s is not None and math.isfinite(resets_in_s):
         return max(0.0, resets_in_s)

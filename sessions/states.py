@@ -78,8 +78,7 @@ REASONS: dict[str, str] = {
     "rate-limit": "backoff: the agent hit a rate limit; it waits until the limit resets "
     "(failed when restart = never)",
     "permission-denied": "failed: the agent was refused the tools it needs (widen its flags)",
-    "resume-refused": "backoff: the agent could not resume its session; the next run uses "
-    "command",
+    "resume-refused": "backoff: the agent could not resume its session; the next run uses command",
     "no-result": "failed (restart = never): a claude or amp run exited 0 without its result line",
     "exit unknown": "failed (restart = never): the run ended unwatched and left no exit status",
 }
