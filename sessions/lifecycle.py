@@ -275,10 +275,14 @@ def _after_success(facts: ExitFacts, restart: Decision) -> Decision:
     return restart
 
 
+RATE_LIMIT_MAX_PARK_S = 8 * 24 * 3600.0
+"""A reset time further off than this (weekly limits are 7 days) is not believed."""
+
+
 def rate_limit_delay_s(resets_in_s: float | None, step: int, base_s: float, max_s: float) -> float:
     """How long a rate-limited session parks: until the reset the agent gave, else growing."""
     if resets_in_s is not None and math.isfinite(resets_in_s):
-        return max(0.0, resets_in_s)
+        return min(max(0.0, resets_in_s), RATE_LIMIT_MAX_PARK_S)
     return backoff_delay_s(step, base_s, max_s)
 
 

@@ -109,6 +109,7 @@ def test_a_rate_limit_or_refused_resume_is_no_crash() -> None:
 def test_rate_limit_waits_for_the_reset_else_grows() -> None:
     assert lifecycle.rate_limit_delay_s(42.0, 5, 60.0, 3600.0) == 42.0
     assert lifecycle.rate_limit_delay_s(-3.0, 0, 60.0, 3600.0) == 0.0
+    assert lifecycle.rate_limit_delay_s(1e12, 0, 60.0, 3600.0) == 8 * 24 * 3600.0
     waits = [lifecycle.rate_limit_delay_s(None, step, 60.0, 3600.0) for step in range(8)]
     assert waits == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0, 3600.0]
 
