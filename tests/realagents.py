@@ -18,7 +18,10 @@ import pytest
 from agentherd.tui.templates import init_text
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENT_BIN_DIR = ROOT / ".cache" / "agents" / "node_modules" / ".bin"
+AGENT_BIN_DIR = Path(
+    os.environ.get("HERD_AGENTS_BIN") or ROOT / ".cache" / "agents" / "node_modules" / ".bin"
+)
+"""Where .ci/run installs the CLIs (HERD_AGENTS_BIN points elsewhere); then PATH is searched."""
 
 PINNED = {
     "claude": "@anthropic-ai/claude-code@2.1.197",
@@ -30,7 +33,8 @@ PINNED = {
 
 def agent_binary(name: str) -> str:
     """The path of the `name` CLI: .cache/agents first, then PATH; skip or fail when absent."""
-    found = shutil.which(name, path=f"{AGENT_BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}")
+    search = f"{AGENT_BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"
+    found = shutil.which(name, path=search)
     if found:
         return found
     message = (
