@@ -151,3 +151,19 @@ def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
         assert len(herd.events("main", "run-started")) == 1
         assert not (repo / "hello.txt").exists()
         assert server.answered == 3
+
+
+def test_an_overload_that_recovers_on_retry_is_a_normal_success(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with AnthropicServer([fail(529), text("Done after one retry.")]) as server:
+        env = {**claude_env(tmp_path / "home", server.url, claude), "CLAUDE_CODE_MAX_RETRIES": "1"}
+        herd.write(session_toml("main", "claude", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert len(server.requests) == 2 and server.answered == 1
+        assert len(herd.events("main", "run-started")) == 1
+        assert status["usage"]["input_tokens"] == 100
