@@ -86,14 +86,15 @@ EVENT_KINDS: dict[str, str] = {
     "git-unavailable": "git could not be read in the session's folder, or it has no commit yet",
     "rescue-failed": "saving or resetting the worktree before a restart failed; "
     "the restart goes on; data: step",
-    "resume-refused": "the agent's session id looked unsafe for argv; `command` runs instead "
-    "of `resume`",
+    "resume-refused": "the agent's session id looked unsafe for argv, or the agent could not "
+    "resume it; `command` runs instead of `resume`",
     "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
     "deleted, or the running log's middle cut (data: dropped_bytes, final)",
+    "rate-limited": "the agent hit a rate limit; the session waits in backoff until it "
+    "resets; data: delay_s, resets_at, resumes_at",
     # named by the contract; nothing emits them yet
     "budget-warning": "a budget reached its warn_at fraction",
     "budget-stop": "a budget is spent; the task is stopped",
-    "rate-limited": "the agent hit a rate limit",
     "repeated-failure": "verification keeps failing the same way",
     "burn-without-progress": "spend grows while no plan item passes",
     "notify-failed": "the notify command could not be run",
@@ -104,7 +105,6 @@ RESERVED_EVENT_KINDS = frozenset(
     {
         "budget-warning",
         "budget-stop",
-        "rate-limited",
         "repeated-failure",
         "burn-without-progress",
         "notify-failed",

@@ -46,6 +46,10 @@ class Timings:
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
+    rate_limit_wait_s: float = 60.0
+    """A rate-limited run whose agent gave no reset time waits this long, doubling each time
+    in a row, up to rate_limit_wait_max_s."""
+    rate_limit_wait_max_s: float = 3600.0
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 

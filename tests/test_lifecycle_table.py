@@ -96,6 +96,24 @@ def facts(**changes: object) -> ExitFacts:
     return ExitFacts(**{**base.__dict__, **changes})  # type: ignore[arg-type]
 
 
+def test_a_rate_limit_or_refused_resume_is_no_crash() -> None:
+    """Neither counts toward the crash loop, nor asks for a rescue and reset."""
+    full = (500.0, 600.0, 700.0, 800.0)
+    for outcome in ("rate-limit", "resume-refused"):
+        decision = after_exit(facts(outcome=outcome, crash_times=full))
+        assert decision.action is Action.RESTART and not decision.crashed
+        assert decision.crash_times == full
+    assert after_exit(facts(outcome="rate-limit")).backoff_step == 2
+
+
+def test_rate_limit_waits_for_the_reset_else_grows() -> None:
+    assert lifecycle.rate_limit_delay_s(42.0, 5, 60.0, 3600.0) == 42.0
+    assert lifecycle.rate_limit_delay_s(-3.0, 0, 60.0, 3600.0) == 0.0
+    assert lifecycle.rate_limit_delay_s(1e12, 0, 60.0, 3600.0) == 8 * 24 * 3600.0
+    waits = [lifecycle.rate_limit_delay_s(None, step, 60.0, 3600.0) for step in range(8)]
+    assert waits == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0, 3600.0]
+
+
 @pytest.mark.parametrize(
     ("changes", "action", "reason", "message"),
     [
@@ -105,7 +123,20 @@ def facts(**changes: object) -> ExitFacts:
         ({"policy": "never"}, Action.FAIL, "exit 1", "failed: run 3 exit 1"),
         ({"policy": "always"}, Action.RESTART, "crashed", ""),
         ({"disk_full": True}, Action.RESTART, "disk-full", ""),
-        ({"outcome": "rate-limit"}, Action.RESTART, "crashed", ""),
+        ({"outcome": "rate-limit"}, Action.RESTART, "rate-limit", ""),
+        (
+            {"outcome": "rate-limit", "policy": "never"},
+            Action.FAIL,
+            "rate-limit",
+            "failed: run 3 rate-limit",
+        ),
+        (
+            {"outcome": "permission-denied"},
+            Action.FAIL,
+            "permission-denied",
+            "failed: run 3 was denied permission to use its tools",
+        ),
+        ({"outcome": "resume-refused"}, Action.RESTART, "resume-refused", ""),
         (
             {"crash_times": (500.0, 600.0, 700.0, 800.0)},
             Action.FAIL,
@@ -120,7 +151,10 @@ def facts(**changes: object) -> ExitFacts:
         "never-crash",
         "always-crash",
         "disk-full",
-        "rate-limit-counts-as-crash",
+        "rate-limit-parks",
+        "rate-limit-never",
+        "permission-denied-fails",
+        "resume-refused-runs-command",
         "crash-loop",
     ],
 )

@@ -197,6 +197,7 @@ class ClaudeParser(OutputParser):
         subtype = obj.get("subtype")
         reason = obj.get("terminal_reason")
         message = "; ".join(error_texts) if is_error and error_texts else result_text
+        denials = _denied_tools(obj.get("permission_denials"))
         self.outcome = Outcome(
             finished=True,
             is_error=is_error,
@@ -204,7 +205,31 @@ class ClaudeParser(OutputParser):
             message=display_text(message),
             rate_limited=rate_limited,
             terminal_reason=reason[:64] if isinstance(reason, str) else None,
+            kind=_outcome_kind(is_error, rate_limited, subtype, denials),
+            resets_at=self.rate_limit_resets_at if rate_limited else None,
+            permission_denials=denials,
         )
+
+
+def _denied_tools(denials: object) -> tuple[str, ...]:
+    """The tool names of a result's ``permission_denials``, each once, in order."""
+    if not isinstance(denials, list):
+        return ()
+    names = (d.get("tool_name") for d in denials if isinstance(d, dict))
+    return tuple(dict.fromkeys(n[:64] for n in names if isinstance(n, str) and n))
+
+
+def _outcome_kind(
+    is_error: bool, rate_limited: bool, subtype: object, denials: tuple[str, ...]
+) -> str:
+    """How the run ended; a 429 says ``success`` with is_error, denials say ``success`` too."""
+    if rate_limited:
+        return "rate-limit"
+    if subtype == "error_max_turns":
+        return "max-turns"
+    if is_error:
+        return "error"
+    return "permission-denied" if denials else "success"
 
 
 def _claude_tokens(usage: dict[str, Any]) -> _Tokens | None:
