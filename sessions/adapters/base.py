@@ -56,7 +56,7 @@ class OutputParser:
         self.refused_session_ids = 0
         """Session ids the output gave that are unsafe in argv (refused, never used)."""
         self.warnings: list[str] = []
-        """What was odd in the output (refused ids, figures going backwards), at most MAX_WARNINGS."""
+        """What was odd in the output (refused ids, totals going backwards); MAX_WARNINGS kept."""
         self.warning_count = 0
         self._rate_limited = False
 

@@ -95,17 +95,21 @@ class ClaudeParser(OutputParser):
         """Ids of the assistant messages this run printed (the last MAX_TRACKED_MESSAGE_IDS)."""
         return tuple(self._by_message_id)
 
-    def recover_from_transcript(self, transcript: list[dict[str, Any]], since: str | None) -> bool:
+    def recover_from_transcript(
+        self, transcript: list[dict[str, Any]], since: str | None, until: str | None = None
+    ) -> bool:
         """Take the final per-message usage of a killed run from its transcript entries.
 
-        Only messages this run printed, or written at or after ``since`` (the run's start, ISO),
-        are taken; each keeps the larger of its stdout and transcript figures. A run that
-        printed its result needs none of this: returns False and changes nothing.
+        Only messages this run printed, or written between ``since`` and ``until`` (the run's
+        start and end, ISO), are taken; each keeps the larger of its stdout and transcript
+        figures. Returns whether anything changed; a run that printed its result needs none
+        of this and is left as it is.
         """
         if self._result_base is not None:
             return False
         changed = False
-        for message_id, tokens in claude_transcript_messages(transcript, self.message_ids, since):
+        found = claude_transcript_messages(transcript, self.message_ids, since, until)
+        for message_id, tokens in found:
             previous = self._by_message_id.get(message_id)
             if previous is None:
                 self._messages += 1
@@ -311,15 +315,19 @@ def _model_usage_tokens(model_usage: object) -> _Tokens | None:
 
 
 def claude_transcript_messages(
-    entries: list[dict[str, Any]], message_ids: tuple[str, ...], since: str | None
+    entries: list[dict[str, Any]],
+    message_ids: tuple[str, ...],
+    since: str | None,
+    until: str | None = None,
 ) -> list[tuple[str, _Tokens]]:
     """Per-message usage (the last copy of each id) of transcript entries that belong to a run.
 
-    An entry belongs when its message id was printed by the run, or when it was written at or
-    after ``since``; a resumed session's transcript also holds every earlier run's messages.
+    An entry belongs when its message id was printed by the run, or when it was written
+    between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
     """
     wanted = set(message_ids)
     start = parse_iso(since) if since else None
+    end = parse_iso(until) if until else None
     found: dict[str, _Tokens] = {}
     for entry in entries:
         if entry.get("type") != "assistant":
@@ -335,6 +343,8 @@ def claude_transcript_messages(
             stamp = entry.get("timestamp")
             moment = parse_iso(stamp) if isinstance(stamp, str) else None
             if start is None or moment is None or moment < start:
+                continue
+            if end is not None and moment > end:
                 continue
         tokens = _claude_tokens(usage)
         if tokens is not None:

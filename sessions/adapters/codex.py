@@ -130,7 +130,13 @@ class CodexParser(OutputParser):
             value < earlier for value, earlier in zip(tokens, self._cumulative, strict=True)
         ):
             self.warn(f"codex token total went backwards ({self._cumulative} -> {tokens}): kept")
-            tokens = tuple(max(a, b) for a, b in zip(tokens, self._cumulative, strict=True))  # type: ignore[assignment]
+            kept = self._cumulative
+            tokens = (
+                max(tokens[0], kept[0]),
+                max(tokens[1], kept[1]),
+                max(tokens[2], kept[2]),
+                max(tokens[3], kept[3]),
+            )
         elif any(value < earlier for value, earlier in zip(tokens, self._before, strict=True)):
             self.warn("codex usage is below the thread's earlier total: taken as this run's own")
         self._cumulative = tokens
