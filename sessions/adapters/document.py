@@ -51,6 +51,9 @@ class DocumentBuffer:
                 self._parts, self._size_bytes = [text], len(text)
                 return Step.BUFFERED
             return Step.NOT_MINE
+        if text in (b"{", b"["):  # a new document: the open one never closed
+            self._parts, self._size_bytes, self._dropping = [text], len(text), False
+            return Step.BUFFERED
         if text[:1] not in (b" ", b"\t", b"}", b"]", b""):
             return Step.NOT_MINE  # column 0 inside the document: not part of it
         if not self._dropping:
