@@ -53,3 +53,13 @@ def recover_killed_claude(parser: OutputParser, record: RunRecord, config: Sessi
     if changed:
         log.info("run %d of %s: usage completed from %s", record.run, config.name, path)
     return changed
+
+
+def log_adapter_warnings(parser: OutputParser, run: int, session: str) -> None:
+    """Write what was odd in a run's output (refused ids, totals going backwards) to the log."""
+    for text in parser.warnings:
+        log.warning("run %d of %s: %s", run, session, text)
+    if parser.warning_count > len(parser.warnings):
+        log.warning(
+            "run %d of %s: %d more", run, session, parser.warning_count - len(parser.warnings)
+        )

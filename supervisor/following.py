@@ -154,6 +154,7 @@ class RunFollowing(SessionParts):
             await anyio.to_thread.run_sync(
                 agentusage.recover_killed_claude, live.parser, live.record, live.config
             )
+        agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         live.record.usage = live.parser.usage.to_json()

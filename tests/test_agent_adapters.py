@@ -808,3 +808,18 @@ def test_price_table_matches_the_reported_costs() -> None:
     assert estimate_cost_usd("claude-opus-4-20250514", 1_000_000, 0, 0, 0) == pytest.approx(15.0)
     assert estimate_cost_usd("some-new-model", 1, 1, 1, 1) is None
     assert estimate_cost_usd(None, 1, 1, 1, 1) is None
+
+
+@pytest.mark.parametrize("agent", ALL_AGENTS)
+def test_a_2mb_line_of_any_shape_is_a_line_like_any_other(agent: str) -> None:
+    parser = make_parser(agent)
+    before = parser.usage
+    for huge in (
+        b"z" * 2_000_000,
+        json.dumps({"type": "message", "content": "q" * 2_000_000}).encode(),
+        b'{"type": "assistant", "message": {"content": "' + b"w" * 2_000_000,  # cut, no end
+        b"  " + b"v" * 2_000_000,
+    ):
+        parser.feed_line(huge)
+    assert parser.usage == before
+    assert parser.outcome is None
