@@ -823,3 +823,28 @@ def test_a_2mb_line_of_any_shape_is_a_line_like_any_other(agent: str) -> None:
         parser.feed_line(huge)
     assert parser.usage == before
     assert parser.outcome is None
+
+
+def test_plain_and_aider_totals_going_backwards_keep_the_larger() -> None:
+    plain = feed(
+        make_parser("plain"),
+        {"usage": {"input_tokens": 50}, "cost_usd": 0.5},
+        {"usage": {"input_tokens": 20}, "cost_usd": 0.1},
+    )
+    assert plain.usage.input_tokens == 50 and plain.usage.cost_usd == pytest.approx(0.5)
+    assert len(plain.warnings) == 2
+    aider = feed(
+        AiderParser(),
+        b"Tokens: 10 sent, 1 received. Cost: $0.01 message, $0.30 session.",
+        b"Tokens: 10 sent, 1 received. Cost: $0.01 message, $0.05 session.",
+    )
+    assert aider.usage.cost_usd == pytest.approx(0.30) and aider.warnings
+
+
+def test_plain_done_line_names_its_kind() -> None:
+    line = {"herd": "error", "kind": "rate-limit", "resets_at": "2026-12-01T18:00:00+01:00"}
+    parser = feed(make_parser("plain"), line)
+    assert parser.outcome is not None and parser.outcome.kind == "rate-limit"
+    assert parser.outcome.resets_at == "2026-12-01T17:00:00Z"
+    parser = feed(make_parser("plain"), {"herd": "done", "kind": "rate-limit"})
+    assert parser.outcome is not None and parser.outcome.kind == "success"
