@@ -848,3 +848,30 @@ def test_plain_done_line_names_its_kind() -> None:
     assert parser.outcome.resets_at == "2026-12-01T17:00:00Z"
     parser = feed(make_parser("plain"), {"herd": "done", "kind": "rate-limit"})
     assert parser.outcome is not None and parser.outcome.kind == "success"
+
+
+def test_claude_limit_text_gives_the_reset_time() -> None:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from agentherd.sessions.adapters.outcomes import reset_time_in_text
+
+    try:
+        ZoneInfo("Europe/Lisbon")
+    except ZoneInfoNotFoundError:
+        pytest.skip("no time zone data on this machine")
+    now = datetime(2026, 12, 1, 11, 30, tzinfo=UTC)  # Lisbon is on UTC in winter
+    text = "You've hit your limit · resets 1pm (Europe/Lisbon)"
+    assert reset_time_in_text(text, now) == "2026-12-01T13:00:00Z"
+    assert reset_time_in_text(text, datetime(2026, 12, 1, 14, 0, tzinfo=UTC)) == (
+        "2026-12-02T13:00:00Z"
+    )
+    assert reset_time_in_text("Claude AI usage limit reached|1790000000") == "2026-09-21T14:13:20Z"
+    assert reset_time_in_text("resets 1pm (Nowhere/../../etc)") is None
+    assert reset_time_in_text("resets 13pm (Europe/Lisbon)") is None
+    parser = feed(
+        ClaudeParser(),
+        {"type": "result", "subtype": "success", "is_error": True, "result": text},
+    )
+    assert parser.outcome is not None and parser.outcome.kind == "rate-limit"
+    assert parser.outcome.resets_at is not None

@@ -277,7 +277,7 @@ class ClaudeParser(OutputParser):
             max_turns=max_turns,
             denials=denials,
             terminal_reason=reason if isinstance(reason, str) else None,
-            resets_at=self.rate_limit_resets_at,
+            resets_at=self.rate_limit_resets_at or outcomes.reset_time_in_text(all_text),
         )
         if result_text is not None:
             self.last_text = self.result_text = display_text(result_text)

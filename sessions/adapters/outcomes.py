@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agentherd.sessions.adapters.base import display_text
 from agentherd.sessions.adapters.usage import Outcome
-from agentherd.sessions.times import iso_from_epoch, iso_seconds, parse_iso
+from agentherd.sessions.times import iso_from_epoch, iso_seconds, parse_iso, utc_now
 
 RATE_LIMIT_TEXT = re.compile(
     r"hit your .{0,40}limit|rate.?limit|usage limit|quota|resource.?exhausted|"
@@ -27,6 +29,42 @@ def reset_time_iso(value: object) -> str | None:
         moment = parse_iso(value.strip()[:64])
         return iso_seconds(moment) if moment is not None else None
     return iso_from_epoch(value)
+
+
+_EPOCH_AFTER_BAR = re.compile(r"limit reached\|(\d{10,13})")
+"""Older Claude Code: ``Claude AI usage limit reached|1750000000``."""
+
+_CLOCK_AND_ZONE = re.compile(
+    r"resets\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+){0,2})\)",
+    re.IGNORECASE,
+)
+"""Claude Code: ``You've hit your limit · resets 1pm (Europe/Lisbon)``."""
+
+
+def reset_time_in_text(text: str, now: datetime | None = None) -> str | None:
+    """The reset time a limit message states (an epoch, or a clock time in a named zone).
+
+    A clock time is the next such moment after now in that zone; None when there is none.
+    """
+    found = _EPOCH_AFTER_BAR.search(text)
+    if found is not None:
+        return iso_from_epoch(int(found.group(1)))
+    clock = _CLOCK_AND_ZONE.search(text)
+    if clock is None:
+        return None
+    hour, minute = int(clock.group(1)), int(clock.group(2) or 0)
+    if not 1 <= hour <= 12 or minute > 59:
+        return None
+    hour = hour % 12 + (12 if clock.group(3).lower() == "pm" else 0)
+    try:
+        zone = ZoneInfo(clock.group(4))
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    local_now = (now or utc_now()).astimezone(zone)
+    moment = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if moment <= local_now:
+        moment += timedelta(days=1)
+    return iso_seconds(moment)
 
 
 def tool_name(value: object) -> str | None:
