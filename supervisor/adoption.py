@@ -14,7 +14,7 @@ from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import RunRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
-from agentherd.supervisor import procs
+from agentherd.supervisor import agentusage, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
@@ -41,7 +41,15 @@ class Adoption(SessionParts):
             if last is not None and last.ended_at is None:
                 identity = self._identity_of(last)
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
-                parser = make_parser(self.config.agent, session_id=last.agent_session_id)
+                parser = make_parser(
+                    self.config.agent,
+                    session_id=last.agent_session_id,
+                    thread_usage=agentusage.thread_usage(
+                        self.ctx.store, self.config.name, last.agent_session_id
+                    )
+                    if last.mode == "resume"
+                    else None,
+                )
                 live = LiveRun(last, identity, folder, parser, None, self._config_of(last))
                 alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
                 if alive and (

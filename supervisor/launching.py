@@ -18,7 +18,7 @@ from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
-from agentherd.supervisor import diskspace, procs
+from agentherd.supervisor import agentusage, diskspace, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
@@ -58,6 +58,8 @@ class Launching(SessionParts):
             tag=tag,
             cgroup=cgroup,
             started_at=iso(utc_now()),
+            # A resumed run belongs to the agent's thread from its start (Codex counts per thread).
+            agent_session_id=self.record.agent_session_id if mode == "resume" else None,
         )
         self.record.run = number
         plan = self.observer.plan_current
@@ -99,7 +101,11 @@ class Launching(SessionParts):
             record,
             launched.identity,
             folder,
-            make_parser(self.config.agent, session_id=known_id),
+            make_parser(
+                self.config.agent,
+                session_id=known_id,
+                thread_usage=agentusage.thread_usage(self.ctx.store, self.config.name, known_id),
+            ),
             launched.process,
             self.config,
         )
