@@ -111,7 +111,12 @@ TABLE: tuple[Row, ...] = (
         [T.DRIFT_PAUSE],
         "a drift rule asks a person",
     ),
-    Row(State.WAITING_APPROVAL, State.RUNNING, frozenset([T.APPROVE]), "a person approved"),
+    Row(
+        State.WAITING_APPROVAL,
+        State.RUNNING,
+        frozenset([T.APPROVE, T.REJECT]),
+        "a person answered: continue (reject restores the baseline plan first)",
+    ),
     Row(
         State.WAITING_APPROVAL,
         State.STOPPING,
@@ -176,6 +181,9 @@ class ExitFacts:
     passing_at_run_start: int | None = None
     plan_total: int | None = None
     idle_runs: int = 0
+    refusal: str | None = None
+    """Why a clean end may not complete the task (sessions/completion.py), or None."""
+    refusal_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -237,13 +245,28 @@ def after_exit(facts: ExitFacts) -> Decision:
 
 def _after_success(facts: ExitFacts, restart: Decision) -> Decision:
     """A clean end: complete, or (always / until-done) run again."""
+    if (
+        facts.policy != "until-done"
+        and facts.plan_total
+        and (facts.passing_now or 0) < facts.plan_total
+    ):
+        # The agent says it is done while plan items still fail.
+        early = (
+            f"run {facts.run} exited cleanly while plan items still fail "
+            f"({facts.passing_now or 0} of {facts.plan_total} pass)"
+        )
+        restart = replace(restart, early_exit=early)
     if facts.policy in ("never", "on-failure"):
+        if facts.refusal is not None:
+            return replace(
+                restart, action=Action.FAIL, reason=facts.refusal, message=facts.refusal_message
+            )
         return replace(
             restart, action=Action.COMPLETE, reason=None, message=f"completed (run {facts.run})"
         )
     if facts.policy != "until-done":
         return restart
-    if facts.plan_all_passing:
+    if facts.plan_all_passing and facts.refusal is None:
         message = "completed: every plan item passes"
         return replace(restart, action=Action.COMPLETE, reason=None, message=message)
     passing_now = facts.passing_now or 0

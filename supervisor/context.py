@@ -10,7 +10,9 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
+from agentherd.sessions.config import DEFAULT_NOTIFY_ON
 from agentherd.sessions.records import Event
+from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
 from agentherd.supervisor.store import Store
 
 
@@ -46,6 +48,8 @@ class Timings:
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
+    notify_timeout_s: float = 10.0
+    """A `notify` command is killed (and `notify-failed` recorded) after this long."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
@@ -86,3 +90,13 @@ class Context:
         """Worker threads that keep flooding logs within their cap."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
         """Git reads of the whole fleet run in at most this many worker threads at once."""
+        self.notify_argv: list[str] | None = None
+        """herd.toml's top-level `notify` argv (placeholders unfilled), or None."""
+        self.notify_on: tuple[str, ...] = DEFAULT_NOTIFY_ON
+        self.notifications = anyio.CapacityLimiter(MAX_CONCURRENT_NOTIFICATIONS)
+        """Notify commands of the whole fleet running at once."""
+
+    def use_notify(self, argv: list[str] | None, notify_on: list[str]) -> None:
+        """Take herd.toml's `notify` and `notify_on` (at start and on every reload)."""
+        self.notify_argv = list(argv) if argv else None
+        self.notify_on = tuple(notify_on)
