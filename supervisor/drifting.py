@@ -11,14 +11,12 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
 from agentherd.sessions import notify
 from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.open_warnings import ACKED_EVENT, CLOSED_EVENT
 from agentherd.sessions.records import WARNING_KINDS, Event
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
@@ -122,7 +120,10 @@ class DriftHandling(SessionParts):
         if waiting:
             self._commit(
                 *(
-                    self._naming(ACKED_EVENT, f"{w} acknowledged", w, self.record.run or None)
+                    _naming(
+                        self._event("warning-acked", f"{w} acknowledged", self.record.run or None),
+                        w,
+                    )
                     for w in waiting
                 )
             )
@@ -133,18 +134,13 @@ class DriftHandling(SessionParts):
         if not self.warnings.is_open(kind):
             return
         self._commit(
-            self._naming(
-                CLOSED_EVENT, f"{kind} closed ({why})", kind, self.record.run or None, by=by
+            _naming(
+                self._event(
+                    "warning-closed", f"{kind} closed ({why})", self.record.run or None, by=by
+                ),
+                kind,
             )
         )
-
-    def _naming(
-        self, event_kind: str, message: str, warning_kind: str, run: int | None, **data: Any
-    ) -> Event:
-        """An event whose data names a warning kind (`kind`, the word the contract uses)."""
-        event = self._event(event_kind, message, run, **data)
-        event.data["kind"] = warning_kind
-        return event
 
     # ----- on_drift actions ------------------------------------------------------------------
 
@@ -179,12 +175,14 @@ class DriftHandling(SessionParts):
             self._transition(
                 State.WAITING_APPROVAL,
                 kind,
-                self._naming(
-                    "waiting-approval",
-                    f"{kind}: the run is paused until `herd approve {name}` "
-                    f"or `herd reject {name}`",
+                _naming(
+                    self._event(
+                        "waiting-approval",
+                        f"{kind}: the run is paused until `herd approve {name}` "
+                        f"or `herd reject {name}`",
+                        run.record.run,
+                    ),
                     kind,
-                    run.record.run,
                 ),
                 by=Trigger.DRIFT_PAUSE,
             )
@@ -198,13 +196,14 @@ class DriftHandling(SessionParts):
             await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
             run.paused = False
         self.stall.resume(time.monotonic())
-        trigger = Trigger.APPROVE if answer == "approved" else Trigger.REJECT
+        approved = answer == "approved"
+        answer_kind = "approved" if approved else "rejected"
         self._transition(
             State.RUNNING,
             None,
             *events,
-            self._event(answer, f"{answer}: the run continues", self.record.run or None),
-            by=trigger,
+            self._event(answer_kind, f"{answer_kind}: the run continues", self.record.run or None),
+            by=Trigger.APPROVE if approved else Trigger.REJECT,
         )
         return True
 
@@ -336,3 +335,9 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _naming(event: Event, warning_kind: str) -> Event:
+    """`event` with its data naming a warning kind (`kind`, the word the contract uses)."""
+    event.data["kind"] = warning_kind
+    return event
