@@ -345,7 +345,9 @@ def ended_unwatched(state: State, stop_requested: bool) -> bool:
 
 def adopted_state(state: State) -> State | None:
     """The state a re-adopted live run puts the session in (None: it stays as it is)."""
-    return None if state in (State.RUNNING, State.PAUSED, State.STOPPING) else State.RUNNING
+    # A run held at the approval gate is still stopped (SIGSTOP): it keeps waiting for a person.
+    kept = (State.RUNNING, State.PAUSED, State.STOPPING, State.WAITING_APPROVAL)
+    return None if state in kept else State.RUNNING
 
 
 def task_end_kind(state: State) -> str:

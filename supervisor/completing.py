@@ -50,19 +50,17 @@ class Completing(SessionParts):
         checkpoint = self.observer.checkpoint
         sha = checkpoint.sha if checkpoint is not None else None
         shown = sha[:7] if sha else "none"
-        self._transition(
-            State.VERIFYING,
-            None,
-            *before,
-            self._event(
-                "verifying",
-                f"run {live.record.run} ended cleanly; completion waits for the verification "
-                f"of its final checkpoint ({shown})",
-                live.record.run,
-                sha=sha,
-            ),
-            by=Trigger.VERIFY,
+        verifying = self._event(
+            "verifying",
+            f"run {live.record.run} ended cleanly; completion waits for the verification "
+            f"of its final checkpoint ({shown})",
+            live.record.run,
+            sha=sha,
         )
+        if self.record.state == State.VERIFYING:  # a new daemon waits again
+            self._commit(*before, verifying)
+        else:
+            self._transition(State.VERIFYING, None, *before, verifying, by=Trigger.VERIFY)
         self.ctx.tg.start_soon(self._await_verdict, live, facts, self.record.handle, sha)
 
     async def _await_verdict(

@@ -180,10 +180,12 @@ class Launching(Completing):
         record.backoff_step = decision.backoff_step
         record.crash_times = list(decision.crash_times)
         record.idle_runs = decision.idle_runs
+        # Judged again after a daemon restart in `verifying`: the move is the verdict's.
+        by = Trigger.VERDICT if record.state == State.VERIFYING else Trigger.EXIT
         if decision.action is Action.RESTART:
-            self._schedule_restart(live, decision, *early)
+            self._schedule_restart(live, decision, *early, by=by if by is Trigger.VERDICT else None)
         else:
-            self._end_task(decision.state, decision.reason, decision.message, Trigger.EXIT, *early)
+            self._end_task(decision.state, decision.reason, decision.message, by, *early)
 
     def disk_full(self) -> bool:
         """True while the store's disk refuses writes or the state or work folder has no room."""

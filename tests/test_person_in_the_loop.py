@@ -298,3 +298,38 @@ def test_a_failing_or_hanging_notify_is_recorded_and_blocks_nothing(tmp_path: Pa
         assert client.call("start", name="api"), "the daemon answers meanwhile"
     finally:
         herd.down()
+
+
+def test_a_new_daemon_keeps_the_gate_and_a_pending_verdict(herd: Herd) -> None:
+    gated(herd)
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "waiting-approval", timeout_s=30)
+    herd.stop_daemon()
+    herd.start()
+    assert herd.status("api")["state"] == "waiting-approval", "the run is still SIGSTOPped"
+    assert herd.cli("approve", "api").returncode == 0
+    ended = herd.wait_state("api", "completed", "failed", timeout_s=60)
+    assert ended["state"] == "completed", ended["reason"]
+
+
+def test_a_new_daemon_judges_a_verifying_task_again(herd: Herd) -> None:
+    repo = sim_repo(herd.root / "repo", features=2)
+    slow_pass = json.dumps([PY, "-c", "import time; time.sleep(1.5)"])
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {json.dumps([*SIMAGENT, "--delay", "0"])}
+        agent = "claude"
+        restart = "never"
+        plan = "feature_list.json"
+        verify = {slow_pass}
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "verifying", timeout_s=30)
+    herd.stop_daemon()
+    herd.start()
+    ended = herd.wait_state("api", "completed", "failed", timeout_s=60)
+    assert ended["state"] == "completed", ended["reason"]
+    assert ended["checkpoint"]["verified"] is True
