@@ -37,17 +37,25 @@ async def run_notify(argv: list[str], timeout_s: float = NOTIFY_TIMEOUT_S) -> No
         )
     except OSError as exc:
         return NotifyResult(error=f"cannot run {argv[0]!r}: {exc.strerror or exc}")
-    with anyio.move_on_after(timeout_s):
-        code = await process.wait()
-        if code != 0:
-            return NotifyResult(error=f"{argv[0]!r} exited {code}", exit_code=code)
-        return NotifyResult()
-    # Our unreaped child: its pid (and group, it leads one) cannot belong to anyone else yet.
-    if process.pid > 1:
+    try:
+        with anyio.move_on_after(timeout_s):
+            code = await process.wait()
+            if code != 0:
+                return NotifyResult(error=f"{argv[0]!r} exited {code}", exit_code=code)
+            return NotifyResult()
+        return NotifyResult(error=f"{argv[0]!r} timed out after {timeout_s:g}s", timed_out=True)
+    finally:
+        if process.returncode is None:  # timed out, or the daemon is shutting down
+            _kill_group(process.pid)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(NOTIFY_TIMEOUT_S):
+                await process.wait()
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL a notify command's process group (it leads one: start_new_session)."""
+    # Our unreaped child: its pid (and group) cannot belong to anyone else yet.
+    if pid > 1:
         try:
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    with anyio.move_on_after(NOTIFY_TIMEOUT_S), anyio.CancelScope(shield=True):
-        await process.wait()
-    return NotifyResult(error=f"{argv[0]!r} timed out after {timeout_s:g}s", timed_out=True)
