@@ -304,6 +304,8 @@ class DriftHandling(SessionParts):
             "wall_time": budget.wall_time,
             "restarts": budget.restarts,
         }
+        if not any(limits.values()):
+            return  # nothing to burn: no usage to add up on every pass
         found = burn_without_progress(
             self._spent(), state.spent_at_flip, limits, self.config.drift.burn_without_progress
         )
