@@ -76,10 +76,16 @@ class DriftHandling(SessionParts):
             if kind in WARNING_KINDS:
                 record = self.warnings.get(kind)
                 opening = record is not None and record.opened_seq == event.seq
-            action = self.config.on_drift.get(kind) if kind in DRIFT_KINDS else None  # type: ignore[call-overload]
+            drift_kind = kind
+            if kind == "failed" and event.data.get("reason") == "crash-loop":
+                drift_kind = "crash-loop"  # a task end, not a warning: only `notify` applies
+            action: str | None = None
+            if drift_kind in DRIFT_KINDS:
+                found = [v for k, v in self.config.on_drift.items() if k == drift_kind]
+                action = found[0] if found else None
             if self.ctx.notify_argv and notify.wanted(kind, self.ctx.notify_on, action, opening):
                 self.ctx.tg.start_soon(self._notify, event)
-            if opening and action in ("pause", "restart", "stop"):
+            if opening and drift_kind == kind and action in ("pause", "restart", "stop"):
                 self.ctx.tg.start_soon(self._act, str(action), kind)
 
     async def _notify(self, event: Event) -> None:
