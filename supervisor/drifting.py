@@ -18,6 +18,7 @@ from agentherd.sessions import notify
 from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import WARNING_KINDS, Event
+from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
 from agentherd.supervisor import procs
@@ -258,7 +259,7 @@ class DriftHandling(SessionParts):
             self.make_event(
                 "repeated-failure",
                 f"checkpoint {sha[:7]} fails the same way as the {length - 1} before it "
-                f"({streak.signature or 'same output'!s:.120})",
+                f"({inert(_last_line(output_tail))[:120]})",
                 sha=sha,
                 streak=length,
                 source="verify",
@@ -343,6 +344,12 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of `text` (what a person recognises a failure by)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
 
 
 def _naming(event: Event, warning_kind: str) -> Event:
