@@ -194,3 +194,32 @@ def test_early_exit_is_a_clean_exit_with_failing_items_and_no_completion(herd: H
     ended = herd.wait_state("api", "failed", "completed")
     assert (ended["state"], ended["reason"]) == ("failed", "plan-incomplete")
     assert herd.events("api", "early-exit")
+
+
+def test_a_claim_git_cannot_check_is_reported_not_dropped(herd: Herd) -> None:
+    """The plan at a failing checkpoint is too big for git to show: that is said, not hidden."""
+    repo = make_repo(herd.root / "repo")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {
+        script('''
+            import json, subprocess, time
+            item = {"id": "a", "title": "A" * (9 * 1024 * 1024), "passes": True}
+            open("plan.json", "w").write(json.dumps([item]))
+            subprocess.run(["git", "add", "plan.json"], check=True)
+            subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit",
+                            "-qm", "all done"], check=True)
+            time.sleep(60)
+        ''')
+    }
+        plan = "plan.json"
+        verify = {FAILING_VERIFY}
+        stop_grace = "1s"
+    """)
+    client = herd.start()
+    client.call("start", name="api")
+    [unchecked] = wait_until(lambda: herd.events("api", "claim-unchecked"), timeout_s=30)
+    assert "plan.json" in unchecked["message"] and "bytes" in unchecked["message"]
+    client.call("stop", name="api", socket_timeout_s=None)
