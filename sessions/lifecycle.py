@@ -75,8 +75,9 @@ def _rows(
 _ENDED = (State.IDLE, *sorted(TERMINAL_STATES))
 _LIVE = (State.RUNNING, State.PAUSED)
 _STOPPABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL, State.VERIFYING, State.BACKOFF)
-_EXITABLE = (State.STARTING, *_LIVE)
-"""A run can end (and be judged) while starting (adopted by a new daemon), running or paused."""
+_EXITABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL)
+"""A run can end (and be judged) while starting (adopted by a new daemon), running, paused, or
+held at the approval gate (a SIGKILL reaches a stopped process too)."""
 
 T = Trigger
 TABLE: tuple[Row, ...] = (
@@ -101,7 +102,7 @@ TABLE: tuple[Row, ...] = (
     *_rows(_EXITABLE, State.COMPLETED, [T.EXIT], "the run finished the task"),
     *_rows(_EXITABLE, State.FAILED, [T.EXIT], "policy gives up"),
     *_rows(_EXITABLE, State.BACKOFF, [T.EXIT, T.RATE_LIMIT], "restart after a delay"),
-    *_rows(_LIVE, State.VERIFYING, [T.VERIFY], "judge the final checkpoint first"),
+    *_rows(_EXITABLE, State.VERIFYING, [T.VERIFY], "judge the final checkpoint first"),
     Row(State.VERIFYING, State.COMPLETED, frozenset([T.VERDICT]), "verified: done"),
     Row(State.VERIFYING, State.FAILED, frozenset([T.VERDICT]), "policy gives up"),
     Row(State.VERIFYING, State.BACKOFF, frozenset([T.VERDICT]), "restart after a delay"),

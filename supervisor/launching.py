@@ -13,6 +13,7 @@ import anyio
 from agentherd.sessions import completion, launchspec, lifecycle
 from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.drift import StallClock
 from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import State
@@ -77,7 +78,8 @@ class Launching(Completing):
         task = self._task()
         if task is not None and task.state != State.RUNNING:
             task = task.model_copy(update={"state": State.RUNNING})
-        self.stall.activity(time.monotonic())
+        # A new run starts a new stall clock (the last one may have stopped at a pause or a gate).
+        self.stall = StallClock(time.monotonic())
         self._transition(
             State.RUNNING,
             None,
