@@ -30,7 +30,7 @@ STATE_DIR_NAME = ".herd"
 
 AgentName = Literal["claude", "codex", "gemini", "amp", "opencode", "aider", "plain"]
 RestartPolicy = Literal["never", "on-failure", "always", "until-done"]
-DriftAction = Literal["warn", "notify", "pause"]
+DriftAction = Literal["warn", "notify", "pause", "restart", "stop"]
 DriftKind = Literal[
     "plan-tampered",
     "claims-done-but-fails",
@@ -98,6 +98,29 @@ class Budget(_Strict):
         return value
 
 
+class DriftThresholds(_Strict):
+    """[[session]] drift: when the counting drift kinds fire."""
+
+    repeated_failure: int = 3
+    """The same failure this many times in a row (checkpoints, or crashes) raises it."""
+    burn_without_progress: float = 0.25
+    """This share of any budget dimension spent since an item last flipped to passing."""
+
+    @field_validator("repeated_failure")
+    @classmethod
+    def _at_least_two(cls, value: int) -> int:
+        if not 2 <= value <= 1000:
+            raise ValueError("must be a whole number from 2 to 1000, like 3")
+        return value
+
+    @field_validator("burn_without_progress")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0 < value <= 1:  # also refuses nan
+            raise ValueError("must be a fraction between 0 and 1, like 0.25")
+        return value
+
+
 class FleetConfig(_Strict):
     """[fleet]: limits across all sessions."""
 
@@ -140,6 +163,7 @@ class SessionConfig(_Strict):
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
     budget: Budget = Budget()
     on_drift: dict[DriftKind, DriftAction] = {}
+    drift: DriftThresholds = DriftThresholds()
 
     @field_validator("name")
     @classmethod
@@ -344,11 +368,11 @@ def find_config(explicit: str | os.PathLike[str] | None = None, start: Path | No
 
 
 def _merge(defaults: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
-    """Session keys override defaults; budget and on_drift merge key by key."""
+    """Session keys override defaults; budget, on_drift and drift merge key by key."""
     merged = dict(defaults)
     for key, value in session.items():
         if (
-            key in ("budget", "on_drift")
+            key in ("budget", "on_drift", "drift")
             and isinstance(value, dict)
             and isinstance(merged.get(key), dict)
         ):

@@ -1,7 +1,9 @@
-"""Pure drift evaluators: how long a session has shown no sign of work, paused time excluded."""
+"""Pure drift evaluators: stall time (paused time excluded), repeated failures, burn rate."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -40,3 +42,69 @@ class StallClock:
             return False
         self.warned = True
         return True
+
+
+# ----- repeated-failure: the same failure again and again ---------------------------------
+
+FAILURE_TAIL_LINES = 3
+"""Without test ids, a failure is known by this many last non-empty lines of its output."""
+
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+"""pytest's summary lines (`FAILED tests/test_x.py::test_y - ...`): the failing tests."""
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def failure_signature(output_tail: str) -> str:
+    """What makes two failures the same: the failing tests, else the last lines, numbers aside.
+
+    Durations, pids and counts change from run to run; the failure does not.
+    """
+    tests = sorted(set(_FAILED_TEST.findall(output_tail)))
+    if tests:
+        return "tests: " + " ".join(tests)
+    lines = [line.strip() for line in output_tail.splitlines() if line.strip()]
+    return "\n".join(_NUMBER.sub("N", line) for line in lines[-FAILURE_TAIL_LINES:])
+
+
+@dataclass
+class FailureStreak:
+    """How many failures in a row looked the same (a pass or another failure starts over)."""
+
+    signature: str | None = None
+    length: int = 0
+
+    def failed(self, signature: str) -> int:
+        """One more failure; returns the length of the streak it belongs to."""
+        if signature == self.signature:
+            self.length += 1
+        else:
+            self.signature, self.length = signature, 1
+        return self.length
+
+    def passed(self) -> None:
+        """A pass ends the streak."""
+        self.signature, self.length = None, 0
+
+
+# ----- burn-without-progress: spend that buys no plan item ---------------------------------
+
+
+def burn_without_progress(
+    spent_now: Mapping[str, float],
+    spent_at_flip: Mapping[str, float],
+    limits: Mapping[str, float | None],
+    share: float,
+) -> tuple[str, float] | None:
+    """The budget dimension (and its share) spent past `share` since the last item flipped.
+
+    `spent_*` hold what the task had spent per dimension; a dimension without a limit is never
+    judged. The first dimension past the threshold, in the order of `limits`, is named.
+    """
+    for dimension, limit in limits.items():
+        if not limit:
+            continue
+        burnt = (spent_now.get(dimension, 0.0) - spent_at_flip.get(dimension, 0.0)) / limit
+        if burnt >= share:
+            return dimension, burnt
+    return None

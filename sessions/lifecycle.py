@@ -75,8 +75,9 @@ def _rows(
 _ENDED = (State.IDLE, *sorted(TERMINAL_STATES))
 _LIVE = (State.RUNNING, State.PAUSED)
 _STOPPABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL, State.VERIFYING, State.BACKOFF)
-_EXITABLE = (State.STARTING, *_LIVE)
-"""A run can end (and be judged) while starting (adopted by a new daemon), running or paused."""
+_EXITABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL)
+"""A run can end (and be judged) while starting (adopted by a new daemon), running, paused, or
+held at the approval gate (a SIGKILL reaches a stopped process too)."""
 
 T = Trigger
 TABLE: tuple[Row, ...] = (
@@ -101,7 +102,7 @@ TABLE: tuple[Row, ...] = (
     *_rows(_EXITABLE, State.COMPLETED, [T.EXIT], "the run finished the task"),
     *_rows(_EXITABLE, State.FAILED, [T.EXIT], "policy gives up"),
     *_rows(_EXITABLE, State.BACKOFF, [T.EXIT, T.RATE_LIMIT], "restart after a delay"),
-    *_rows(_LIVE, State.VERIFYING, [T.VERIFY], "judge the final checkpoint first"),
+    *_rows(_EXITABLE, State.VERIFYING, [T.VERIFY], "judge the final checkpoint first"),
     Row(State.VERIFYING, State.COMPLETED, frozenset([T.VERDICT]), "verified: done"),
     Row(State.VERIFYING, State.FAILED, frozenset([T.VERDICT]), "policy gives up"),
     Row(State.VERIFYING, State.BACKOFF, frozenset([T.VERDICT]), "restart after a delay"),
@@ -111,7 +112,12 @@ TABLE: tuple[Row, ...] = (
         [T.DRIFT_PAUSE],
         "a drift rule asks a person",
     ),
-    Row(State.WAITING_APPROVAL, State.RUNNING, frozenset([T.APPROVE]), "a person approved"),
+    Row(
+        State.WAITING_APPROVAL,
+        State.RUNNING,
+        frozenset([T.APPROVE, T.REJECT]),
+        "a person answered: continue (reject restores the baseline plan first)",
+    ),
     Row(
         State.WAITING_APPROVAL,
         State.STOPPING,
@@ -177,6 +183,9 @@ class ExitFacts:
     passing_at_run_start: int | None = None
     plan_total: int | None = None
     idle_runs: int = 0
+    refusal: str | None = None
+    """Why a clean end may not complete the task (sessions/completion.py), or None."""
+    refusal_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -248,13 +257,28 @@ def after_exit(facts: ExitFacts) -> Decision:
 
 def _after_success(facts: ExitFacts, restart: Decision) -> Decision:
     """A clean end: complete, or (always / until-done) run again."""
+    if (
+        facts.policy != "until-done"
+        and facts.plan_total
+        and (facts.passing_now or 0) < facts.plan_total
+    ):
+        # The agent says it is done while plan items still fail.
+        early = (
+            f"run {facts.run} exited cleanly while plan items still fail "
+            f"({facts.passing_now or 0} of {facts.plan_total} pass)"
+        )
+        restart = replace(restart, early_exit=early)
     if facts.policy in ("never", "on-failure"):
+        if facts.refusal is not None:
+            return replace(
+                restart, action=Action.FAIL, reason=facts.refusal, message=facts.refusal_message
+            )
         return replace(
             restart, action=Action.COMPLETE, reason=None, message=f"completed (run {facts.run})"
         )
     if facts.policy != "until-done":
         return restart
-    if facts.plan_all_passing:
+    if facts.plan_all_passing and facts.refusal is None:
         message = "completed: every plan item passes"
         return replace(restart, action=Action.COMPLETE, reason=None, message=message)
     passing_now = facts.passing_now or 0
@@ -344,7 +368,9 @@ def ended_unwatched(state: State, stop_requested: bool) -> bool:
 
 def adopted_state(state: State) -> State | None:
     """The state a re-adopted live run puts the session in (None: it stays as it is)."""
-    return None if state in (State.RUNNING, State.PAUSED, State.STOPPING) else State.RUNNING
+    # A run held at the approval gate is still stopped (SIGSTOP): it keeps waiting for a person.
+    kept = (State.RUNNING, State.PAUSED, State.STOPPING, State.WAITING_APPROVAL)
+    return None if state in kept else State.RUNNING
 
 
 def task_end_kind(state: State) -> str:

@@ -17,13 +17,19 @@ CLOSED_BY: dict[str, frozenset[str]] = {
     "verify-failed": frozenset({"verify-passed"}),
     "claims-done-but-fails": frozenset({"verify-passed"}),
     "repeated-failure": frozenset({"verify-passed"}),
-    "stalled": frozenset({"checkpoint", "run-started"}),
+    "stalled": frozenset({"checkpoint", "run-started", "stopped"}),
     "rate-limited": frozenset({"run-started"}),
     "plan-tampered": frozenset({"plan-approved", "plan-rejected"}),
 }
 """A warning closes when a later event of one of these kinds arrives (the report's rule too)."""
 
 CLOSES_ALL = frozenset({"task-started"})
+
+CLOSED_EVENT = "warning-closed"
+"""Names (in data.kind) a warning whose cause is gone; every closing writes one."""
+
+ACKED_EVENT = "warning-acked"
+"""Names (in data.kind) a warning a person acknowledged: it stays open but leaves the badge."""
 """Event kinds that close every open warning: a new task starts with a clean slate."""
 
 _CLOSES: dict[str, frozenset[str]] = {}
@@ -46,19 +52,68 @@ class WarningRecord(BaseModel):
     count: int = 1
     closed_seq: int | None = None
     closed_at: str | None = None
+    acked_seq: int | None = None
+    acked_at: str | None = None
 
 
-def closes(event_kind: str, open_kinds: Iterable[str]) -> list[str]:
-    """The open warning kinds that an event of `event_kind` closes."""
+def closes(
+    event_kind: str, open_kinds: Iterable[str], data: dict[str, object] | None = None
+) -> list[str]:
+    """The open warning kinds that an event of `event_kind` (with its `data`) closes."""
     if event_kind in CLOSES_ALL:
         return list(open_kinds)
+    if event_kind == CLOSED_EVENT:
+        named = (data or {}).get("kind")
+        return [kind for kind in open_kinds if kind == named]
     closed = _CLOSES.get(event_kind, frozenset())
     return [kind for kind in open_kinds if kind in closed]
 
 
 def concerns(event_kind: str) -> bool:
-    """True when an event of this kind opens, counts or closes a warning."""
-    return event_kind in WARNING_KINDS or event_kind in _CLOSES or event_kind in CLOSES_ALL
+    """True when an event of this kind opens, counts, acknowledges or closes a warning."""
+    return (
+        event_kind in WARNING_KINDS
+        or event_kind in _CLOSES
+        or event_kind in CLOSES_ALL
+        or event_kind in (CLOSED_EVENT, ACKED_EVENT)
+    )
+
+
+def closings(event: Event, open_kinds: Iterable[str]) -> list[str]:
+    """The open warnings an event settles by the rules above (each gets a `warning-closed`)."""
+    if event.kind == CLOSED_EVENT:
+        return []
+    return closes(event.kind, open_kinds, event.data)
+
+
+def closed_event(kind: str, cause: Event, why: str | None = None) -> Event:
+    """The `warning-closed` event for `kind`, settled by `cause` (or by `why`, a condition)."""
+    text = why if why is not None else f"{cause.kind}: {cause.message}"
+    return Event(
+        at=cause.at,
+        session=cause.session,
+        run=cause.run,
+        kind=CLOSED_EVENT,
+        message=f"{kind} closed ({text[:200]})",
+        data={"kind": kind, "by": cause.kind},
+    )
+
+
+def with_closings(events: Iterable[Event], open_kinds: Iterable[str]) -> list[Event]:
+    """`events` with a `warning-closed` after each one that settles an open warning."""
+    open_now = set(open_kinds)
+    out: list[Event] = []
+    for event in events:
+        out.append(event)
+        if event.kind == CLOSED_EVENT:
+            open_now.discard(str(event.data.get("kind")))
+            continue
+        for kind in sorted(closings(event, open_now)):
+            open_now.discard(kind)
+            out.append(closed_event(kind, event))
+        if event.kind in WARNING_KINDS:
+            open_now.add(event.kind)
+    return out
 
 
 def fold(open_records: dict[str, WarningRecord], event: Event) -> list[WarningRecord]:
@@ -66,7 +121,14 @@ def fold(open_records: dict[str, WarningRecord], event: Event) -> list[WarningRe
     if event.session is None or not concerns(event.kind):
         return []
     changed = []
-    for kind in closes(event.kind, list(open_records)):
+    if event.kind == ACKED_EVENT:
+        named = open_records.get(str(event.data.get("kind")))
+        if named is not None and named.acked_seq is None:
+            named = named.model_copy(update={"acked_seq": event.seq, "acked_at": event.at})
+            open_records[named.kind] = named
+            changed.append(named)
+        return changed
+    for kind in closes(event.kind, list(open_records), event.data):
         record = open_records.pop(kind)
         record = record.model_copy(update={"closed_seq": event.seq, "closed_at": event.at})
         changed.append(record)
@@ -114,6 +176,18 @@ class WarningBook:
         """The open warnings, oldest latest-occurrence first."""
         return sorted(self._open.values(), key=lambda r: (r.last_at, r.last_seq))
 
+    def get(self, kind: str) -> WarningRecord | None:
+        """The open warning of `kind`, or None."""
+        return self._open.get(kind)
+
+    def kinds(self) -> set[str]:
+        """The kinds of the open warnings (acknowledged or not)."""
+        return set(self._open)
+
+    def is_open(self, kind: str) -> bool:
+        """True while a warning of `kind` is open."""
+        return kind in self._open
+
     def __len__(self) -> int:
         return len(self._open)
 
@@ -121,12 +195,14 @@ class WarningBook:
 def shown(
     records: Iterable[WarningRecord], plan_error: bool, plan_tampered: bool | None
 ) -> list[WarningRecord]:
-    """The open warnings a person is shown: a plan warning only while the plan is still wrong.
+    """The open warnings on a person's badge: not acknowledged, a plan one only while still wrong.
 
     `plan_tampered` is None when no plan is known to compare (the warning then stays).
     """
     kept = []
     for record in records:
+        if record.acked_seq is not None:
+            continue  # acknowledged: in the event log and the report, not on the badge
         if record.kind == "plan-invalid" and not plan_error:
             continue
         if record.kind == "plan-tampered" and plan_tampered is False:

@@ -78,7 +78,26 @@ EVENT_KINDS: dict[str, str] = {
     "data: sha, items",
     "stalled": "no output, progress entry or commit for `budget.stall`; data: idle_s",
     "out-of-scope": "a checkpoint changes files outside `scope`; data: sha, files",
-    "early-exit": "until-done: a run exited cleanly but no new plan item passes",
+    "early-exit": "a run exited cleanly while plan items still fail (until-done: and no new "
+    "item passes)",
+    "repeated-failure": "the same failure N times in a row (`drift.repeated_failure`): the "
+    "same failing tests or last lines at checkpoints, or the same crash; data: streak, source",
+    "burn-without-progress": "a share of a budget dimension (`drift.burn_without_progress`) "
+    "was spent since a plan item last flipped to passing; data: dimension, share",
+    "claim-unchecked": "git could not show the plan at a failing checkpoint, so its claims were "
+    "not checked; data: sha, error",
+    "warning-closed": "an open warning's cause is gone; data: kind, by",
+    "warning-acked": "a person acknowledged an open warning (`herd ack`): it leaves the badge; "
+    "data: kind",
+    "waiting-approval": "on_drift = pause: the run is stopped (SIGSTOP) until `herd approve` or "
+    "`herd reject`; data: kind",
+    "approved": "a person answered waiting-approval with approve: the run continues",
+    "rejected": "a person answered waiting-approval with reject: the run continues on the "
+    "baseline plan, or stops when there was no plan change",
+    "verifying": "the run ended cleanly; completion waits for its final checkpoint's "
+    "verification; data: sha",
+    "notify-failed": "the notify command failed, timed out or could not be run; data: argv0, "
+    "exit_code, timed_out",
     "progress-invalid": "the progress file cannot be read; the last entries are kept",
     # herd could not do all it meant to
     "not-a-git-repo": "the session's folder is not a git repository: no checkpoints, "
@@ -95,9 +114,6 @@ EVENT_KINDS: dict[str, str] = {
     # named by the contract; nothing emits them yet
     "budget-warning": "a budget reached its warn_at fraction",
     "budget-stop": "a budget is spent; the task is stopped",
-    "repeated-failure": "verification keeps failing the same way",
-    "burn-without-progress": "spend grows while no plan item passes",
-    "notify-failed": "the notify command could not be run",
 }
 """Every event kind herd writes, with its meaning in one line (docs/reference.md lists them)."""
 
@@ -105,9 +121,6 @@ RESERVED_EVENT_KINDS = frozenset(
     {
         "budget-warning",
         "budget-stop",
-        "repeated-failure",
-        "burn-without-progress",
-        "notify-failed",
     }
 )
 """Kinds in EVENT_KINDS that the contract names but no code emits yet."""

@@ -81,6 +81,10 @@ REASONS: dict[str, str] = {
     "resume-refused": "backoff: the agent could not resume its session; the next run uses command",
     "no-result": "failed (restart = never): a claude or amp run exited 0 without its result line",
     "exit unknown": "failed (restart = never): the run ended unwatched and left no exit status",
+    "unverified": "failed: the run ended cleanly but its final checkpoint did not pass `verify`",
+    "plan-incomplete": "failed: the run ended cleanly while plan items still fail",
+    "plan-tampered": "failed: a baseline plan item was removed or reworded without approval "
+    "(also the reason of waiting-approval after such a change)",
 }
 """Every fixed `reason` a state can carry, with its meaning in one line."""
 
@@ -89,5 +93,7 @@ REASON_PATTERNS: dict[str, str] = {
     "cost_usd, turns or restarts)",
     "exit <code>": "failed (restart = never): the run exited with this code",
     "signal <name>": "failed (restart = never): this signal ended the run",
+    "drift:<kind>": "on_drift said stop (stopped) or restart (backoff) for this drift kind; "
+    "waiting-approval carries the kind itself",
 }
 """Reasons with a variable part: the text before `<` is fixed."""

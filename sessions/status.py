@@ -328,6 +328,7 @@ REPLIES: dict[str, Any] = {
     "resume": SessionStatus,
     "approve": SessionStatus,
     "reject": SessionStatus,
+    "ack": SessionStatus,
     "wait": WaitReply,
     "events": list[Event],
     "subscribe": Snapshot,

@@ -56,7 +56,7 @@ class Adoption(SessionParts):
                     identity.pid is None  # a held lock is a live run, even with no leader known
                     or await anyio.to_thread.run_sync(procs.leader_alive, identity)
                 ):
-                    live.paused = state == State.PAUSED
+                    live.paused = state in (State.PAUSED, State.WAITING_APPROVAL)
                     adopted = self._event(
                         "adopted",
                         f"re-adopted run {last.run} (pid {last.pid or 'unknown'})",
@@ -98,6 +98,10 @@ class Adoption(SessionParts):
                 else:
                     await self._after_exit(live)
                 return
+            if state == State.VERIFYING and last is not None:
+                # The daemon died while completion waited for the final verdict: wait again.
+                await self._judge_again(last)
+                return
             stop_requested = last is not None and last.stop_requested
             then = lifecycle.without_live_run(state, stop_requested)
             if then is lifecycle.Recovery.END_STOPPED:
@@ -117,6 +121,20 @@ class Adoption(SessionParts):
                 self._end_task(
                     State.FAILED, "lost", "the daemon stopped before the run started", Trigger.LOST
                 )
+
+    async def _judge_again(self, last: RunRecord) -> None:
+        """Apply the exit rules again to an ended run whose task was `verifying`."""
+        folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
+        parser = make_parser(self.config.agent, session_id=last.agent_session_id)
+        live = LiveRun(last, self._identity_of(last), folder, parser, None, self._config_of(last))
+        live.exit = procs.ExitInfo(last.exit_code, last.signal)
+        live.last_line = last.last_line or ""
+        live.exited.set()
+        live.drained.set()
+        live.handled = True
+        live.tailer.close()
+        self.run = live
+        await self._after_exit(live)
 
     def _config_of(self, record: RunRecord | None) -> SessionConfig:
         """The config a recorded run ran with, as far as it is kept: today's, in the run's cwd."""

@@ -255,6 +255,12 @@ class ControlApi:
         await supervisor.reject()
         await send(result=supervisor.status().to_json())
 
+    async def op_ack(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Acknowledge an open warning (or every one): it leaves the badge, stays in history."""
+        supervisor = self._session(request.get("name"))
+        await supervisor.acknowledge(request.get("kind"))
+        await send(result=supervisor.status().to_json())
+
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         await send(result=ReportReply.model_validate(await session_report(supervisor)).to_json())

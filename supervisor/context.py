@@ -10,7 +10,9 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
+from agentherd.sessions.config import DEFAULT_NOTIFY_ON
 from agentherd.sessions.records import Event
+from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
 from agentherd.supervisor.store import Store
 
 
@@ -50,6 +52,8 @@ class Timings:
     """A rate-limited run whose agent gave no reset time waits this long, doubling each time
     in a row, up to rate_limit_wait_max_s."""
     rate_limit_wait_max_s: float = 3600.0
+    notify_timeout_s: float = 10.0
+    """A `notify` command is killed (and `notify-failed` recorded) after this long."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
@@ -90,3 +94,13 @@ class Context:
         """Worker threads that keep flooding logs within their cap."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
         """Git reads of the whole fleet run in at most this many worker threads at once."""
+        self.notify_argv: list[str] | None = None
+        """herd.toml's top-level `notify` argv (placeholders unfilled), or None."""
+        self.notify_on: tuple[str, ...] = DEFAULT_NOTIFY_ON
+        self.notifications = anyio.CapacityLimiter(MAX_CONCURRENT_NOTIFICATIONS)
+        """Notify commands of the whole fleet running at once."""
+
+    def use_notify(self, argv: list[str] | None, notify_on: list[str]) -> None:
+        """Take herd.toml's `notify` and `notify_on` (at start and on every reload)."""
+        self.notify_argv = list(argv) if argv else None
+        self.notify_on = tuple(notify_on)

@@ -108,6 +108,7 @@ class Daemon:
                     self._runs_changed,
                     self.worktree_user,
                 )
+                self.ctx.use_notify(self.config.notify, self.config.notify_on)
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
                 records = self.store.sessions()
@@ -199,6 +200,8 @@ class Daemon:
                 del self.sessions[name]
                 removed.append(name)
         self.config = config
+        if self.ctx is not None:
+            self.ctx.use_notify(config.notify, config.notify_on)
         self.update_watch_targets()
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:

@@ -99,6 +99,8 @@ class RunFollowing(SessionParts):
         if not read_any:
             return
         self.stall.activity(time.monotonic())
+        if self.warnings.is_open("stalled"):
+            self.close_warning("stalled", "the agent wrote output", "output")
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.

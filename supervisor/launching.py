@@ -11,22 +11,23 @@ from datetime import timedelta
 
 import anyio
 
-from agentherd.sessions import launchspec, lifecycle
+from agentherd.sessions import completion, launchspec, lifecycle
 from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.drift import StallClock
 from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor import agentusage, diskspace, procs
+from agentherd.supervisor.completing import Completing
 from agentherd.supervisor.liverun import LiveRun
-from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
 
 log = logging.getLogger("herd.session")
 
 
-class Launching(SessionParts):
+class Launching(Completing):
     """The part of a session supervisor that starts runs and decides what their end means."""
 
     async def _launch(
@@ -80,7 +81,8 @@ class Launching(SessionParts):
         task = self._task()
         if task is not None and task.state != State.RUNNING:
             task = task.model_copy(update={"state": State.RUNNING})
-        self.stall.activity(time.monotonic())
+        # A new run starts a new stall clock (the last one may have stopped at a pause or a gate).
+        self.stall = StallClock(time.monotonic())
         self._transition(
             State.RUNNING,
             None,
@@ -137,14 +139,29 @@ class Launching(SessionParts):
 
     async def _after_exit(self, live: LiveRun) -> None:
         """Apply the lifecycle's exit rules: completed, failed, or restart after a delay."""
+        record = self.record
+        drift_kind = self.drift_restart_of(live.record.run)
+        if drift_kind is not None:  # on_drift = restart ended it: from a verified checkpoint
+            restart = lifecycle.Decision(
+                Action.RESTART,
+                f"drift:{drift_kind}",
+                "",
+                crashed=True,
+                crash_times=tuple(record.crash_times),
+                idle_runs=record.idle_runs,
+            )
+            self._schedule_restart(live, restart)
+            return
+        outcome = live.record.outcome or "exit unknown"
         plan = None
-        if live.record.outcome == "success" and self.config.restart == "until-done":
+        if outcome == "success" and self.config.plan:
             await self.observer.refresh_plan()
             plan = self.observer.plan_current
-        record = self.record
+        plan_facts = self.plan_completion_facts()
+        refused = completion.refusal(plan_facts)
         facts = lifecycle.ExitFacts(
             run=live.record.run,
-            outcome=live.record.outcome or "exit unknown",
+            outcome=outcome,
             policy=self.config.restart,
             ran_s=time.monotonic() - live.started_monotonic,
             stable_after_s=self.config.stable_after,
@@ -153,34 +170,41 @@ class Launching(SessionParts):
             crash_times=tuple(record.crash_times),
             crash_window_s=self.config.crash_window,
             max_crashes=self.config.max_crashes,
-            disk_full=live.record.outcome != "success" and self.disk_full(),
+            disk_full=outcome != "success" and self.disk_full(),
             plan_all_passing=plan.all_passing if plan is not None else None,
             passing_now=plan.passing if plan is not None else None,
             passing_at_run_start=record.passing_at_run_start,
             plan_total=plan.total if plan is not None else None,
             idle_runs=record.idle_runs,
+            refusal=refused,
+            refusal_message=completion.describe(refused, plan_facts) if refused else "",
         )
         decision = lifecycle.after_exit(facts)
+        early: list[Event] = self.crash_events(live.record.run, outcome, live.last_line)
+        if decision.early_exit is not None:
+            early.append(self._event("early-exit", decision.early_exit, live.record.run))
+        if decision.action is Action.COMPLETE and self.config.verify is not None:
+            await self._verify_before_completing(live, facts, *early)
+            return
         record.backoff_step = decision.backoff_step
         record.crash_times = list(decision.crash_times)
         record.idle_runs = decision.idle_runs
-        early: tuple[Event, ...] = ()
-        if decision.early_exit is not None:
-            early = (self._event("early-exit", decision.early_exit, live.record.run),)
-        outcome = live.parser.outcome
-        if decision.reason == "permission-denied" and outcome is not None:
-            denied = ", ".join(outcome.permission_denials) or "its tools"
+        outcome_facts = live.parser.outcome
+        if decision.reason == "permission-denied" and outcome_facts is not None:
+            denied = ", ".join(outcome_facts.permission_denials) or "its tools"
             decision = replace(
                 decision,
                 message=f"failed: run {live.record.run} was denied {denied}; widen the "
                 "permission flags of `command` and `resume` (README: agents)",
             )
         if decision.reason == "resume-refused":
-            early = (*early, *self._resume_refused(live))
+            early.extend(self._resume_refused(live))
+        # Judged again after a daemon restart in `verifying`: the move is the verdict's.
+        by = Trigger.VERDICT if record.state == State.VERIFYING else Trigger.EXIT
         if decision.action is Action.RESTART:
-            self._schedule_restart(live, decision, *early)
+            self._schedule_restart(live, decision, *early, by=by if by is Trigger.VERDICT else None)
         else:
-            self._end_task(decision.state, decision.reason, decision.message, Trigger.EXIT, *early)
+            self._end_task(decision.state, decision.reason, decision.message, by, *early)
 
     def _resume_refused(self, live: LiveRun) -> tuple[Event, ...]:
         """The agent could not resume its session: forget the id so `command` runs next."""
@@ -204,7 +228,7 @@ class Launching(SessionParts):
         )
 
     def _schedule_restart(
-        self, live: LiveRun, decision: lifecycle.Decision, *before: Event
+        self, live: LiveRun, decision: lifecycle.Decision, *before: Event, by: Trigger | None = None
     ) -> None:
         """Enter backoff and start the timer that relaunches (a stop cancels it)."""
         if decision.reason == "rate-limit":
@@ -220,6 +244,8 @@ class Launching(SessionParts):
         self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
         disk_full = decision.reason == "disk-full"
         waits = "; it waits until the disk has space again" if disk_full else ""
+        if by is None:
+            by = Trigger.EXIT
         self._transition(
             State.BACKOFF,
             decision.reason,
@@ -318,7 +344,9 @@ class Launching(SessionParts):
             self.record.restarts += 1
             env_extra: dict[str, str] = {}
             if crashed:
-                prepared = await self._prepare_restart(None, last_run, run_config)
+                # on_drift = restart goes back to the last verified checkpoint.
+                target = "verified" if (self.record.reason or "").startswith("drift:") else None
+                prepared = await self._prepare_restart(target, last_run, run_config)
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart
                     return
                 env_extra, mode = prepared

@@ -155,6 +155,8 @@ class Observer:
         plan = await self._read_settled_plan(path, signature)
         if plan is None:
             return
+        if self.plan_error is not None:
+            self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
         self.plan_error = None
         self.plan_current = plan
         if self.plan_baseline is None:
@@ -183,6 +185,9 @@ class Observer:
             )
         elif not changes:
             self._reported_changes = ()
+            self.session.close_warning(
+                "plan-tampered", f"{self.config.plan} matches its baseline again", "plan"
+            )
         self.session.touch()
 
     async def _read_settled_plan(self, path: Path, signature: FileSignature | None) -> Plan | None:
@@ -193,6 +198,8 @@ class Observer:
         while True:
             problem = None
             plan = None
+            if signature is None and self.plan_current is None and self.plan_baseline is None:
+                return None  # the agent has not written its plan yet: nothing is wrong
             if signature is None:
                 problem = "deleted or unreadable"
             elif signature.size > DEFAULT_MAX_PLAN_BYTES:
@@ -435,6 +442,7 @@ class Observer:
                 sha=result.sha,
                 duration_s=result.duration_s,
             )
+            self.session.verdict_events(result.sha, True, "")
             self.session.record_verification(verdict, event)
             return
         why = result.error or ("timed out" if result.timed_out else f"exit {result.exit_code}")
@@ -448,7 +456,17 @@ class Observer:
                 output_tail=result.output_tail[-2000:],
             )
         ]
-        claimed = await self._claimed_at(result.sha)
+        claimed, claim_error = await self._claimed_at(result.sha)
+        if claim_error is not None:
+            events.append(
+                self.session.make_event(
+                    "claim-unchecked",
+                    f"checkpoint {result.sha[:7]} fails verification, but its plan claims "
+                    f"could not be checked: {inert(claim_error)[:200]}",
+                    sha=result.sha,
+                    error=claim_error[:500],
+                )
+            )
         if claimed:
             events.append(
                 self.session.make_event(
@@ -460,12 +478,14 @@ class Observer:
                     items=claimed,
                 )
             )
+        events += self.session.verdict_events(result.sha, False, result.output_tail)
         self.session.record_verification(verdict, *events)
 
-    async def _claimed_at(self, sha: str) -> list[str]:
-        """Plan items that the commit `sha` flipped to passing (compared with its parent)."""
+    async def _claimed_at(self, sha: str) -> tuple[list[str], str | None]:
+        """Plan items that the commit `sha` flipped to passing (against its parent), or why
+        git could not tell (a git error is reported, never taken for "no claim")."""
         if not self.config.plan:
-            return []
+            return [], None
         plan_file = self.config.plan
         try:
             now_data = await anyio.to_thread.run_sync(
@@ -484,17 +504,18 @@ class Observer:
                 DEFAULT_MAX_PLAN_BYTES,
                 limiter=self._git_limiter,
             )
-        except Exception:
-            return []
+        except Exception as exc:  # git fails in many ways: say so
+            return [], f"git cannot show {plan_file} at {sha[:7]}: {exc}"
         if now_data is None:
-            return []
+            return [], None
         try:
             now = parse_plan(now_data)
             before = parse_plan(before_data) if before_data is not None else None
         except PlanError:
-            return []
+            return [], None  # no readable plan at that commit: it claims nothing
         passing_before = {i.key for i in before.items if i.passes} if before else set()
-        return [i.description for i in now.items if i.passes and i.key not in passing_before]
+        claimed = [i.description for i in now.items if i.passes and i.key not in passing_before]
+        return claimed, None
 
     # ----- status ---------------------------------------------------------------------------
 

@@ -70,6 +70,11 @@ class EventsArgs(_Args):
     limit: Annotated[int, Field(ge=1, le=MAX_EVENTS_PAGE)] = 1000
 
 
+class AckArgs(_Args):
+    name: Text
+    kind: Text | None = None
+
+
 class LogInfoArgs(_Args):
     name: Text
     run: Number | None = None
@@ -90,6 +95,7 @@ ARGS: dict[str, type[_Args]] = {
     "log_info": LogInfoArgs,
     "approve": NameArgs,
     "reject": NameArgs,
+    "ack": AckArgs,
     "report": NameArgs,
     "down": NoArgs,
     "shutdown": NoArgs,

@@ -87,6 +87,22 @@ class SessionParts:
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         raise NotImplementedError
 
+    async def _stop_locked(self, kill: bool, reason: str, end_task: bool = True) -> bool:
+        raise NotImplementedError
+
+    def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        raise NotImplementedError
+
+    # drifting.py
+    def close_warning(self, kind: str, why: str, by: str) -> None:
+        raise NotImplementedError
+
+    def drift_restart_of(self, run: int) -> str | None:
+        raise NotImplementedError
+
+    def crash_events(self, run: int, outcome: str, last_line: str) -> list[Event]:
+        raise NotImplementedError
+
     # following.py
     def _watch(self, live: LiveRun) -> None:
         raise NotImplementedError
@@ -116,7 +132,9 @@ class SessionParts:
     async def _after_exit(self, live: LiveRun) -> None:
         raise NotImplementedError
 
-    def _schedule_restart(self, live: LiveRun, decision: Decision, *before: Event) -> None:
+    def _schedule_restart(
+        self, live: LiveRun, decision: Decision, *before: Event, by: Trigger | None = None
+    ) -> None:
         raise NotImplementedError
 
     def _arm_restart(

@@ -88,3 +88,11 @@ class SessionPort(Protocol):
     def forget_agent_session_id(self, *events: Event) -> None:
         """Post that the agent's session id is unusable (resume refused)."""
         ...
+
+    def close_warning(self, kind: str, why: str, by: str) -> None:
+        """Post that an open warning's cause is gone (its `warning-closed`)."""
+        ...
+
+    def verdict_events(self, sha: str, passed: bool, output_tail: str) -> list[Event]:
+        """The drift events a checkpoint's verdict adds (repeated-failure)."""
+        ...

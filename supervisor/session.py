@@ -40,6 +40,7 @@ from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.adoption import Adoption
 from agentherd.supervisor.context import Context
+from agentherd.supervisor.drifting import DriftHandling, DriftState
 from agentherd.supervisor.following import RunFollowing
 from agentherd.supervisor.launching import Launching
 from agentherd.supervisor.liverun import LiveRun
@@ -52,7 +53,7 @@ STRICT_TRANSITIONS_VAR = "HERD_STRICT_TRANSITIONS"
 """Set to 1 by the test suite: an illegal lifecycle move raises instead of being logged."""
 
 
-class SessionSupervisor(Adoption, Launching, RunFollowing):
+class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
     """Owns one session: the only writer of its record; every change goes through `_commit`."""
 
     def __init__(self, config: SessionConfig, record: SessionRecord, ctx: Context) -> None:
@@ -76,6 +77,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
         self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
         self.observer = Observer(self)
+        self.drift = DriftState(spent_at_flip=self._spent())
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
 
@@ -100,12 +102,14 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
         verification: Verification | None = None,
     ) -> list[Event]:
         name = self.config.name
+        # Every warning an event settles gets its `warning-closed` in the same transaction.
+        events = tuple(open_warnings.with_closings(events, self.warnings.kinds()))
         written = self.ctx.store.commit(
             Change(
                 session=self.record,
                 run=run,
                 task=task,
-                events=tuple(events),
+                events=events,
                 checkpoint=(name, checkpoint) if checkpoint is not None else None,
                 verification=(name, verification) if verification is not None else None,
             )
@@ -114,6 +118,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
             self.warnings.take(event)
         self.version += 1
         self.ctx.announce(written)
+        self._after_written(written)
         return written
 
     def _ended_runs_usage(self) -> Usage:
@@ -177,10 +182,15 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
     def note_progress(self) -> None:
         """The agent showed progress (a progress entry or a commit)."""
         self.stall.activity(time.monotonic())
+        self.close_warning("stalled", "the agent wrote a progress entry or a commit", "progress")
         self.version += 1
 
     def check_stall(self) -> None:
-        """Warn once when a running session shows no output, progress or commit for `stall`."""
+        """Warn once when a running session shows no output, progress or commit for `stall`.
+
+        Also the other drift checks of the slow pass (plan progress, burn rate).
+        """
+        self.check_drift()
         if self.record.state != State.RUNNING:
             return
         if self.stall.newly_stalled(time.monotonic(), self.config.budget.stall):
@@ -327,7 +337,6 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
         self.record.idle_runs = 0
         self.task_usage = Usage()
         self.record.task_started_at = iso(utc_now())
-        self.warnings.clear()
         task = TaskRecord(
             handle=handle,
             session=self.config.name,
@@ -442,40 +451,61 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
             self.preparing = None
 
     async def approve(self) -> None:
-        """Adopt the current plan as the baseline (a person accepted the change)."""
-        observer = self.observer
-        plan = observer.plan_current
-        if plan is None:
-            raise SessionError(f"{self.config.name} has no plan to approve")
-        changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
-        accepted = observer.accept_plan()
-        assert accepted is not None  # there is a current plan
-        self.adopt_plan_baseline(
-            *accepted,
-            self.make_event(
-                "plan-approved",
-                f"plan approved as the new baseline ({changes} change(s) accepted)",
-                passing=plan.passing,
-                total=plan.total,
-            ),
-        )
+        """Adopt the current plan as the baseline; a run held at the approval gate continues."""
+        async with self._lock:
+            observer = self.observer
+            plan = observer.plan_current
+            waiting = self.record.state == State.WAITING_APPROVAL
+            if plan is None and not waiting:
+                raise SessionError(f"{self.config.name} has no plan to approve")
+            if plan is not None:
+                changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
+                accepted = observer.accept_plan()
+                assert accepted is not None  # there is a current plan
+                self.adopt_plan_baseline(
+                    *accepted,
+                    self.make_event(
+                        "plan-approved",
+                        f"plan approved as the new baseline ({changes} change(s) accepted)",
+                        passing=plan.passing,
+                        total=plan.total,
+                    ),
+                )
+            await self.continue_after_approval("approved")
 
     async def reject(self) -> None:
-        """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
+        """Write the baseline plan back (keeping items that pass now) after a forbidden change.
+
+        At the approval gate the run then continues; with no plan change to undo there, a
+        reject stops the task instead.
+        """
         name = self.config.name
-        diff = self.observer.plan_diff
-        if diff is None or not diff.changed_items:
-            raise SessionError(f"{name}: the plan matches its baseline")
-        try:
-            await self.observer.restore_baseline()
-        except (ValueError, OSError) as exc:
-            raise SessionError(f"{name}: {exc}") from None
-        self._commit(
-            self.make_event(
-                "plan-rejected",
-                f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
+        async with self._lock:
+            diff = self.observer.plan_diff
+            waiting = self.record.state == State.WAITING_APPROVAL
+            if diff is None or not diff.changed_items:
+                if waiting:
+                    await self._stop_locked(kill=False, reason="user")
+                    return
+                raise SessionError(f"{name}: the plan matches its baseline")
+            try:
+                await self.observer.restore_baseline()
+            except (ValueError, OSError) as exc:
+                raise SessionError(f"{name}: {exc}") from None
+            self._commit(
+                self.make_event(
+                    "plan-rejected",
+                    f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
+                )
             )
-        )
+            await self.continue_after_approval("rejected")
+
+    async def acknowledge(self, kind: str | None) -> list[str]:
+        """`herd ack`: acknowledged warnings stay open (and in the report) but leave the badge."""
+        try:
+            return self.ack(kind)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
 
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""

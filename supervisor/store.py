@@ -25,7 +25,7 @@ MAX_PENDING_EVENTS = 10_000
 _WRITE_FAILURES = frozenset({"SQLITE_FULL", "SQLITE_IOERR"})
 """sqlite error names (extended ones start with these) that mean "the disk refused the write"."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump with a migration in `_MIGRATIONS` whenever the tables change."""
 
 _SCHEMA_V1 = """
@@ -54,6 +54,10 @@ CREATE TABLE IF NOT EXISTS warnings(
     message TEXT NOT NULL, count INTEGER NOT NULL, closed_seq INTEGER, closed_at TEXT,
     PRIMARY KEY(session, kind, opened_seq));
 CREATE INDEX IF NOT EXISTS warnings_open ON warnings(session, closed_seq);
+""",
+    3: """
+ALTER TABLE warnings ADD COLUMN acked_seq INTEGER;
+ALTER TABLE warnings ADD COLUMN acked_at TEXT;
 """,
 }
 """Statements that take the schema from version N-1 to N."""
@@ -140,13 +144,15 @@ class Store:
                     if statement.strip():
                         self._db.execute(statement)
                 version = 1
+            backfill = False
             while version < SCHEMA_VERSION:
                 version += 1
                 for statement in _MIGRATIONS[version].split(";"):
                     if statement.strip():
                         self._db.execute(statement)
-                if version == 2:
-                    self._backfill_warnings()
+                backfill = backfill or version == 2
+            if backfill:  # once the warnings table has all its columns
+                self._backfill_warnings()
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
@@ -155,13 +161,21 @@ class Store:
     def _backfill_warnings(self) -> None:
         """Fold the event log of an older herd into warning records (once, at the upgrade)."""
         rows = self._db.execute(
-            "SELECT seq, at, session, run, kind, message FROM events "
+            "SELECT seq, at, session, run, kind, message, data FROM events "
             "WHERE session IS NOT NULL ORDER BY seq"
         )
-        for seq, at, session, run, kind, message in rows.fetchall():
+        for seq, at, session, run, kind, message, data in rows.fetchall():
             if open_warnings.concerns(kind):
                 self._fold_warnings(
-                    Event(seq=seq, at=at, session=session, run=run, kind=kind, message=message)
+                    Event(
+                        seq=seq,
+                        at=at,
+                        session=session,
+                        run=run,
+                        kind=kind,
+                        message=message,
+                        data=json.loads(data),
+                    )
                 )
 
     def _transaction(self) -> _Tx:
@@ -330,8 +344,8 @@ class Store:
         for record in open_warnings.fold(current, event):
             self._db.execute(
                 "INSERT OR REPLACE INTO warnings(session, kind, opened_seq, opened_at, "
-                "last_seq, last_at, message, count, closed_seq, closed_at) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "last_seq, last_at, message, count, closed_seq, closed_at, acked_seq, acked_at) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.session,
                     record.kind,
@@ -343,13 +357,16 @@ class Store:
                     record.count,
                     record.closed_seq,
                     record.closed_at,
+                    record.acked_seq,
+                    record.acked_at,
                 ),
             )
 
     def _open_warnings(self, session: str) -> list[WarningRecord]:
         rows = self._db.execute(
             "SELECT session, kind, opened_seq, opened_at, last_seq, last_at, message, count, "
-            "closed_seq, closed_at FROM warnings WHERE session=? AND closed_seq IS NULL "
+            "closed_seq, closed_at, acked_seq, acked_at FROM warnings "
+            "WHERE session=? AND closed_seq IS NULL "
             "ORDER BY last_seq",
             (session,),
         ).fetchall()

@@ -78,7 +78,8 @@ def test_every_problem_is_reported_once(tmp_path: Path) -> None:
         "'until-done'",
         "herd.toml: session \"b d\": stop_grace: 'abc' is not a duration; write it like 90s, "
         "20m, 6h, 1h30m or a number of seconds",
-        "herd.toml: session \"b d\": on_drift.stalled: must be 'warn', 'notify' or 'pause'",
+        "herd.toml: session \"b d\": on_drift.stalled: must be 'warn', 'notify', 'pause', "
+        "'restart' or 'stop'",
         'herd.toml: session "ok": command: required; add it',
     ]
 

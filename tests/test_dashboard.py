@@ -319,11 +319,18 @@ def test_create_demo_makes_six_repos_and_a_valid_herd_toml(tmp_path: Path) -> No
                 and a not in ("--plan", "--progress", "--delay", "--jitter", "--flood")
             )
         )
-    assert flags == {"", "--crash-at --crash-once", "--stall-at", "--one-per-run", "--tamper-at"}
+    assert flags == {
+        "",
+        "--crash-at --crash-once",
+        "--stall-at --stall-once",
+        "--one-per-run",
+        "--tamper-at",
+    }
     by_name = {s.name: s for s in config.sessions}
     assert by_name["auth-refactor"].restart == "on-failure"
     assert by_name["docs-site"].restart == "until-done"
     assert by_name["search-index"].budget.stall == 30
+    assert by_name["search-index"].on_drift == {"stalled": "restart"}
 
 
 def test_create_demo_repeats_behaviours_with_numbered_names(tmp_path: Path) -> None:

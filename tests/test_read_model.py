@@ -68,11 +68,12 @@ def settled(herd: Herd) -> dict[str, Any]:
         status = herd.status("api")
         checkpoint = status["checkpoint"] or {}
         kinds = {w["kind"] for w in status["warnings"]}
-        done = status["state"] == "completed" and checkpoint.get("verification")
+        # A clean exit with a plan item failing is not a completion (plan-incomplete).
+        done = status["state"] == "failed" and checkpoint.get("verification")
         claims = "claims-done-but-fails" in kinds and "verify-failed" in kinds
         return status if done and claims else None
 
-    return wait_until(ready, timeout_s=60, what="a completed run with a failing checkpoint")
+    return wait_until(ready, timeout_s=60, what="a run refused completion")
 
 
 def test_status_agrees_with_report_and_events_after_a_daemon_restart(herd: Herd) -> None:

@@ -368,7 +368,7 @@ def status_field_names(herd: Herd) -> set[str]:
         """
     )
     herd.start().call("start", name="api")
-    herd.wait_state("api", "completed")
+    herd.wait_state("api", "failed")  # plan-incomplete: the plan's items do not pass
     wait_until(lambda: (herd.status("api")["checkpoint"] or {}).get("verification"))
     plan = repo / "feature_list.json"
     items = json.loads(plan.read_text())

@@ -81,12 +81,12 @@ def test_status_json_is_the_model_with_every_field(herd: Herd) -> None:
     client.call("start", name="api")
     wait_until(
         lambda: (
-            (s := herd.status("api"))["state"] == "completed"
+            (s := herd.status("api"))["state"] == "failed"  # plan-incomplete: 1 of 2 pass
             and (s["checkpoint"] or {}).get("verification")
             and s["warnings"]
         ),
         timeout_s=60,
-        what="a completed run with a verified checkpoint",
+        what="an ended run with a verified checkpoint",
     )
     assert set(SessionStatus.model_fields) >= CONTRACT_FIELDS
 

@@ -31,7 +31,7 @@ REFRESH_S = 0.25
 LOG_MAX_LINES = 2000
 """The output view keeps this many lines; older ones are in the file (`herd logs`)."""
 
-ACTION_IDS = ("start-stop", "restart", "kill", "logs", "help", "quit")
+ACTION_IDS = ("start-stop", "restart", "kill", "logs", "ack", "help", "quit")
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
 SESSION_ACTIONS = frozenset({"start_stop", "restart", "kill", "logs", "hide_output", "help"})
@@ -71,6 +71,13 @@ class HerdApp(App[None]):
             "Output",
             id="logs",
             tooltip="Show the selected session's output below the table; again hides it",
+        ),
+        Binding(
+            "a",
+            "ack",
+            "Ack",
+            id="ack",
+            tooltip="Acknowledge the selected session's open warnings: they leave its badge",
         ),
         Binding("question_mark", "help", "Help", id="help", tooltip="This list of keys"),
         Binding(
@@ -279,6 +286,12 @@ class HerdApp(App[None]):
                 self._command(name, "stop", kill=True)
 
         self.push_screen(ConfirmScreen(f"Kill {escape(name)}? y/n"), answered)
+
+    def action_ack(self) -> None:
+        """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
+        status = self._selected()
+        if status is not None:
+            self._command(status.session, "ack")
 
     def action_logs(self) -> None:
         """Show the selected session's output below the table; again on the same one hides it."""

@@ -404,6 +404,17 @@ def reject(name: str) -> None:
     click.echo(f"{name}: plan restored ({_passing(status)} passing)")
 
 
+@main.command()
+@click.argument("name")
+@click.argument("kind", required=False)
+@guarded
+def ack(name: str, kind: str | None) -> None:
+    """Acknowledge an open warning (KIND, or every one): it leaves the badge, stays in history."""
+    status: SessionStatus = _ask(_client(), "ack", name=name, kind=kind)
+    what = kind or "every open warning"
+    click.echo(f"{name}: acknowledged {what}; {len(status.warnings)} warning(s) left on the badge")
+
+
 def _passing(status: SessionStatus) -> str:
     """`3/7`, or `None/None` when the session has no plan (as it always read)."""
     plan = status.plan

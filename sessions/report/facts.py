@@ -8,7 +8,7 @@ from typing import Any
 
 from agentherd.sessions.adapters.usage import Usage
 from agentherd.sessions.checkpoint import Checkpoint
-from agentherd.sessions.open_warnings import CLOSED_BY
+from agentherd.sessions.open_warnings import CLOSED_BY, CLOSED_EVENT
 from agentherd.sessions.plan import diff_plan
 from agentherd.sessions.records import WARNING_KINDS, Event
 from agentherd.sessions.report.models import (
@@ -103,13 +103,15 @@ def open_warnings(data: ReportInput, events: list[Event], tampered: bool) -> lis
         event = events[position]
         kind = event.kind
         if kind in WARNING_KINDS and kind not in closed:
-            if RESOLVED_BY.get(kind, frozenset()) & kinds_after:
+            if RESOLVED_BY.get(kind, frozenset()) & kinds_after or f"closed:{kind}" in kinds_after:
                 closed.add(kind)
             else:
                 newest.setdefault(kind, event)
                 counts[kind] = counts.get(kind, 0) + 1
                 oldest_at[kind] = position
         kinds_after.add(kind)
+        if kind == CLOSED_EVENT:  # names the warning whose cause is gone
+            kinds_after.add(f"closed:{event.data.get('kind')}")
     if data.plan_error is None:
         newest.pop("plan-invalid", None)
     if not tampered and data.plan_baseline is not None and data.plan_current is not None:

@@ -77,8 +77,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Search highlights the matched words",
             "Index rebuild runs in the background",
         ),
-        ("--delay", "5", "--stall-at", "2"),
-        ('budget = { stall = "30s" }',),
+        ("--delay", "5", "--stall-at", "2", "--stall-once"),
+        ('budget = { stall = "30s" }', 'on_drift = { stalled = "restart" }'),
     ),
     Behaviour(
         "billing-export",
@@ -237,7 +237,8 @@ def create_demo(root: Path, sessions: int = 6) -> Path:
     header = (
         "# herd demo: simulated coding agents (agentherd.supervisor.sim.simagent),"
         " a git repo each:\n"
-        "# steady, crashes once mid-edit, stalls, slow, one feature per run, tampers its plan.\n"
+        "# steady, crashes once mid-edit, stalls once (restarted), slow, one feature per run,"
+        " tampers its plan.\n"
         '\n[defaults]\nrestart = "on-failure"\nstop_grace = "3s"\n\n'
     )
     config_path.write_text(header + "\n".join(blocks))

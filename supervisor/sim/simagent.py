@@ -502,6 +502,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--fail-at", type=int, metavar="N", help="API-error result at feature N")
     p.add_argument("--fail-once", action="store_true", help="fail only on the first try")
     p.add_argument("--stall-at", type=int, metavar="N", help="hang silently at feature N")
+    p.add_argument("--stall-once", action="store_true", help="stall only on the first try")
     p.add_argument("--tamper-at", type=int, metavar="N", help="edit the plan at feature N")
     p.add_argument("--flood", type=int, default=0, metavar="N", help="noise lines per feature")
     p.add_argument("--resume", metavar="ID", help="continue session ID (keeps the id)")
@@ -561,7 +562,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if fires(n, args.crash_at, args.crash_once, "crashed"):
             agent.crash(n)
-        if n == args.stall_at:
+        if fires(n, args.stall_at, args.stall_once, "stalled"):
             agent.stall(n)
         agent.flood(n)
         if n == args.tamper_at:

@@ -1,0 +1,358 @@
+"""Drift as conditions a person can act on: closing, acknowledging, notifying, on_drift actions.
+
+The rules are pure (sessions/drift.py, open_warnings.py, notify.py); this part of a session
+supervisor applies them: after each commit it notifies and acts on what opened, and on the
+slow pass it judges the burn rate. It never writes but through the session's `_commit`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+
+import anyio
+
+from agentherd.sessions import notify
+from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
+from agentherd.sessions.lifecycle import Trigger
+from agentherd.sessions.records import WARNING_KINDS, Event
+from agentherd.sessions.sanitize import inert
+from agentherd.sessions.states import State
+from agentherd.sessions.times import parse_iso, utc_now
+from agentherd.supervisor import procs
+from agentherd.supervisor.notifier import run_notify
+from agentherd.supervisor.parts import SessionParts
+
+log = logging.getLogger("herd.drift")
+
+DRIFT_KINDS = frozenset(
+    {
+        "plan-tampered",
+        "claims-done-but-fails",
+        "stalled",
+        "crash-loop",
+        "repeated-failure",
+        "out-of-scope",
+        "burn-without-progress",
+        "early-exit",
+    }
+)
+"""The kinds `on_drift` can name (CONTRACT.md)."""
+
+CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
+"""Warnings whose cause is gone once a plan item flips to passing."""
+
+
+@dataclass
+class DriftState:
+    """What the drift rules remember between events, per session (in memory)."""
+
+    verify_streak: FailureStreak = field(default_factory=FailureStreak)
+    crash_streak: FailureStreak = field(default_factory=FailureStreak)
+    passing_seen: int | None = None
+    """Plan items passing at the last look: a rise is progress."""
+    spent_at_flip: dict[str, float] = field(default_factory=dict)
+    """What the task had spent when an item last flipped to passing (or when it began)."""
+    restart_run: int | None = None
+    """The run that on_drift = restart is stopping: its end restarts from a verified checkpoint."""
+    restart_kind: str = ""
+
+
+class DriftHandling(SessionParts):
+    """The part of a session supervisor that turns drift into closings, notices and actions."""
+
+    drift: DriftState
+
+    # ----- after every commit ----------------------------------------------------------------
+
+    def _after_written(self, written: list[Event]) -> None:
+        """Notify and act on events just written (a warning only at its opening)."""
+        for event in written:
+            kind = event.kind
+            if kind == "task-started":
+                self.drift = DriftState(spent_at_flip=self._spent())
+            opening = True
+            if kind in WARNING_KINDS:
+                record = self.warnings.get(kind)
+                opening = record is not None and record.opened_seq == event.seq
+            drift_kind = kind
+            if kind == "failed" and event.data.get("reason") == "crash-loop":
+                drift_kind = "crash-loop"  # a task end, not a warning: only `notify` applies
+            action: str | None = None
+            if drift_kind in DRIFT_KINDS:
+                found = [v for k, v in self.config.on_drift.items() if k == drift_kind]
+                action = found[0] if found else None
+            if self.ctx.notify_argv and notify.wanted(kind, self.ctx.notify_on, action, opening):
+                self.ctx.tg.start_soon(self._notify, event)
+            if opening and drift_kind == kind and action in ("pause", "restart", "stop"):
+                self.ctx.tg.start_soon(self._act, str(action), kind)
+
+    async def _notify(self, event: Event) -> None:
+        """Run the notify command for one event; a failure becomes `notify-failed`."""
+        argv_template = self.ctx.notify_argv
+        if not argv_template:
+            return
+        values = notify.values(self.config.name, event.kind, event.message, self.record.handle)
+        argv = notify.fill(argv_template, values)
+        async with self.ctx.notifications:
+            result = await run_notify(argv, self.ctx.timings.notify_timeout_s)
+        if result.error is not None:
+            self._commit(
+                self._event(
+                    "notify-failed",
+                    f"notify for {event.kind} failed: {result.error}",
+                    event.run,
+                    argv0=argv[0],
+                    exit_code=result.exit_code,
+                    timed_out=result.timed_out,
+                    for_seq=event.seq,
+                )
+            )
+
+    # ----- a person's answer -----------------------------------------------------------------
+
+    def ack(self, kind: str | None) -> list[str]:
+        """Acknowledge one open warning (or all): each gets a `warning-acked` event."""
+        waiting = [r.kind for r in self.warnings.open() if r.acked_seq is None]
+        if kind is not None:
+            if kind not in waiting:
+                shown = ", ".join(waiting) or "none"
+                raise ValueError(
+                    f"{self.config.name} has no unacknowledged open warning {kind!r} "
+                    f"(open: {shown})"
+                )
+            waiting = [kind]
+        if waiting:
+            self._commit(
+                *(
+                    _naming(
+                        self._event("warning-acked", f"{w} acknowledged", self.record.run or None),
+                        w,
+                    )
+                    for w in waiting
+                )
+            )
+        return waiting
+
+    def close_warning(self, kind: str, why: str, by: str) -> None:
+        """Close an open warning whose cause is gone (a condition, not another event)."""
+        if not self.warnings.is_open(kind):
+            return
+        self._commit(
+            _naming(
+                self._event(
+                    "warning-closed", f"{kind} closed ({why})", self.record.run or None, by=by
+                ),
+                kind,
+            )
+        )
+
+    # ----- on_drift actions ------------------------------------------------------------------
+
+    async def _act(self, action: str, kind: str) -> None:
+        """Apply `on_drift`'s action for a warning that just opened."""
+        try:
+            if action == "pause":
+                await self._drift_pause(kind)
+            elif action == "stop":
+                await self.stop(reason=f"drift:{kind}")
+            elif action == "restart":
+                await self._drift_restart(kind)
+        except Exception:  # an action that cannot apply leaves the warning; never the daemon
+            log.exception("%s: on_drift %s for %s failed", self.config.name, action, kind)
+
+    async def _drift_pause(self, kind: str) -> None:
+        """The approval gate: SIGSTOP the run and wait for `herd approve` or `herd reject`."""
+        async with self._lock:
+            run = self.run
+            if self.record.state not in (State.RUNNING, State.PAUSED):
+                return
+            if run is None or run.exited.is_set():
+                return
+            if not run.paused:
+                timings = self.ctx.timings
+                await anyio.to_thread.run_sync(
+                    procs.pause_run, run.identity, timings.pause_wait_s, timings.stop_poll_s
+                )
+                run.paused = True
+                self.stall.pause(time.monotonic())
+            name = self.config.name
+            self._transition(
+                State.WAITING_APPROVAL,
+                kind,
+                _naming(
+                    self._event(
+                        "waiting-approval",
+                        f"{kind}: the run is paused until `herd approve {name}` "
+                        f"or `herd reject {name}`",
+                        run.record.run,
+                    ),
+                    kind,
+                ),
+                by=Trigger.DRIFT_PAUSE,
+            )
+
+    async def continue_after_approval(self, answer: str, *events: Event) -> bool:
+        """Continue a run held at the approval gate (SIGCONT); False when none was held."""
+        if self.record.state != State.WAITING_APPROVAL:
+            return False
+        run = self.run
+        if run is not None and not run.exited.is_set():
+            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
+            run.paused = False
+        self.stall.resume(time.monotonic())
+        approved = answer == "approved"
+        answer_kind = "approved" if approved else "rejected"
+        self._transition(
+            State.RUNNING,
+            None,
+            *events,
+            self._event(answer_kind, f"{answer_kind}: the run continues", self.record.run or None),
+            by=Trigger.APPROVE if approved else Trigger.REJECT,
+        )
+        return True
+
+    async def _drift_restart(self, kind: str) -> None:
+        """Stop the run; its end restarts it from the last verified checkpoint, with resume."""
+        async with self._lock:
+            run = self.run
+            if self.record.state not in (State.RUNNING, State.PAUSED, State.WAITING_APPROVAL):
+                return
+            if run is None or run.exited.is_set():
+                return
+            self.drift.restart_run = run.record.run
+            self.drift.restart_kind = kind
+            identity = run.identity
+            paused = run.paused
+        # Outside the lock: the exit handler takes it to schedule the restart.
+        await procs.stop_tree(
+            identity,
+            self.config.stop_signal_number,
+            self.config.stop_grace,
+            self.ctx.timings.kill_wait_s,
+            self.ctx.timings.stop_poll_s,
+            continue_first=paused,
+        )
+
+    def drift_restart_of(self, run: int) -> str | None:
+        """The drift kind whose `restart` action ended run `run`, once (None: it was not)."""
+        if self.drift.restart_run != run:
+            return None
+        self.drift.restart_run = None
+        return self.drift.restart_kind
+
+    # ----- repeated-failure -------------------------------------------------------------------
+
+    def verdict_events(self, sha: str, passed: bool, output_tail: str) -> list[Event]:
+        """A `repeated-failure` when a checkpoint fails the same way N times in a row."""
+        streak = self.drift.verify_streak
+        if passed:
+            streak.passed()
+            return []
+        length = streak.failed(failure_signature(output_tail))
+        wanted = self.config.drift.repeated_failure
+        if length < wanted:
+            return []
+        return [
+            self.make_event(
+                "repeated-failure",
+                f"checkpoint {sha[:7]} fails the same way as the {length - 1} before it "
+                f"({inert(_last_line(output_tail))[:120]})",
+                sha=sha,
+                streak=length,
+                source="verify",
+            )
+        ]
+
+    def crash_events(self, run: int, outcome: str, last_line: str) -> list[Event]:
+        """A `repeated-failure` when runs crash with the same tail N times in a row."""
+        streak = self.drift.crash_streak
+        if outcome == "success":
+            streak.passed()
+            return []
+        length = streak.failed(outcome + "\n" + failure_signature(last_line))
+        if length < self.config.drift.repeated_failure:
+            return []
+        return [
+            self._event(
+                "repeated-failure",
+                f"run {run} crashed the same way as the {length - 1} before it "
+                f"({outcome}: {last_line[:120]})",
+                run,
+                streak=length,
+                source="crash",
+            )
+        ]
+
+    # ----- the slow pass: progress and burn ---------------------------------------------------
+
+    def check_drift(self) -> None:
+        """Note plan progress (it closes burn and early-exit) and judge the burn rate."""
+        plan = self.observer.plan_current
+        passing = plan.passing if plan is not None else None
+        state = self.drift
+        if passing is not None and (state.passing_seen is None or passing > state.passing_seen):
+            if state.passing_seen is not None:
+                state.spent_at_flip = self._spent()
+                for kind in CLOSED_BY_PROGRESS:
+                    self.close_warning(kind, f"{passing} plan items pass now", "plan-progress")
+            state.passing_seen = passing
+        if self.record.state not in (State.RUNNING, State.BACKOFF, State.STARTING):
+            return
+        if self.warnings.is_open("burn-without-progress"):
+            return  # one warning per stretch without progress
+        budget = self.config.budget
+        limits: dict[str, float | None] = {
+            "cost_usd": budget.cost_usd,
+            "tokens": budget.tokens,
+            "turns": budget.turns,
+            "wall_time": budget.wall_time,
+            "restarts": budget.restarts,
+        }
+        if not any(limits.values()):
+            return  # nothing to burn: no usage to add up on every pass
+        found = burn_without_progress(
+            self._spent(), state.spent_at_flip, limits, self.config.drift.burn_without_progress
+        )
+        if found is None:
+            return
+        dimension, share = found
+        self._commit(
+            self.make_event(
+                "burn-without-progress",
+                f"{share:.0%} of the {dimension} budget spent since a plan item last passed "
+                f"(drift.burn_without_progress = {self.config.drift.burn_without_progress:g})",
+                dimension=dimension,
+                share=round(share, 4),
+            )
+        )
+
+    def _spent(self) -> dict[str, float]:
+        """What the current task has spent, per budget dimension."""
+        usage = self.task_usage
+        run = self.run
+        if run is not None and run.record.ended_at is None:
+            usage = usage + run.parser.usage
+        started = parse_iso(self.record.task_started_at)
+        wall_s = (utc_now() - started).total_seconds() if started is not None else 0.0
+        return {
+            "cost_usd": usage.cost_usd or 0.0,
+            "tokens": float(usage.total_tokens),
+            "turns": float(usage.turns),
+            "wall_time": wall_s,
+            "restarts": float(self.record.restarts),
+        }
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of `text` (what a person recognises a failure by)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def _naming(event: Event, warning_kind: str) -> Event:
+    """`event` with its data naming a warning kind (`kind`, the word the contract uses)."""
+    event.data["kind"] = warning_kind
+    return event
