@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from agentherd.sessions.durations import parse_duration
+from agentherd.sessions.prices import AGENTS_REPORTING_COST, Price, price_for, price_table
 from agentherd.sessions.scope import in_scope
 
 CONFIG_NAME = "herd.toml"
@@ -84,6 +85,8 @@ class Budget(_Strict):
     restarts: int | None = None
     warn_at: float = 0.8
     stall: Duration | None = None
+    covers: Literal["task", "life"] = "task"
+    """What the limits count: the current task (since `herd start`) or the session's whole life."""
 
     @field_validator("wall_time", "tokens", "cost_usd", "turns", "restarts", "stall")
     @classmethod
@@ -140,6 +143,8 @@ class SessionConfig(_Strict):
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
     budget: Budget = Budget()
     on_drift: dict[DriftKind, DriftAction] = {}
+    price: str | None = None
+    """The price table entry for an estimated cost (default: the agent's usual model)."""
 
     @field_validator("name")
     @classmethod
@@ -263,6 +268,8 @@ class HerdConfig(_Strict):
     notify_on: list[str] = list(DEFAULT_NOTIFY_ON)
     fleet: FleetConfig = FleetConfig()
     keys: dict[str, str] = {}
+    prices: dict[str, Price] = {}
+    """Entries over herd's own price table (USD per million tokens), by model name."""
     sessions: list[SessionConfig] = []
     path: Path = Path(CONFIG_NAME)
 
@@ -564,6 +571,14 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     except ValidationError as exc:
         problems.extend(_validation_problems(exc, file, None, _TOP_KEYS))
         config = None
+    if config is not None:
+        table = price_table(config.prices)
+        for session in config.sessions:
+            if session.price is not None and session.price not in table:
+                known = ", ".join(sorted(table))
+                message = f"{session.price!r} is not in the price table; use one of {known}, "
+                message += f"or add [prices.{session.price}]"
+                problems.append(Problem(file, message, session.name, "price"))
     if problems or config is None:
         raise ConfigError(problems)
     return config
@@ -645,4 +660,40 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
                 )
             else:
                 roots[root] = session.name
+    return problems + cost_budget_problems(config)
+
+
+def cost_budget_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for a cost budget herd cannot enforce: the agent reports no cost, has no price."""
+    file = config.path.name
+    table = price_table(config.prices)
+    blind = [
+        s
+        for s in config.sessions
+        if s.agent not in AGENTS_REPORTING_COST and price_for(s.agent, s.price, table) is None
+    ]
+    problems = [
+        Problem(
+            file,
+            f"agent {s.agent!r} reports no cost and has no price, so this limit never acts; "
+            'name one with price = "MODEL" (see [prices]) or use tokens',
+            s.name,
+            "budget.cost_usd",
+            warning=True,
+        )
+        for s in blind
+        if s.budget.cost_usd is not None
+    ]
+    if config.fleet.budget.cost_usd is not None and blind:
+        names = ", ".join(s.name for s in blind)
+        problems.append(
+            Problem(
+                file,
+                f"the fleet's cost leaves out {names} (no cost reported, no price); "
+                'give them price = "MODEL"',
+                None,
+                "fleet.budget.cost_usd",
+                warning=True,
+            )
+        )
     return problems

@@ -90,9 +90,11 @@ EVENT_KINDS: dict[str, str] = {
     "of `resume`",
     "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
     "deleted, or the running log's middle cut (data: dropped_bytes, final)",
+    "budget-warning": "a budget dimension reached its warn_at fraction (once per dimension); "
+    "data: scope (session or fleet), covers, dimension, spent, limit, fraction",
+    "budget-stop": "a budget dimension is spent; the task is stopped with reason "
+    "budget:<dimension>; data as budget-warning",
     # named by the contract; nothing emits them yet
-    "budget-warning": "a budget reached its warn_at fraction",
-    "budget-stop": "a budget is spent; the task is stopped",
     "rate-limited": "the agent hit a rate limit",
     "repeated-failure": "verification keeps failing the same way",
     "burn-without-progress": "spend grows while no plan item passes",
@@ -102,8 +104,6 @@ EVENT_KINDS: dict[str, str] = {
 
 RESERVED_EVENT_KINDS = frozenset(
     {
-        "budget-warning",
-        "budget-stop",
         "rate-limited",
         "repeated-failure",
         "burn-without-progress",
@@ -192,3 +192,7 @@ class SessionRecord(BaseModel):
     passing_at_run_start: int | None = None
     idle_runs: int = 0
     """until-done: consecutive clean runs that made no new plan item pass."""
+    budget_warned: list[str] = Field(default_factory=list)
+    """Budget dimensions that gave their `budget-warning` (once each per task, or per life)."""
+    budget_warned_for: str | None = None
+    """The task handle (or "life") that `budget_warned` is about."""

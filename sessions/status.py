@@ -203,6 +203,10 @@ class SessionStatus(Wire):
     usage: UsageStatus | None = None
     budget: dict[str, Any] | None = None
     logs: LogsStatus | None = None
+    usage_total: UsageStatus | None = None
+    """The session's whole life: every run it ever had (`usage` is the current task's)."""
+    fleet: dict[str, Any] | None = None
+    """Every session summed: `usage` (current tasks), `usage_total` (whole lives), `budget`."""
     warnings: list[WarningStatus] = Field(default_factory=list)
     last_line: str = ""
     """The last line of output a person can read, already summarised."""

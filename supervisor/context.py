@@ -6,10 +6,12 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
+from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
 from agentherd.supervisor.store import Store
 
@@ -46,6 +48,8 @@ class Timings:
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
+    budget_check_s: float = 1.0
+    """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
@@ -84,5 +88,9 @@ class Context:
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
         """Worker threads that keep flooding logs within their cap."""
+        self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
+        """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
+        self.prices: dict[str, Price] = price_table({})
+        """The price table for estimated costs: herd's own, with herd.toml's entries over it."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
         """Git reads of the whole fleet run in at most this many worker threads at once."""

@@ -152,9 +152,10 @@ class RunFollowing(SessionParts):
         live.record.ended_at = iso(utc_now())
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
-        live.record.usage = live.parser.usage.to_json()
+        usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated
+        live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
-        self.task_usage = self.task_usage + live.parser.usage
+        self.task_usage = self.task_usage + usage
         live.record.outcome = outcome_name(outcome, self.config.agent, info)
         self._commit(
             self._event(
