@@ -132,7 +132,7 @@ def crossings(
     """The new warnings (each dimension once: `warned` holds those already given) and the stop.
 
     `restarts` runs out only when another restart is due (`restarting`): reaching the limit
-    itself is allowed, the restart after it is not.
+    itself is allowed, the restart after it is not (one already past it stops at once).
     """
     uses = evaluate(budget, spend)
     warn = tuple(u for u in uses if u.fraction >= budget.warn_at and u.dimension not in warned)
@@ -141,8 +141,8 @@ def crossings(
 
 
 def _exhausted(use: DimensionUse, restarting: bool) -> bool:
-    if use.dimension == "restarts":
-        return restarting and use.spent is not None and use.spent >= use.limit
+    if use.dimension == "restarts":  # over the limit: a restart came before a check saw it
+        return use.fraction > 1.0 or (restarting and use.fraction >= 1.0)
     return use.fraction >= 1.0
 
 
