@@ -31,7 +31,7 @@ def spend(tokens: int = 0, cost: float | None = None, turns: int = 0, **more: fl
 def test_each_dimension_is_spent_over_its_limit() -> None:
     budget = Budget(wall_time=100.0, tokens=1000, cost_usd=2.0, turns=10, restarts=4)
     uses = {u.dimension: u for u in evaluate(budget, spend(250, 1.0, 9, wall_s=10, restarts=1))}
-    assert [u for u in uses] == ["wall_time", "tokens", "cost_usd", "turns", "restarts"]
+    assert list(uses) == ["wall_time", "tokens", "cost_usd", "turns", "restarts"]
     assert uses["tokens"].fraction == 0.25
     assert uses["cost_usd"].fraction == 0.5
     assert uses["turns"].fraction == 0.9
