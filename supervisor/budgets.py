@@ -362,31 +362,33 @@ class BudgetKeeper:
         for use in found.warn:
             self.fleet_warned.add(use.dimension)
             if found.exhausted is None:
-                self._fleet_event(
-                    "budget-warning",
-                    f"fleet budget: {_dimension_text(use)} ({use.fraction:.0%})",
-                    use,
-                    budget.covers,
+                self._commit_fleet(
+                    Event(
+                        at=iso(utc_now()) or "",
+                        kind="budget-warning",
+                        message=f"fleet budget: {_dimension_text(use)} ({use.fraction:.0%})",
+                        data=self._fleet_data(use, budget.covers),
+                    )
                 )
         if found.exhausted is not None and active:
             use = found.exhausted
             names = ", ".join(s.config.name for s in active)
-            self._fleet_event(
-                "budget-stop",
-                f"fleet budget spent: {_dimension_text(use)}; stopping {names}",
-                use,
-                budget.covers,
+            self._commit_fleet(
+                Event(
+                    at=iso(utc_now()) or "",
+                    kind="budget-stop",
+                    message=f"fleet budget spent: {_dimension_text(use)}; stopping {names}",
+                    data=self._fleet_data(use, budget.covers),
+                )
             )
             for session in active:
                 self._stop(session, use, "fleet", budget.covers)
 
-    def _fleet_event(self, kind: str, message: str, use: DimensionUse, covers: str) -> None:
+    def _fleet_data(self, use: DimensionUse, covers: str) -> dict[str, Any]:
+        return {"scope": "fleet", "covers": covers, **self._use_data(use)}
+
+    def _commit_fleet(self, event: Event) -> None:
+        """Write a fleet event (a daemon event: no session) and announce it."""
         store = self.daemon.store
         assert store is not None
-        event = Event(
-            at=iso(utc_now()) or "",
-            kind=kind,
-            message=message,
-            data={"scope": "fleet", "covers": covers, **self._use_data(use)},
-        )
         self.daemon.announce(store.commit(Change(events=(event,))))
