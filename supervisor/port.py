@@ -54,6 +54,10 @@ class SessionPort(Protocol):
         """True once the session said its cwd is not a git repository."""
         ...
 
+    def spend_json(self) -> dict[str, Any]:
+        """`usage_total` and `budget` as the status JSON has them."""
+        ...
+
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
         ...

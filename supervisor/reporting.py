@@ -106,6 +106,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         files_touched=touched,
         agent=session.config.agent,
         cwd=str(session.config.cwd),
+        **session.spend_json(),
     )
     # Building reads every event of the task (thousands): a worker thread keeps the loop free.
     return await anyio.to_thread.run_sync(_build, data)

@@ -126,6 +126,12 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
                 total = total + Usage.from_json(run.usage)
         return total
 
+    def spend_json(self) -> dict[str, Any]:
+        """`usage_total` and `budget` as the status JSON has them (for the report)."""
+        fields = self.spend.status_fields()
+        total = fields["usage_total"]
+        return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
+
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
         return self.spend.run_usage(live)

@@ -13,7 +13,9 @@ import psutil
 import pytest
 from conftest import FAST, HERD, Herd, make_repo, script, wait_until
 
+from agentherd.sessions.status import SessionStatus
 from agentherd.supervisor.context import Timings
+from agentherd.tui.rows import row_cells
 
 BUDGET_FAST = Timings(**{**FAST.__dict__, "budget_check_s": 0.05})
 """Test timings with budgets checked every 50 ms."""
@@ -73,6 +75,18 @@ def test_a_cost_budget_warns_once_then_stops_the_session(fast_herd: Herd) -> Non
     assert status["usage"]["cost_estimated"] is False
     waited = herd.cli("wait", "api", "--timeout", "10")
     assert waited.returncode == 3, waited
+    # status, ls, the dashboard's cells and the report agree on the figures.
+    report = json.loads(herd.cli("report", "api", "--json").stdout)
+    assert report["usage"] == status["usage"]
+    assert report["usage_total"] == status["usage_total"]
+    assert report["budget"]["cost_usd"] == spent
+    cost = f"${status['usage']['cost_usd']:.2f}"
+    assert cost in herd.cli("ls").stdout
+    row = row_cells(SessionStatus.model_validate(status), 40)
+    assert row["cost"][0] == cost
+    assert row["budget"][0].endswith("cost") and row["budget"][1] == "bold red"
+    markdown = herd.cli("report", "api").stdout
+    assert f"- cost: {cost}" in markdown and "- budget cost_usd: " in markdown
 
 
 def test_a_wall_time_budget_stops_an_agent_that_prints_nothing(fast_herd: Herd) -> None:
