@@ -284,19 +284,17 @@ def project(
     second a second. None when no limit is set, nothing is being spent, or too little is known.
     """
     recent = [s for s in samples if now_s - s.at_s <= window_s]
-    if not recent or now_s - recent[0].at_s < PROJECTION_MIN_SPAN_S:
-        return None
-    first = recent[0]
-    span_s = now_s - first.at_s
     best: tuple[float, str] | None = None
     for dimension, limit in limits(budget).items():
         if dimension == "restarts":
             continue  # restarts come from crashes, not from a steady rate
         spent = spend.amount(dimension)
-        before = first.spend.amount(dimension)
-        if spent is None or before is None:
+        # The oldest sample that knows this figure (a cost may appear only after a while).
+        first = next((s for s in recent if s.spend.amount(dimension) is not None), None)
+        if spent is None or first is None or now_s - first.at_s < PROJECTION_MIN_SPAN_S:
             continue
-        rate = 1.0 if dimension == "wall_time" else (spent - before) / span_s
+        before = first.spend.amount(dimension) or 0.0
+        rate = 1.0 if dimension == "wall_time" else (spent - before) / (now_s - first.at_s)
         if rate <= 0:
             continue
         left_s = max(limit - spent, 0.0) / rate
@@ -306,8 +304,10 @@ def project(
         return None
     left_s, dimension = best
     by_then: int | None = None
-    if passing is not None and plan_total is not None and first.passing is not None:
-        per_s = max(passing - first.passing, 0) / span_s
+    known = next((s for s in recent if s.passing is not None), None)
+    if passing is not None and plan_total is not None and known is not None:
+        span_s = max(now_s - known.at_s, PROJECTION_MIN_SPAN_S)
+        per_s = max(passing - (known.passing or 0), 0) / span_s
         by_then = min(plan_total, passing + math.floor(per_s * left_s + 1e-9))
     return Projection(dimension, left_s, by_then, plan_total)
 

@@ -75,7 +75,7 @@ class SessionSpend:
         self.guards: dict[int, CostGuard] = {}
         """Per run number: its figures never go down (an agent's cost going backwards)."""
         self.warned_backwards: set[int] = set()
-        self.history = SpendHistory()
+        self.history = SpendHistory(every_s=session.ctx.timings.spend_sample_s)
         self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
         """(current run, its end known) -> usage, wall seconds, runs, tasks of ended runs."""
         self._ended_task: tuple[str, str] | None = None

@@ -50,6 +50,8 @@ class Timings:
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
     budget_check_s: float = 1.0
     """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
+    spend_sample_s: float = 10.0
+    """A session's spend is sampled (for the projection and a chart) at most this often."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 

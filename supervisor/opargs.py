@@ -91,6 +91,7 @@ ARGS: dict[str, type[_Args]] = {
     "approve": NameArgs,
     "reject": NameArgs,
     "report": NameArgs,
+    "spend": NameArgs,
     "down": NoArgs,
     "shutdown": NoArgs,
     "reload": NoArgs,

@@ -211,3 +211,9 @@ def test_check_warns_of_a_cost_budget_it_cannot_enforce(tmp_path: Path) -> None:
     assert len(lines) == 2, lines
     assert lines[0].startswith('warning: herd.toml: session "a": budget.cost_usd: ')
     assert "fleet.budget.cost_usd" in lines[1] and " b " not in lines[1]
+
+
+def test_a_cost_that_appears_late_is_projected_from_its_first_known_sample() -> None:
+    samples = [Sample(0.0, spend(0)), Sample(10.0, spend(100, 1.0)), Sample(20.0, spend(200, 2.0))]
+    found = project(Budget(cost_usd=12.0), samples, 30.0, spend(300, 3.0), None, None)
+    assert found is not None and found.seconds_left == pytest.approx(90.0)  # $9 at $0.1/s

@@ -17,7 +17,7 @@ from agentherd.sessions.status import SessionStatus
 from agentherd.supervisor.context import Timings
 from agentherd.tui.rows import row_cells
 
-BUDGET_FAST = Timings(**{**FAST.__dict__, "budget_check_s": 0.05})
+BUDGET_FAST = Timings(**{**FAST.__dict__, "budget_check_s": 0.05, "spend_sample_s": 0.2})
 """Test timings with budgets checked every 50 ms."""
 
 
@@ -296,3 +296,24 @@ def test_spend_survives_a_daemon_kill_9_without_double_counting(tmp_path: Path) 
         assert fleet["usage_total"]["total_tokens"] == 1200
     finally:
         herd("down")
+
+
+def test_the_projection_and_spend_samples_show_where_it_is_heading(fast_herd: Herd) -> None:
+    herd = fast_herd
+    herd.write(session("api", spender(step_s=0.2, cost=0.001), "cost_usd = 10"))
+    herd.start()
+    herd.client.call("start", name="api")
+    status = wait_until(
+        lambda: (s := herd.status("api"))["budget"]["projection"] and s,
+        timeout_s=20,
+        what="a projection once the rate is known",
+    )
+    heading = status["budget"]["projection"]
+    assert heading["dimension"] == "cost_usd"
+    # About $0.005 a second with $9.99 left: half an hour, give or take the machine's pace.
+    assert 600 < heading["seconds_left"] < 6000, heading
+    assert heading["items_passing_by_then"] is None and not heading["runs_out_before_plan"]
+    samples = herd.client.call("spend", name="api")["samples"]
+    assert len(samples) >= 5
+    assert [p[1] for p in samples] == sorted(p[1] for p in samples)  # tokens only grow
+    assert samples[-1][1] <= status["usage"]["total_tokens"]
