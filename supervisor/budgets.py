@@ -269,6 +269,13 @@ class BudgetKeeper:
             self._check_session(session, now)
         self._check_fleet(sessions, now)
 
+    def check_one(self, session: SessionSupervisor) -> None:
+        """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
+        try:
+            self._check_session(session, time.time())
+        except Exception:  # a bug here must not stop the reading of the agent's output
+            log.exception("budget check of %s failed", session.config.name)
+
     def _check_session(self, session: SessionSupervisor, now: float) -> None:
         record = session.record
         budget = session.config.budget
@@ -347,6 +354,8 @@ class BudgetKeeper:
                 counted = counted + session.spend.life_spend(now)
             elif session in active:
                 counted = counted + session.spend.task_spend(now)
+        if budget.covers == "task" and not active:
+            counted = Spend(Usage(cost_usd=0.0))  # nothing at work: nothing spent, not unknown
         self.fleet = {
             "usage": UsageStatus(**task_usage.to_json()).to_json(),
             "usage_total": UsageStatus(**life_usage.to_json()).to_json(),

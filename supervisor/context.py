@@ -90,6 +90,8 @@ class Context:
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
         """Worker threads that keep flooding logs within their cap."""
+        self.check_budget: Callable[[Any], None] = lambda session: None
+        """Check a session's budget now (after its output showed a step); set by the daemon."""
         self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
         """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
         self.prices: dict[str, Price] = price_table({})

@@ -113,6 +113,7 @@ class Daemon:
                 )
                 self.ctx.prices = price_table(self.config.prices)
                 self.ctx.fleet_spend = self.budgets.fleet_json
+                self.ctx.check_budget = self.budgets.check_one
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
                 records = self.store.sessions()

@@ -99,6 +99,7 @@ class RunFollowing(SessionParts):
         if not read_any:
             return
         self.stall.activity(time.monotonic())
+        self.ctx.check_budget(self)  # a stop between two of the agent's steps, not a second late
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.

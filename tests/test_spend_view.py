@@ -76,5 +76,5 @@ def test_ls_and_status_show_the_task_the_life_the_budget_and_the_heading() -> No
     text = detail(one)
     assert "usage:" in text and "1,500 tokens, $0.42, 3 turns" in text
     assert "4,000 tokens, $0.92" in text
-    assert "$0.42 of $1.00 (42%)" in text
+    assert "budget:        cost_usd $0.42 of $1.00 (42%)" in text
     assert "with 9/12 passing (before the plan is done)" in text

@@ -105,9 +105,8 @@ def spend_fields(status: SessionStatus) -> list[tuple[str, str]]:
     for name, use in _dimensions(budget):
         mark = " (estimated)" if use.get("estimated") else ""
         spent, limit = _amount(name, use.get("spent")), _amount(name, use.get("limit"))
-        fields.append(
-            (f"budget {name}", f"{spent} of {limit} ({float(use['fraction']):.0%}){mark}")
-        )
+        fraction = float(use["fraction"])
+        fields.append(("budget", f"{name} {spent} of {limit} ({fraction:.0%}){mark}"))
     projection = budget.get("projection")
     if projection:
         text = f"{projection['dimension']} runs out at {projection['exhausted_at']}"
