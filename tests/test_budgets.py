@@ -125,10 +125,12 @@ def test_a_fleet_budget_stops_every_session_and_says_so(fast_herd: Herd) -> None
     for name in ("a", "b", "c"):
         own = herd.events(name, "budget-stop")
         assert len(own) == 1 and own[0]["data"]["scope"] == "fleet"
-    fleet = herd.status("a")["fleet"]
-    assert fleet["usage_total"]["total_tokens"] >= 6000
-    assert fleet["usage_total"]["total_tokens"] == sum(
-        herd.status(n)["usage_total"]["total_tokens"] for n in ("a", "b", "c")
+    total = sum(herd.status(n)["usage_total"]["total_tokens"] for n in ("a", "b", "c"))
+    assert total >= 6000
+    # The fleet figure is as of the last budget check: it settles on the sessions' sum.
+    wait_until(
+        lambda: herd.status("a")["fleet"]["usage_total"]["total_tokens"] == total,
+        what="the fleet total to equal the sum of the sessions' totals",
     )
 
 
