@@ -287,7 +287,7 @@ class BudgetKeeper:
             return
         spend = session.spend.spend(budget.covers, now)
         found = crossings(
-            budget, spend, set(record.budget_warned), restarting=record.state == State.BACKOFF
+            budget, spend, set(record.budget_warned), restarting=session.restart_pending
         )
         events = []
         for use in found.warn:

@@ -298,6 +298,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing):
             await self._begin_task()
             return self.record.handle or ""
 
+    @property
+    def restart_pending(self) -> bool:
+        """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
+        return self.record.state == State.BACKOFF and self._pending_restart is not None
+
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
         run = self.run
