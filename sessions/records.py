@@ -20,6 +20,7 @@ WARNING_KINDS = frozenset(
         "burn-without-progress",
         "early-exit",
         "budget-warning",
+        "usage-backwards",
         "rate-limited",
         "verify-failed",
         # herd could not do all it meant to
@@ -94,6 +95,8 @@ EVENT_KINDS: dict[str, str] = {
     "data: scope (session or fleet), covers, dimension, spent, limit, fraction",
     "budget-stop": "a budget dimension is spent; the task is stopped with reason "
     "budget:<dimension>; data as budget-warning",
+    "usage-backwards": "the agent reported lower totals than before; they are ignored, the "
+    "higher ones kept (a figure never goes down)",
     # named by the contract; nothing emits them yet
     "rate-limited": "the agent hit a rate limit",
     "repeated-failure": "verification keeps failing the same way",

@@ -75,6 +75,8 @@ class SessionSpend:
         self.guards: dict[int, CostGuard] = {}
         """Per run number: its figures never go down (an agent's cost going backwards)."""
         self.warned_backwards: set[int] = set()
+        self.backwards_unsaid: set[int] = set()
+        """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
         self.history = SpendHistory(every_s=session.ctx.timings.spend_sample_s)
         self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
         """(current run, its end known) -> usage, wall seconds, runs, tasks of ended runs."""
@@ -93,11 +95,7 @@ class SessionSpend:
         raw = guard.take(live.parser.usage)
         if guard.went_backwards and live.record.run not in self.warned_backwards:
             self.warned_backwards.add(live.record.run)
-            log.warning(
-                "%s run %d: the agent's reported totals went backwards; the higher ones are kept",
-                self.session.config.name,
-                live.record.run,
-            )
+            self.backwards_unsaid.add(live.record.run)  # the next budget check says so
         return with_estimate(raw, self.price())
 
     def _live_usage(self) -> Usage:
@@ -278,6 +276,16 @@ class BudgetKeeper:
 
     def _check_session(self, session: SessionSupervisor, now: float) -> None:
         record = session.record
+        for run in sorted(session.spend.backwards_unsaid):
+            session.commit_events(
+                session.make_event(
+                    "usage-backwards",
+                    f"run {run}: the agent reported lower totals (tokens, cost or turns) than "
+                    "before; they are ignored and the higher ones kept",
+                    run,
+                )
+            )
+        session.spend.backwards_unsaid.clear()
         budget = session.config.budget
         scope = record.handle if budget.covers == "task" else "life"
         if record.budget_warned_for != scope:

@@ -319,3 +319,51 @@ def test_the_projection_and_spend_samples_show_where_it_is_heading(fast_herd: He
     assert len(samples) >= 5
     assert [p[1] for p in samples] == sorted(p[1] for p in samples)  # tokens only grow
     assert samples[-1][1] <= status["usage"]["total_tokens"]
+
+
+def test_a_claude_run_without_its_result_line_is_stopped_on_the_estimate(
+    fast_herd: Herd,
+) -> None:
+    herd = fast_herd
+    talker = script("""
+        import json, time
+        print(json.dumps({"type": "system", "subtype": "init", "session_id": "s-1"}), flush=True)
+        n = 0
+        while True:
+            n += 1
+            usage = {"input_tokens": 10000, "output_tokens": 100}
+            message = {"id": f"m{n}", "role": "assistant", "usage": usage,
+                       "content": [{"type": "text", "text": f"step {n}"}]}
+            print(json.dumps({"type": "assistant", "message": message}), flush=True)
+            time.sleep(0.05)
+    """)
+    herd.write(session("c", talker, "cost_usd = 0.1", 'agent = "claude"'))
+    herd.start()
+    herd.client.call("start", name="c")
+    status = herd.wait_state("c", "stopped", timeout_s=20)
+    assert status["reason"] == "budget:cost_usd"
+    usage = status["usage"]
+    assert usage["cost_estimated"] is True  # Claude's own cost comes only with its result line
+    # claude-sonnet-4-5 list prices: $3 per million input tokens, $15 per million output.
+    expected = usage["input_tokens"] * 3e-6 + usage["output_tokens"] * 15e-6
+    assert usage["cost_usd"] == pytest.approx(expected)
+    assert 0.1 <= usage["cost_usd"] < 0.2  # stopped at the step that crossed, not far after
+
+
+def test_a_cost_that_goes_backwards_is_ignored_with_a_warning(fast_herd: Herd) -> None:
+    herd = fast_herd
+    backwards = script("""
+        import json, time
+        for cost, turns in ((0.5, 5), (0.2, 2), (0.6, 6)):
+            print(json.dumps({"cost_usd": cost, "turns": turns}), flush=True)
+            time.sleep(0.3)
+    """)
+    herd.write(session("b", backwards))
+    herd.start()
+    herd.client.call("start", name="b")
+    status = herd.wait_state("b", "completed", "failed")
+    assert status["usage"]["cost_usd"] == pytest.approx(0.6)
+    assert status["usage"]["turns"] == 6
+    warned = herd.events("b", "usage-backwards")
+    assert len(warned) == 1 and warned[0]["run"] == 1
+    assert status["usage_total"]["cost_usd"] == pytest.approx(0.6)
