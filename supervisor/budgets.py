@@ -129,13 +129,13 @@ class SessionSpend:
             self._ended_task = (handle, end)
         return self._ended_task[1]
 
-    def life_spend(self, now_unix_s: float) -> Spend:
+    def life_spend(self, now_unix_s: float, task: Spend | None = None) -> Spend:
         """Every run the session ever had: usage, the sum of its tasks' wall time, restarts."""
         usage, wall_s, runs, tasks = self._ended_runs()
         live = self.session.run
         if live is not None and live.record.ended_at is None:
             usage = usage + self.run_usage(live)
-        task_wall = self.task_spend(now_unix_s).wall_time_s
+        task_wall = (task or self.task_spend(now_unix_s)).wall_time_s
         return Spend(usage, wall_s + task_wall, max(runs - tasks, 0))
 
     def spend(self, covers: str, now_unix_s: float) -> Spend:
@@ -169,7 +169,7 @@ class SessionSpend:
         session = self.session
         budget = session.config.budget
         task = self.task_spend(now)
-        life = self.life_spend(now)
+        life = self.life_spend(now, task)
         chosen = life if budget.covers == "life" else task
         projection = self.projection(budget, chosen, now)
         return {

@@ -252,6 +252,7 @@ def test_spend_survives_a_daemon_kill_9_without_double_counting(tmp_path: Path) 
     toml.write_text(
         f'[[session]]\nname = "a"\ncwd = "{repo}"\ncommand = {first}\nrestart = "never"\n'
         f'[[session]]\nname = "b"\ncwd = "{tmp_path}"\ncommand = {waiting}\nrestart = "never"\n'
+        "budget = { tokens = 100000, warn_at = 0.001 }\n"  # warned at its first line
     )
 
     def herd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -263,6 +264,10 @@ def test_spend_survives_a_daemon_kill_9_without_double_counting(tmp_path: Path) 
             timeout=60,
             stdin=subprocess.DEVNULL,
         )
+
+    def events_json() -> list[dict[str, object]]:
+        lines = herd("events", "--json").stdout.splitlines()
+        return [json.loads(line) for line in lines]
 
     def status(name: str) -> dict[str, object]:
         return json.loads(herd("status", name, "--json").stdout)  # type: ignore[no-any-return]
@@ -296,6 +301,8 @@ def test_spend_survives_a_daemon_kill_9_without_double_counting(tmp_path: Path) 
         )
         assert fleet["usage_total"]["cost_usd"] == pytest.approx(0.12)
         assert fleet["usage_total"]["total_tokens"] == 1200
+        warned = [e for e in events_json() if e["kind"] == "budget-warning"]
+        assert len(warned) == 1, warned  # the re-read log does not warn again
     finally:
         herd("down")
 
