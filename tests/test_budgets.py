@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import anyio
 import psutil
 import pytest
 from conftest import FAST, HERD, Herd, make_repo, script, wait_until
@@ -374,3 +375,40 @@ def test_a_cost_that_goes_backwards_is_ignored_with_a_warning(fast_herd: Herd) -
     warned = herd.events("b", "usage-backwards")
     assert len(warned) == 1 and warned[0]["run"] == 1
     assert status["usage_total"]["cost_usd"] == pytest.approx(0.6)
+
+
+@pytest.mark.anyio
+async def test_the_dashboard_shows_the_budget_bar_and_the_fleet_cost(fast_herd: Herd) -> None:
+    from textual.widgets import Static
+
+    from agentherd.tui.app import HerdApp
+    from agentherd.tui.widgets import SessionTable
+
+    herd = fast_herd
+    (herd.root / "b").mkdir()
+    herd.write(
+        "[fleet]\nbudget = { cost_usd = 10 }\n"
+        + session("a", spender(), "cost_usd = 0.3")
+        + session("b", script("import time; time.sleep(120)"), "turns = 10", cwd="b")
+    )
+    herd.start()
+    herd.client.call("start", name="a")
+    herd.client.call("start", name="b")
+    await anyio.to_thread.run_sync(lambda: herd.wait_state("a", "stopped"))
+    assert herd.daemon is not None
+    app = HerdApp(herd.daemon.socket_path)
+    async with app.run_test(size=(160, 20)) as pilot:
+        table = app.query_one(SessionTable)
+        deadline = time.monotonic() + 15
+        while table.row_count < 2 or "$" not in str(table.get_cell("a", "cost")):
+            assert time.monotonic() < deadline, "rows with their cost"
+            await pilot.pause(0.05)
+        cost = str(table.get_cell("a", "cost"))
+        assert cost.startswith("$0.3")
+        assert "cost" in str(table.get_cell("a", "budget"))
+        assert str(table.get_cell("b", "budget")).startswith("░░░░░ 0% turns")
+        header = str(app.query_one("#summary", Static).render())
+        assert f"{cost} · " in header, header  # the fleet's whole-life total
+        # The fleet budget counts the tasks at work: a's stopped task no longer does.
+        assert "(fleet budget: 0% cost)" in header, header
+        app.save_screenshot("budgets.svg", "/tmp")
