@@ -146,16 +146,16 @@ def _exhausted(use: DimensionUse, restarting: bool) -> bool:
     return use.fraction >= 1.0
 
 
-def raised_since_stop(budget: Budget, spend: Spend, reason: str | None) -> bool:
-    """True when a session stopped by budget:<dimension> now has room in that dimension."""
+def raised_since_stop(budget: Budget, reason: str | None, limit_at_stop: float | None) -> bool:
+    """True when the limit that stopped a session (reason budget:<dimension>) was raised since.
+
+    `budget` is the one that stopped it as it is now (the session's or the fleet's); a limit
+    removed counts as raised, and so does a stop whose limit was not recorded.
+    """
     if not reason or not reason.startswith("budget:"):
         return False
-    dimension = reason.removeprefix("budget:")
-    limit = limits(budget).get(dimension)
-    if limit is None:
-        return True  # the limit was removed
-    spent = spend.amount(dimension)
-    return spent is None or spent < limit
+    limit = limits(budget).get(reason.removeprefix("budget:"))
+    return limit is None or limit_at_stop is None or limit > limit_at_stop
 
 
 class CostGuard:

@@ -199,3 +199,7 @@ class SessionRecord(BaseModel):
     """Budget dimensions that gave their `budget-warning` (once each per task, or per life)."""
     budget_warned_for: str | None = None
     """The task handle (or "life") that `budget_warned` is about."""
+    budget_stop_limit: float | None = None
+    """The limit that stopped the session by budget, so `herd up` can tell it was raised."""
+    budget_stop_scope: str | None = None
+    """Whose budget that was: "session" or "fleet"."""

@@ -73,7 +73,7 @@ class SessionSpend:
     def __init__(self, session: SessionSupervisor) -> None:
         self.session = session
         self.guards: dict[int, CostGuard] = {}
-        """Per run number: its figures never go down (an agent's cost going backwards)."""
+        """The current run's guard, by run number: its figures never go down."""
         self.warned_backwards: set[int] = set()
         self.backwards_unsaid: set[int] = set()
         """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
@@ -91,6 +91,8 @@ class SessionSpend:
 
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as budgets and status count it: never lower, a missing cost estimated."""
+        if live.record.run not in self.guards:
+            self.guards = {}  # only the current run's figures are still moving
         guard = self.guards.setdefault(live.record.run, CostGuard())
         raw = guard.take(live.parser.usage)
         if guard.went_backwards and live.record.run not in self.warned_backwards:
@@ -212,8 +214,10 @@ class SessionSpend:
         record = self.session.record
         if record.state != State.STOPPED:
             return False
-        budget = self.session.config.budget
-        return raised_since_stop(budget, self.spend(budget.covers, time.time()), record.reason)
+        ctx = self.session.ctx
+        fleet = record.budget_stop_scope == "fleet"
+        budget = ctx.fleet_budget if fleet else self.session.config.budget
+        return raised_since_stop(budget, record.reason, record.budget_stop_limit)
 
 
 def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> float:
@@ -328,6 +332,8 @@ class BudgetKeeper:
             return
         self._stopping[name] = handle
         whose = "the fleet's" if scope == "fleet" else "its"
+        session.record.budget_stop_limit = use.limit  # written with the event below
+        session.record.budget_stop_scope = scope
         session.commit_events(
             session.make_event(
                 "budget-stop",

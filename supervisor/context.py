@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from agentherd.sessions.config import Budget
 from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
 from agentherd.supervisor.store import Store
@@ -94,6 +95,8 @@ class Context:
         """Check a session's budget now (after its output showed a step); set by the daemon."""
         self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
         """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
+        self.fleet_budget = Budget()
+        """[fleet] budget as herd.toml says now (the daemon sets it, and again on a reload)."""
         self.prices: dict[str, Price] = price_table({})
         """The price table for estimated costs: herd's own, with herd.toml's entries over it."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)

@@ -112,6 +112,7 @@ class Daemon:
                     self.worktree_user,
                 )
                 self.ctx.prices = price_table(self.config.prices)
+                self.ctx.fleet_budget = self.config.fleet.budget
                 self.ctx.fleet_spend = self.budgets.fleet_json
                 self.ctx.check_budget = self.budgets.check_one
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
@@ -208,6 +209,7 @@ class Daemon:
         self.config = config
         assert self.ctx is not None
         self.ctx.prices = price_table(config.prices)
+        self.ctx.fleet_budget = config.fleet.budget
         self.update_watch_targets()
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:

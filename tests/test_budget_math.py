@@ -66,11 +66,11 @@ def test_restarts_run_out_only_when_another_restart_is_due() -> None:
 
 
 def test_a_raised_limit_leaves_room_after_a_budget_stop() -> None:
-    spent = spend(1000)
-    assert not raised_since_stop(Budget(tokens=1000), spent, "budget:tokens")
-    assert raised_since_stop(Budget(tokens=2000), spent, "budget:tokens")
-    assert raised_since_stop(Budget(), spent, "budget:tokens")  # the limit was removed
-    assert not raised_since_stop(Budget(tokens=2000), spent, "user")
+    assert not raised_since_stop(Budget(tokens=1000), "budget:tokens", 1000.0)
+    assert not raised_since_stop(Budget(tokens=500), "budget:tokens", 1000.0)
+    assert raised_since_stop(Budget(tokens=2000), "budget:tokens", 1000.0)
+    assert raised_since_stop(Budget(), "budget:tokens", 1000.0)  # the limit was removed
+    assert not raised_since_stop(Budget(tokens=2000), "user", 1000.0)
 
 
 def test_a_cost_that_goes_backwards_is_ignored_and_said_so() -> None:

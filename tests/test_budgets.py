@@ -412,3 +412,18 @@ async def test_the_dashboard_shows_the_budget_bar_and_the_fleet_cost(fast_herd: 
         # The fleet budget counts the tasks at work: a's stopped task no longer does.
         assert "(fleet budget: 0% cost)" in header, header
         app.save_screenshot("budgets.svg", "/tmp")
+
+
+def test_herd_up_restarts_a_fleet_stopped_session_only_once_the_fleet_budget_is_raised(
+    fast_herd: Herd,
+) -> None:
+    herd = fast_herd
+    herd.write("[fleet]\nbudget = { tokens = 500 }\n" + session("api", spender()))
+    herd.start()
+    herd.client.call("start", name="api")
+    assert herd.wait_state("api", "stopped")["reason"] == "budget:tokens"
+    assert herd.cli("up", "--no-tui").returncode == 0
+    assert herd.status("api")["run"] == 1  # its own budget sets no tokens: still not raised
+    herd.write("[fleet]\nbudget = { tokens = 100000 }\n" + session("api", spender()))
+    assert herd.cli("up", "--no-tui").returncode == 0
+    assert herd.status("api")["run"] == 2
