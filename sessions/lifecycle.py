@@ -159,7 +159,8 @@ class ExitFacts:
 
     run: int
     outcome: str
-    """success | agent-error | rate-limit | no-result | exit N | signal SIGX | exit unknown."""
+    """success | agent-error | rate-limit | permission-denied | resume-refused | no-result |
+    exit N | signal SIGX | exit unknown."""
     policy: str
     ran_s: float
     stable_after_s: float
@@ -217,6 +218,16 @@ def after_exit(facts: ExitFacts) -> Decision:
     )
     if facts.outcome == "success":
         return _after_success(facts, replace(base, reason="exited", crashed=False))
+    if facts.outcome == "permission-denied":
+        # Running it again is refused again: a person must widen the permissions.
+        message = f"failed: run {facts.run} was denied permission to use its tools"
+        return replace(base, action=Action.FAIL, reason="permission-denied", message=message)
+    if facts.outcome == "rate-limit" and facts.policy != "never":
+        # The provider said wait, not the agent failed: no crash, no reset, the step grows.
+        return replace(base, reason="rate-limit", crashed=False, backoff_step=facts.backoff_step)
+    if facts.outcome == "resume-refused" and facts.policy != "never":
+        # The agent lost its conversation; the next run starts afresh with `command`.
+        return replace(base, reason="resume-refused", crashed=False)
     if facts.policy == "never":
         message = f"failed: run {facts.run} {facts.outcome}"
         return replace(base, action=Action.FAIL, reason=facts.outcome, message=message)
@@ -262,6 +273,17 @@ def _after_success(facts: ExitFacts, restart: Decision) -> Decision:
         message = f"failed: {UNTIL_DONE_IDLE_RUNS} runs in a row passed no new plan item"
         return replace(restart, action=Action.FAIL, reason="no-progress", message=message)
     return restart
+
+
+RATE_LIMIT_MAX_PARK_S = 8 * 24 * 3600.0
+"""A reset time further off than this (weekly limits are 7 days) is not believed."""
+
+
+def rate_limit_delay_s(resets_in_s: float | None, step: int, base_s: float, max_s: float) -> float:
+    """How long a rate-limited session parks: until the reset the agent gave, else growing."""
+    if resets_in_s is not None and math.isfinite(resets_in_s):
+        return min(max(0.0, resets_in_s), RATE_LIMIT_MAX_PARK_S)
+    return backoff_delay_s(step, base_s, max_s)
 
 
 def backoff_delay_s(

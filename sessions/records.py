@@ -87,8 +87,8 @@ EVENT_KINDS: dict[str, str] = {
     "git-unavailable": "git could not be read in the session's folder, or it has no commit yet",
     "rescue-failed": "saving or resetting the worktree before a restart failed; "
     "the restart goes on; data: step",
-    "resume-refused": "the agent's session id looked unsafe for argv; `command` runs instead "
-    "of `resume`",
+    "resume-refused": "the agent's session id looked unsafe for argv, or the agent could not "
+    "resume it; `command` runs instead of `resume`",
     "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
     "deleted, or the running log's middle cut (data: dropped_bytes, final)",
     "budget-warning": "a budget dimension reached its warn_at fraction (once per dimension); "
@@ -97,8 +97,9 @@ EVENT_KINDS: dict[str, str] = {
     "budget:<dimension>; data as budget-warning",
     "usage-backwards": "the agent reported lower totals than before; they are ignored, the "
     "higher ones kept (a figure never goes down)",
+    "rate-limited": "the agent hit a rate limit; the session waits in backoff until it "
+    "resets; data: delay_s, resets_at, resumes_at",
     # named by the contract; nothing emits them yet
-    "rate-limited": "the agent hit a rate limit",
     "repeated-failure": "verification keeps failing the same way",
     "burn-without-progress": "spend grows while no plan item passes",
     "notify-failed": "the notify command could not be run",
@@ -107,7 +108,6 @@ EVENT_KINDS: dict[str, str] = {
 
 RESERVED_EVENT_KINDS = frozenset(
     {
-        "rate-limited",
         "repeated-failure",
         "burn-without-progress",
         "notify-failed",

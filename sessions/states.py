@@ -75,7 +75,10 @@ REASONS: dict[str, str] = {
     "unkillable": "failed: processes of the run survived SIGKILL",
     "lost": "failed: the daemon stopped after recording a run, before it started",
     "agent-error": "failed (restart = never): the agent reported an error as its result",
-    "rate-limit": "failed (restart = never): the agent reported a rate limit",
+    "rate-limit": "backoff: the agent hit a rate limit; it waits until the limit resets "
+    "(failed when restart = never)",
+    "permission-denied": "failed: the agent was refused the tools it needs (widen its flags)",
+    "resume-refused": "backoff: the agent could not resume its session; the next run uses command",
     "no-result": "failed (restart = never): a claude or amp run exited 0 without its result line",
     "exit unknown": "failed (restart = never): the run ended unwatched and left no exit status",
 }

@@ -13,7 +13,8 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import RunRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor import procs
+from agentherd.sessions.times import parse_iso, utc_now
+from agentherd.supervisor import agentusage, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
@@ -40,7 +41,15 @@ class Adoption(SessionParts):
             if last is not None and last.ended_at is None:
                 identity = self._identity_of(last)
                 folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
-                parser = make_parser(self.config.agent, session_id=last.agent_session_id)
+                parser = make_parser(
+                    self.config.agent,
+                    session_id=last.agent_session_id,
+                    thread_usage=agentusage.thread_usage(
+                        self.ctx.store, self.config.name, last.agent_session_id
+                    )
+                    if last.mode == "resume"
+                    else None,
+                )
                 live = LiveRun(last, identity, folder, parser, None, self._config_of(last))
                 alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
                 if alive and (
@@ -95,6 +104,12 @@ class Adoption(SessionParts):
                 # The daemon died after recording the run's end, before ending the task.
                 reason = (last.stop_reason if last is not None else None) or "user"
                 self._end_task(State.STOPPED, reason, f"stopped ({reason})", Trigger.STOPPED)
+            elif then is lifecycle.Recovery.REARM_BACKOFF and self.record.reason == "rate-limit":
+                # Still parked on a rate limit: wait out the rest, then resume; no reset.
+                until = parse_iso(self.record.backoff_until)
+                left_s = max(0.0, (until - utc_now()).total_seconds()) if until else 0.0
+                config = self._config_of(last)
+                self._arm_restart(left_s, False, self.record.run, None, config, "resume")
             elif then is lifecycle.Recovery.REARM_BACKOFF:
                 self._arm_restart(0.0, True, self.record.run, None, self._config_of(last))
             elif then is lifecycle.Recovery.FAIL_LOST:

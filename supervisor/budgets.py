@@ -79,7 +79,7 @@ class SessionSpend:
         """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
         self.history = SpendHistory(every_s=session.ctx.timings.spend_sample_s)
         self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
-        """(current run, its end known) -> usage, wall seconds, runs, tasks of ended runs."""
+        """(current run, its usage recorded) -> usage, wall s, runs, tasks of recorded runs."""
         self._ended_task: tuple[str, str] | None = None
 
     # ----- figures --------------------------------------------------------------------------
@@ -100,11 +100,18 @@ class SessionSpend:
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
         return with_estimate(raw, self.price())
 
-    def _live_usage(self) -> Usage:
+    def _unrecorded(self) -> LiveRun | None:
+        """The watched run while its usage is not yet written with its end (it counts live).
+
+        Not `ended_at`: the end is set first, and the usage only after the run's transcript
+        was read, off the event loop; in between, the run must count neither twice nor not at all.
+        """
         live = self.session.run
-        if live is not None and live.record.ended_at is None:
-            return self.run_usage(live)
-        return Usage()
+        return live if live is not None and not live.record.usage else None
+
+    def _live_usage(self) -> Usage:
+        live = self._unrecorded()
+        return self.run_usage(live) if live is not None else Usage()
 
     def task_usage(self) -> Usage:
         """The current task's usage: its ended runs (stored) and the running one."""
@@ -134,9 +141,7 @@ class SessionSpend:
     def life_spend(self, now_unix_s: float, task: Spend | None = None) -> Spend:
         """Every run the session ever had: usage, the sum of its tasks' wall time, restarts."""
         usage, wall_s, runs, tasks = self._ended_runs()
-        live = self.session.run
-        if live is not None and live.record.ended_at is None:
-            usage = usage + self.run_usage(live)
+        usage = usage + self._live_usage()
         task_wall = (task or self.task_spend(now_unix_s)).wall_time_s
         return Spend(usage, wall_s + task_wall, max(runs - tasks, 0))
 
@@ -149,14 +154,15 @@ class SessionSpend:
     def _ended_runs(self) -> tuple[Usage, float, int, int]:
         """Usage of every ended run, wall time of every task but the current one, counts."""
         session = self.session
-        live = session.run
-        key = (session.record.run, live is not None and live.record.ended_at is not None)
+        key = (session.record.run, self._unrecorded() is None)
         if self._ended is not None and self._ended[0] == key:
             return self._ended[1:]
         runs = session.ctx.store.runs(session.config.name)
         usage = Usage()
+        live = self._unrecorded()
+        counted_live = live.record.run if live is not None else None
         for run in runs:
-            if run.ended_at is not None and run.usage:
+            if run.ended_at is not None and run.usage and run.run != counted_live:
                 usage = usage + Usage.from_json(run.usage)
         wall_s = _older_tasks_wall_s(runs, session.record.handle)
         handles = {r.handle for r in runs}

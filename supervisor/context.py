@@ -53,6 +53,10 @@ class Timings:
     """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
     spend_sample_s: float = 10.0
     """A session's spend is sampled (for the projection and a chart) at most this often."""
+    rate_limit_wait_s: float = 60.0
+    """A rate-limited run whose agent gave no reset time waits this long, doubling each time
+    in a row, up to rate_limit_wait_max_s."""
+    rate_limit_wait_max_s: float = 3600.0
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import logcap, procs
+from agentherd.supervisor import agentusage, logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.parts import SessionParts
 
@@ -151,6 +151,11 @@ class RunFollowing(SessionParts):
         info = live.exit or procs.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
+        if outcome is None:  # killed before its result: its spend is in the agent's records
+            await anyio.to_thread.run_sync(
+                agentusage.recover_killed_claude, live.parser, live.record, live.config
+            )
+        agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated

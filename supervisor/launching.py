@@ -6,6 +6,7 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 
 import anyio
@@ -16,8 +17,8 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Action, Trigger
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import State
-from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import diskspace, procs
+from agentherd.sessions.times import iso, parse_iso, utc_now
+from agentherd.supervisor import agentusage, diskspace, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
@@ -57,6 +58,8 @@ class Launching(SessionParts):
             tag=tag,
             cgroup=cgroup,
             started_at=iso(utc_now()),
+            # A resumed run belongs to the agent's thread from its start (Codex counts per thread).
+            agent_session_id=self.record.agent_session_id if mode == "resume" else None,
         )
         self.record.run = number
         plan = self.observer.plan_current
@@ -98,7 +101,11 @@ class Launching(SessionParts):
             record,
             launched.identity,
             folder,
-            make_parser(self.config.agent, session_id=known_id),
+            make_parser(
+                self.config.agent,
+                session_id=known_id,
+                thread_usage=agentusage.thread_usage(self.ctx.store, self.config.name, known_id),
+            ),
             launched.process,
             self.config,
         )
@@ -160,10 +167,35 @@ class Launching(SessionParts):
         early: tuple[Event, ...] = ()
         if decision.early_exit is not None:
             early = (self._event("early-exit", decision.early_exit, live.record.run),)
+        outcome = live.parser.outcome
+        if decision.reason == "permission-denied" and outcome is not None:
+            denied = ", ".join(outcome.permission_denials) or "its tools"
+            decision = replace(
+                decision,
+                message=f"failed: run {live.record.run} was denied {denied}; widen the "
+                "permission flags of `command` and `resume` (README: agents)",
+            )
+        if decision.reason == "resume-refused":
+            early = (*early, *self._resume_refused(live))
         if decision.action is Action.RESTART:
             self._schedule_restart(live, decision, *early)
         else:
             self._end_task(decision.state, decision.reason, decision.message, Trigger.EXIT, *early)
+
+    def _resume_refused(self, live: LiveRun) -> tuple[Event, ...]:
+        """The agent could not resume its session: forget the id so `command` runs next."""
+        sid = self.record.agent_session_id or ""
+        self.record.agent_session_id = None
+        return (
+            self._event(
+                "resume-refused",
+                f"the agent could not resume session {sid[:40]!r} "
+                f"({(live.parser.outcome.message or '')[:120] if live.parser.outcome else ''}); "
+                "the next run starts afresh with `command`",
+                live.record.run,
+                session_id=sid[:80],
+            ),
+        )
 
     def disk_full(self) -> bool:
         """True while the store's disk refuses writes or the state or work folder has no room."""
@@ -175,6 +207,9 @@ class Launching(SessionParts):
         self, live: LiveRun, decision: lifecycle.Decision, *before: Event
     ) -> None:
         """Enter backoff and start the timer that relaunches (a stop cancels it)."""
+        if decision.reason == "rate-limit":
+            self._park_rate_limited(live, *before)
+            return
         delay_s = lifecycle.backoff_delay_s(
             self.record.backoff_step,
             self.config.restart_delay,
@@ -185,7 +220,6 @@ class Launching(SessionParts):
         self.record.backoff_until = iso(utc_now() + timedelta(seconds=delay_s))
         disk_full = decision.reason == "disk-full"
         waits = "; it waits until the disk has space again" if disk_full else ""
-        by = Trigger.RATE_LIMIT if decision.reason == "rate-limit" else Trigger.EXIT
         self._transition(
             State.BACKOFF,
             decision.reason,
@@ -199,9 +233,46 @@ class Launching(SessionParts):
                 crashed=decision.crashed,
                 step=self.record.backoff_step,
             ),
-            by=by,
+            by=Trigger.EXIT,
         )
         self._arm_restart(delay_s, decision.crashed, live.record.run, live.exit, live.config)
+
+    def _park_rate_limited(self, live: LiveRun, *before: Event) -> None:
+        """Wait in backoff until the limit lifts (the agent's reset time, else a growing wait).
+
+        Not a crash: the worktree is kept as it is and the next run resumes the conversation.
+        """
+        outcome = live.parser.outcome
+        resets_at = outcome.resets_at if outcome is not None else None
+        reset_time = parse_iso(resets_at) if resets_at else None
+        resets_in_s = (reset_time - utc_now()).total_seconds() if reset_time else None
+        timings = self.ctx.timings
+        delay_s = lifecycle.rate_limit_delay_s(
+            resets_in_s,
+            self.record.backoff_step,
+            timings.rate_limit_wait_s,
+            timings.rate_limit_wait_max_s,
+        )
+        self.record.backoff_step += 1
+        until = iso(utc_now() + timedelta(seconds=delay_s))
+        self.record.backoff_until = until
+        told = f"until {resets_at}" if reset_time else f"{delay_s:.0f}s (no reset time given)"
+        self._transition(
+            State.BACKOFF,
+            "rate-limit",
+            *before,
+            self._event(
+                "rate-limited",
+                f"run {live.record.run} hit a rate limit; waiting {told}, resumes at {until}",
+                live.record.run,
+                delay_s=round(delay_s, 3),
+                resets_at=resets_at,
+                resumes_at=until,
+                step=self.record.backoff_step,
+            ),
+            by=Trigger.RATE_LIMIT,
+        )
+        self._arm_restart(delay_s, False, live.record.run, live.exit, live.config, "resume")
 
     def _arm_restart(
         self,
@@ -210,12 +281,13 @@ class Launching(SessionParts):
         last_run: int,
         last_exit: procs.ExitInfo | None,
         run_config: SessionConfig,
+        mode: str = "command",
     ) -> None:
         """Start the backoff wait in a cancel scope that a stop, restart or start cancels."""
         self._cancel_pending_restart()
         scope = self._pending_restart = anyio.CancelScope()
         self.ctx.tg.start_soon(
-            self._restart_after, scope, delay_s, crashed, last_run, last_exit, run_config
+            self._restart_after, scope, delay_s, crashed, last_run, last_exit, run_config, mode
         )
 
     async def _restart_after(
@@ -226,6 +298,7 @@ class Launching(SessionParts):
         last_run: int,
         last_exit: procs.ExitInfo | None,
         run_config: SessionConfig,
+        mode: str = "command",
     ) -> None:
         locked = False
         with scope:
@@ -244,7 +317,6 @@ class Launching(SessionParts):
             self._pending_restart = None
             self.record.restarts += 1
             env_extra: dict[str, str] = {}
-            mode = "command"
             if crashed:
                 prepared = await self._prepare_restart(None, last_run, run_config)
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart

@@ -54,9 +54,21 @@ class LiveRun:
         self.paused = False
 
 
+RESUME_REFUSED_PHRASES = ("No conversation found",)
+"""What an agent's error result says when it cannot resume the session id it was given."""
+
+
 def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
-    """success | agent-error | no-result | exit N | signal SIGX | exit unknown."""
+    """success | agent-error | rate-limit | permission-denied | resume-refused | no-result |
+    exit N | signal SIGX | exit unknown."""
     if outcome is not None:
+        kind = getattr(outcome, "kind", None)
+        if kind in ("rate-limit", "permission-denied"):
+            return str(kind)
+        if outcome.is_error and any(
+            phrase in (outcome.message or "") for phrase in RESUME_REFUSED_PHRASES
+        ):
+            return "resume-refused"
         if outcome.is_error:
             return "rate-limit" if getattr(outcome, "rate_limited", False) else "agent-error"
         if outcome.finished and info.exit_code in (0, None) and info.signal is None:

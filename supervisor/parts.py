@@ -128,6 +128,7 @@ class SessionParts:
         last_run: int,
         last_exit: procs.ExitInfo | None,
         run_config: SessionConfig,
+        mode: str = "command",
     ) -> None:
         raise NotImplementedError
 

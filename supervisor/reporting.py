@@ -82,7 +82,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
     observer = session.observer
     runs = [r for r in stored.runs if handle is None or r.handle == handle]
     live = session.run
-    if live is not None and live.record.ended_at is None:  # its usage so far, as status shows
+    if live is not None and not live.record.usage:  # its usage so far, as status shows
         usage = session.run_usage(live).to_json()
         number = live.record.run
         runs = [r.model_copy(update={"usage": usage}) if r.run == number else r for r in runs]

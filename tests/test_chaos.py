@@ -516,6 +516,13 @@ def run_chaos(root: Path, plan: Plan) -> None:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     if integrity != "ok":
         chaos.problems.append(f"PRAGMA integrity_check: {integrity}")
+    daemon_log = root / ".herd" / "daemon.log"
+    bugs = [
+        line
+        for line in daemon_log.read_text(errors="replace").splitlines()
+        if "illegal transition" in line or "BUG:" in line
+    ]
+    chaos.problems += [f"daemon.log: {line[:200]}" for line in bugs[:20]]
     left = [f"{p.pid} {' '.join(cmdline(p))[:100]}" for p in chaos.agents()]
     chaos.problems += [f"left running: {line}" for line in left]
     print(figures(chaos, events, statuses))

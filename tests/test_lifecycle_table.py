@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import FAST
+from conftest import FAST, script
 
 from agentherd.sessions import lifecycle
 from agentherd.sessions.config import parse_config
@@ -96,6 +96,24 @@ def facts(**changes: object) -> ExitFacts:
     return ExitFacts(**{**base.__dict__, **changes})  # type: ignore[arg-type]
 
 
+def test_a_rate_limit_or_refused_resume_is_no_crash() -> None:
+    """Neither counts toward the crash loop, nor asks for a rescue and reset."""
+    full = (500.0, 600.0, 700.0, 800.0)
+    for outcome in ("rate-limit", "resume-refused"):
+        decision = after_exit(facts(outcome=outcome, crash_times=full))
+        assert decision.action is Action.RESTART and not decision.crashed
+        assert decision.crash_times == full
+    assert after_exit(facts(outcome="rate-limit")).backoff_step == 2
+
+
+def test_rate_limit_waits_for_the_reset_else_grows() -> None:
+    assert lifecycle.rate_limit_delay_s(42.0, 5, 60.0, 3600.0) == 42.0
+    assert lifecycle.rate_limit_delay_s(-3.0, 0, 60.0, 3600.0) == 0.0
+    assert lifecycle.rate_limit_delay_s(1e12, 0, 60.0, 3600.0) == 8 * 24 * 3600.0
+    waits = [lifecycle.rate_limit_delay_s(None, step, 60.0, 3600.0) for step in range(8)]
+    assert waits == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0, 3600.0]
+
+
 @pytest.mark.parametrize(
     ("changes", "action", "reason", "message"),
     [
@@ -105,7 +123,20 @@ def facts(**changes: object) -> ExitFacts:
         ({"policy": "never"}, Action.FAIL, "exit 1", "failed: run 3 exit 1"),
         ({"policy": "always"}, Action.RESTART, "crashed", ""),
         ({"disk_full": True}, Action.RESTART, "disk-full", ""),
-        ({"outcome": "rate-limit"}, Action.RESTART, "crashed", ""),
+        ({"outcome": "rate-limit"}, Action.RESTART, "rate-limit", ""),
+        (
+            {"outcome": "rate-limit", "policy": "never"},
+            Action.FAIL,
+            "rate-limit",
+            "failed: run 3 rate-limit",
+        ),
+        (
+            {"outcome": "permission-denied"},
+            Action.FAIL,
+            "permission-denied",
+            "failed: run 3 was denied permission to use its tools",
+        ),
+        ({"outcome": "resume-refused"}, Action.RESTART, "resume-refused", ""),
         (
             {"crash_times": (500.0, 600.0, 700.0, 800.0)},
             Action.FAIL,
@@ -120,7 +151,10 @@ def facts(**changes: object) -> ExitFacts:
         "never-crash",
         "always-crash",
         "disk-full",
-        "rate-limit-counts-as-crash",
+        "rate-limit-parks",
+        "rate-limit-never",
+        "permission-denied-fails",
+        "resume-refused-runs-command",
         "crash-loop",
     ],
 )
@@ -291,4 +325,62 @@ def test_the_supervisor_refuses_an_illegal_move_and_commits_a_legal_one_with_its
     supervisor._transition(State.STARTING, None, event, by=Trigger.START)
     assert store.sessions()["api"].state == State.STARTING
     assert [e.kind for e in store.events(session="api")] == announced == ["task-started"]
+    store.close()
+
+
+@pytest.mark.pidns
+@pytest.mark.timeout(60)
+def test_a_run_that_exits_just_as_a_stop_takes_the_lock_is_recorded_by_the_stop(
+    tmp_path: Path,
+) -> None:
+    """The stop/exit race: the stop records the end; the exit handler then applies no policy.
+
+    Before the fix the stop ended the task `stopped` without recording the run's end, and the
+    exit handler, next on the lock, applied `on-failure` to the stopped task: stopped -> backoff.
+    """
+    import anyio
+
+    from agentherd.supervisor.session import SessionSupervisor
+
+    go = tmp_path / "go"
+    herd_toml = tmp_path / "herd.toml"
+    code = (
+        f"import os, sys, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.01)\n"
+        "sys.exit(1)"
+    )
+    config = parse_config(
+        f'[[session]]\nname = "api"\ncwd = "{tmp_path}"\nrestart = "on-failure"\n'
+        f"command = {script(code)}\n",
+        herd_toml,
+    )
+    store = Store(tmp_path / "state.db")
+    kinds: list[str] = []
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as tg:
+            ctx = Context(
+                store, tmp_path, tg, FAST, lambda es: kinds.extend(e.kind for e in es), herd_toml
+            )
+            supervisor = SessionSupervisor(config.sessions[0], SessionRecord(name="api"), ctx)
+            await supervisor.start()
+            run = supervisor.run
+            assert run is not None
+            async with supervisor._lock:  # the stop holds the lock when the run ends on its own
+                go.write_text("")
+                with anyio.fail_after(30):
+                    await run.exited.wait()
+                await supervisor._stop_locked(kill=False, reason="user")
+            with anyio.fail_after(30):  # the exit handler takes the lock next and must do nothing
+                while not run.handled or supervisor._lock.locked():
+                    await anyio.sleep(0.01)
+                await anyio.wait_all_tasks_blocked()
+            assert supervisor.record.state == State.STOPPED
+            assert supervisor.record.reason == "user"
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    runs = [e for e in store.events(session="api") if e.kind == "run-exited"]
+    assert len(runs) == 1 and runs[0].data.get("exit_code") == 1
+    assert "restart-scheduled" not in kinds and kinds.count("task-started") == 1
+    assert kinds[-1] == "stopped"
     store.close()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agentherd.sessions.durations import format_duration
 from agentherd.sessions.sanitize import ELLIPSIS, inert
 from agentherd.sessions.status import CheckpointStatus, SessionStatus, UsageStatus
+from agentherd.sessions.times import parse_iso, utc_now
 from agentherd.tui.render import plan_text, state_text, uptime
 from agentherd.tui.spend import budget_cell, fleet_text, usage_money
 
@@ -127,12 +129,23 @@ def detail_lines(status: SessionStatus | None) -> list[str]:
     return [inert(line) for line in lines]
 
 
+def resumes_in(status: SessionStatus) -> str:
+    """` resumes in 42m` for a session parked on a rate limit, else nothing."""
+    if status.state != "backoff" or status.reason != "rate-limit" or not status.next_restart_at:
+        return ""
+    when = parse_iso(status.next_restart_at)
+    if when is None:
+        return ""
+    return f" resumes in {format_duration(max(0.0, (when - utc_now()).total_seconds()))}"
+
+
 def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
     """Every cell of one session's row, the last output cut to `last_width` characters."""
     state = str(status.state)
     style = STATE_STYLES.get(state, "")
     warnings = status.warnings
-    state_cell = state_text(status) + (f" ⚠{len(warnings)}" if warnings else "")
+    state_cell = state_text(status) + resumes_in(status)
+    state_cell += f" ⚠{len(warnings)}" if warnings else ""
     return {
         "session": (status.session, "bold"),
         "state": (state_cell, style),

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+CLAUDE_TOOLS = "Bash,Read,Edit,Write,Glob,Grep"
+"""What the claude preset allows without asking: edit files and run any shell command."""
+
+_WORK = (
+    "Read claude-progress.txt and feature_list.json, then implement the next failing feature, "
+    "run the tests, commit, and update the progress file."
+)
+_CONTINUE = (
+    "Continue where you stopped. If herd restarted you after a crash, your uncommitted edits "
+    "were saved on {rescue_ref} and the tree was reset to {checkpoint}."
+)
+
 _PRESETS: dict[str, tuple[str, str]] = {
+    # Headless runs cannot ask for permission: each preset grants what editing, testing and
+    # committing need (README: agents), with the prompt before the variadic --allowedTools.
     "claude": (
-        '["claude", "-p", "--output-format", "stream-json", "--verbose", '
-        '"Read claude-progress.txt and feature_list.json, then implement the next failing '
-        'feature, verify it, commit, and update the progress file."]',
-        '["claude", "-p", "--resume", "{session_id}", "--output-format", "stream-json", '
-        '"--verbose", "Continue. Your uncommitted edits were saved on {rescue_ref} and the tree '
-        'was reset to {checkpoint}."]',
+        f'["claude", "-p", "{_WORK}", "--output-format", "stream-json", "--verbose", '
+        f'"--allowedTools", "{CLAUDE_TOOLS}"]',
+        f'["claude", "-p", "{_CONTINUE}", "--resume", "{{session_id}}", "--output-format", '
+        f'"stream-json", "--verbose", "--allowedTools", "{CLAUDE_TOOLS}"]',
     ),
+    # workspace-write leaves .git read-only (no commit): the session's worktree is the sandbox.
     "codex": (
-        '["codex", "exec", "--json", "--sandbox", "workspace-write", "Implement the next '
-        'failing feature in feature_list.json, verify it, commit, update the progress file."]',
-        '["codex", "exec", "--json", "--sandbox", "workspace-write", "resume", "{session_id}", '
-        '"Continue."]',
+        f'["codex", "exec", "--json", "--sandbox", "danger-full-access", "{_WORK}"]',
+        '["codex", "exec", "--json", "--sandbox", "danger-full-access", "resume", '
+        f'"{{session_id}}", "{_CONTINUE}"]',
     ),
     "gemini": (
-        '["gemini", "-p", "Implement the next failing feature in feature_list.json, verify it, '
-        'commit, update the progress file.", "--output-format", "stream-json"]',
-        '["gemini", "--resume", "{session_id}", "-p", "Continue.", "--output-format", '
-        '"stream-json"]',
+        f'["gemini", "-p", "{_WORK}", "--output-format", "stream-json", "--yolo"]',
+        f'["gemini", "--resume", "{{session_id}}", "-p", "{_CONTINUE}", "--output-format", '
+        '"stream-json", "--yolo"]',
     ),
     "amp": (
         '["amp", "-x", "Implement the next failing feature in feature_list.json.", '
@@ -42,11 +53,18 @@ _PRESETS: dict[str, tuple[str, str]] = {
 }
 
 
+_ENV = {
+    # Without it Gemini CLI exits 55 in a folder it was never told to trust.
+    "gemini": 'env      = { GEMINI_CLI_TRUST_WORKSPACE = "true" }\n',
+}
+
+
 def session_block(agent: str, name: str = "main") -> str:
     """A [[session]] block for `agent`, commented, ready to paste."""
     if agent not in _PRESETS:
         raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(_PRESETS)}")
     command, resume = _PRESETS[agent]
+    env_line = _ENV.get(agent, "")
     resume_line = (
         f"resume   = {resume}\n"
         if resume
@@ -61,6 +79,7 @@ def session_block(agent: str, name: str = "main") -> str:
         f'agent    = "{agent}"\n'
         f"command  = {command}\n"
         f"{resume_line}"
+        f"{env_line}"
         'plan     = "feature_list.json"    # JSON feature list; items may only flip to passing\n'
         'progress = "claude-progress.txt"  # the agent\'s progress notes\n'
         '# verify = "pytest -q"            # run by herd against each new checkpoint\n'

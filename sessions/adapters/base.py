@@ -19,6 +19,9 @@ SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,127}")
 MAX_TEXT_CHARS = 4000
 """Texts kept for display (last assistant text, outcome message) are cut to this length."""
 
+MAX_WARNINGS = 20
+"""Distinct warnings kept per run; later ones are only counted (output can repeat a fault)."""
+
 
 def valid_session_id(value: str) -> bool:
     """Return True when value may be put into argv as a session id."""
@@ -48,6 +51,13 @@ class OutputParser:
         self.parsed_lines = 0
         self.rate_limit_resets_at: str | None = None
         self.last_text: str | None = None
+        self.result_text: str | None = None
+        """The agent's final answer, where its output marks one."""
+        self.refused_session_ids = 0
+        """Session ids the output gave that are unsafe in argv (refused, never used)."""
+        self.warnings: list[str] = []
+        """What was odd in the output (refused ids, totals going backwards); MAX_WARNINGS kept."""
+        self.warning_count = 0
         self._rate_limited = False
 
     @property
@@ -104,10 +114,22 @@ class OutputParser:
             self.skipped_lines += 1
         return value
 
+    def warn(self, text: str) -> None:
+        """Note something odd in the output once (bounded); never raises."""
+        self.warning_count += 1
+        if text not in self.warnings and len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(text)
+
     def _set_session_id(self, value: object) -> None:
-        """Record a reported session id when it is safe to use."""
+        """Record a reported session id when it is safe to use; refuse and count any other."""
+        if value is None:
+            return
         if isinstance(value, str) and valid_session_id(value):
             self.session_id = value
+            return
+        self.refused_session_ids += 1
+        shown = value[:40] if isinstance(value, str) else type(value).__name__
+        self.warn(f"refused an unsafe {self.agent} session id {shown!r}: it is never put in argv")
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Handle one JSON object from the stream."""

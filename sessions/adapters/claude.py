@@ -7,6 +7,12 @@ and the result's ``modelUsage`` sum (``usage`` when there is no ``modelUsage``):
 running totals for the process, and ``modelUsage`` also counts background models. Messages
 after the last result are added on top of it. Result usage is never added to the message sum.
 Subagent ``subagent_token_usage`` lines are not counted (their messages may already appear).
+
+Each ``assistant`` line is printed when its message starts, with ``output_tokens: 1``; the true
+figure reaches stdout only in the ``result`` line. A run killed before it keeps that undercount
+on stdout; ``recover_from_transcript`` then reads the final figures from the transcript Claude
+Code keeps under its config folder (see ``claude_transcript``). Without a result line the cost
+is estimated from herd's price table (``cost_estimated``), or None for an unknown model.
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from agentherd.sessions.adapters import outcomes
 from agentherd.sessions.adapters.base import OutputParser, display_text
-from agentherd.sessions.adapters.usage import Outcome, Usage, as_amount, as_count
-from agentherd.sessions.times import iso_from_epoch
+from agentherd.sessions.adapters.prices import estimate_cost_usd
+from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
+from agentherd.sessions.times import parse_iso
 
 MAX_TRACKED_MESSAGE_IDS = 4096
 """Repeated copies of one message are adjacent; older ids can be forgotten to bound memory."""
 
 _NO_CONVERSATION = "No conversation found"
-_LIMIT_TEXT = re.compile(r"hit your .{0,40}limit", re.IGNORECASE)
+_MODEL_NAME = re.compile(r"[A-Za-z0-9._:\[\]-]{1,80}")
 
 _Tokens = tuple[int, int, int, int]
 """input, output, cache read, cache write."""
@@ -30,17 +38,12 @@ _Tokens = tuple[int, int, int, int]
 _ZERO: _Tokens = (0, 0, 0, 0)
 
 
-def _reset_time(value: object) -> str | None:
-    """A rate limit's reset time: text as given (cut), or an epoch in seconds or ms as ISO."""
-    if isinstance(value, str):
-        return value[:64] if value.strip() else None
-    return iso_from_epoch(value)
-
-
 class ClaudeParser(OutputParser):
     """Claude Code ``stream-json`` (also Amp's Claude-compatible stream)."""
 
     agent: ClassVar[str] = "claude"
+    estimates_cost: ClassVar[bool] = True
+    """Estimate the cost from the price table when no result line gave one (Claude's models)."""
 
     def __init__(self, session_id: str | None = None) -> None:
         """Start empty; session_id is the id this process resumes, if any."""
@@ -54,6 +57,8 @@ class ClaudeParser(OutputParser):
         self._messages_at_result = 0
         self._result_turns: int | None = None
         self._cost_usd: float | None = None
+        self.model: str | None = None
+        """The main model's id, from ``system/init`` or an assistant message (for estimates)."""
 
     @property
     def usage(self) -> Usage:
@@ -71,14 +76,55 @@ class ClaudeParser(OutputParser):
             turns = self._messages
         else:
             turns = self._result_turns + self._messages - self._messages_at_result
+        cost_usd, estimated = self._cost_usd, False
+        if cost_usd is None and self.estimates_cost and self._result_base is None:
+            cost_usd = estimate_cost_usd(self.model, *tokens)
+            estimated = cost_usd is not None
         return Usage(
             input_tokens=tokens[0],
             output_tokens=tokens[1],
             cache_read_tokens=tokens[2],
             cache_write_tokens=tokens[3],
-            cost_usd=self._cost_usd,
+            cost_usd=cost_usd,
+            cost_estimated=estimated,
             turns=turns,
         )
+
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        """Ids of the assistant messages this run printed (the last MAX_TRACKED_MESSAGE_IDS)."""
+        return tuple(self._by_message_id)
+
+    def recover_from_transcript(
+        self, transcript: list[dict[str, Any]], since: str | None, until: str | None = None
+    ) -> bool:
+        """Take the final per-message usage of a killed run from its transcript entries.
+
+        Only messages this run printed, or written between ``since`` and ``until`` (the run's
+        start and end, ISO), are taken; each keeps the larger of its stdout and transcript
+        figures. Returns whether anything changed; a run that printed its result needs none
+        of this and is left as it is.
+        """
+        if self._result_base is not None:
+            return False
+        changed = False
+        found = claude_transcript_messages(transcript, self.message_ids, since, until)
+        for message_id, tokens in found:
+            previous = self._by_message_id.get(message_id)
+            if previous is None:
+                self._messages += 1
+                previous = _ZERO
+            better = (
+                max(tokens[0], previous[0]),
+                max(tokens[1], previous[1]),
+                max(tokens[2], previous[2]),
+                max(tokens[3], previous[3]),
+            )
+            if better != previous:
+                changed = True
+            self._by_message_id[message_id] = better
+            self._add_tokens(better, previous)
+        return changed
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one stream-json line on its ``type``."""
@@ -92,6 +138,8 @@ class ClaudeParser(OutputParser):
         elif kind == "system":
             if obj.get("subtype") == "api_retry":
                 self.api_retries += 1
+            elif obj.get("subtype") == "init":
+                self._set_model(obj.get("model"))
         elif kind == "rate_limit_event":
             self._on_rate_limit(obj)
         elif kind == "conversation_reset":
@@ -102,6 +150,8 @@ class ClaudeParser(OutputParser):
         message = obj.get("message")
         if not isinstance(message, dict):
             return
+        if message.get("model") != "<synthetic>":  # an API-error placeholder, not a model
+            self._set_model(message.get("model"))
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
@@ -133,6 +183,11 @@ class ClaudeParser(OutputParser):
         for index in range(4):
             self._message_sum[index] += tokens[index] - replaced[index]
 
+    def _set_model(self, value: object) -> None:
+        """Record the model id when it looks like one."""
+        if isinstance(value, str) and _MODEL_NAME.fullmatch(value):
+            self.model = value
+
     def _on_rate_limit(self, obj: dict[str, Any]) -> None:
         """Track a usage-limit rejection and its reset time."""
         info = obj.get("rate_limit_info")
@@ -141,7 +196,7 @@ class ClaudeParser(OutputParser):
         status = info.get("status")
         if status == "rejected":
             self._rate_limited = True
-            resets_at = _reset_time(info.get("resetsAt"))
+            resets_at = outcomes.reset_time_iso(info.get("resetsAt"))
             if resets_at is not None:
                 self.rate_limit_resets_at = resets_at
         elif status in ("allowed", "allowed_warning"):
@@ -166,7 +221,11 @@ class ClaudeParser(OutputParser):
         if cost is None:
             cost = as_amount(obj.get("total_cost", obj.get("cost_usd")))
         if cost is not None:
-            self._cost_usd = cost
+            if self._cost_usd is not None and cost < self._cost_usd:
+                # A running total for the process: it cannot shrink; keep the larger.
+                self.warn(f"claude cost went backwards ({self._cost_usd} -> {cost} USD): kept")
+            else:
+                self._cost_usd = cost
         turns = as_count(obj.get("num_turns"))
         if turns is not None:
             self._result_turns = turns
@@ -189,22 +248,39 @@ class ClaudeParser(OutputParser):
                 message_sum[2],
                 message_sum[3],
             )
+        elif self._result_base is None:
+            self._result_base = (
+                self._message_sum[0],
+                self._message_sum[1],
+                self._message_sum[2],
+                self._message_sum[3],
+            )
+            self._message_sum_at_result = self._result_base
 
         status = obj.get("api_error_status")
-        rate_limited = self._rate_limited or (
-            is_error and (_LIMIT_TEXT.search(all_text) is not None or status == 429)
-        )
+        rate_limited = self._rate_limited or status == 429
+        rate_limited = rate_limited or outcomes.RATE_LIMIT_TEXT.search(all_text) is not None
         subtype = obj.get("subtype")
         reason = obj.get("terminal_reason")
+        denials: list[str] = []
+        given = obj.get("permission_denials")
+        for denial in given if isinstance(given, list) else []:
+            name = denial.get("tool_name") if isinstance(denial, dict) else denial
+            outcomes.add_denial(denials, outcomes.tool_name(name) or "(unnamed tool)")
+        max_turns = subtype == "error_max_turns" or reason == "max_turns"
         message = "; ".join(error_texts) if is_error and error_texts else result_text
-        self.outcome = Outcome(
-            finished=True,
+        self.outcome = outcomes.ended(
             is_error=is_error,
-            subtype=subtype[:64] if isinstance(subtype, str) else None,
-            message=display_text(message),
+            subtype=subtype if isinstance(subtype, str) else None,
+            message=message,
             rate_limited=rate_limited,
-            terminal_reason=reason[:64] if isinstance(reason, str) else None,
+            max_turns=max_turns,
+            denials=denials,
+            terminal_reason=reason if isinstance(reason, str) else None,
+            resets_at=self.rate_limit_resets_at or outcomes.reset_time_in_text(all_text),
         )
+        if result_text is not None:
+            self.last_text = self.result_text = display_text(result_text)
 
 
 def _claude_tokens(usage: dict[str, Any]) -> _Tokens | None:
@@ -236,3 +312,42 @@ def _model_usage_tokens(model_usage: object) -> _Tokens | None:
                 sums[index] += value
                 seen = True
     return (sums[0], sums[1], sums[2], sums[3]) if seen else None
+
+
+def claude_transcript_messages(
+    entries: list[dict[str, Any]],
+    message_ids: tuple[str, ...],
+    since: str | None,
+    until: str | None = None,
+) -> list[tuple[str, _Tokens]]:
+    """Per-message usage (the last copy of each id) of transcript entries that belong to a run.
+
+    An entry belongs when its message id was printed by the run, or when it was written
+    between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
+    """
+    wanted = set(message_ids)
+    start = parse_iso(since) if since else None
+    end = parse_iso(until) if until else None
+    found: dict[str, _Tokens] = {}
+    for entry in entries:
+        if entry.get("type") != "assistant":
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+            continue
+        message_id = message.get("id")
+        usage = message.get("usage")
+        if not isinstance(message_id, str) or not message_id or not isinstance(usage, dict):
+            continue
+        if message_id not in wanted:
+            stamp = entry.get("timestamp")
+            moment = parse_iso(stamp) if isinstance(stamp, str) else None
+            if start is None or moment is None or moment < start:
+                continue
+            if end is not None and moment > end:
+                continue
+        tokens = _claude_tokens(usage)
+        if tokens is not None:
+            found.pop(message_id, None)
+            found[message_id] = tokens
+    return list(found.items())

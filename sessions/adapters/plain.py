@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from agentherd.sessions.adapters import outcomes
 from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
-from agentherd.sessions.adapters.usage import Outcome, Usage, as_amount, as_count
+from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
 _PASS_STRINGS = frozenset({"done", "success"})
 _FAIL_STRINGS = frozenset({"error", "failed"})
@@ -16,7 +17,10 @@ class PlainParser(OutputParser):
 
     Recognised lines: ``{"usage": {...}, "cost_usd": x, "turns": n, "session_id": "..."}`` (each
     value a running total: the last one wins), ``{"herd": "done"}`` / ``{"herd": "error"}`` and
-    ``{"result": "success"}`` / ``{"result": "error"}``, each with an optional ``"message"``.
+    ``{"result": "success"}`` / ``{"result": "error"}``, each with an optional ``"message"``, and
+    on an error an optional ``"kind"`` (``rate-limit``, ``max-turns``, ``permission-denied``)
+    with ``"resets_at"`` (ISO). A running total that goes backwards is warned about and the
+    larger figure kept.
     """
 
     agent: ClassVar[str] = "plain"
@@ -58,10 +62,14 @@ class PlainParser(OutputParser):
         for source in (usage if isinstance(usage, dict) else {}, obj):
             for key, index in self._TOKEN_KEYS.items():
                 value = as_count(source.get(key))
-                if value is not None:
+                if value is not None and value < self._tokens[index]:
+                    self.warn(f"plain: {key} went backwards ({self._tokens[index]} -> {value})")
+                elif value is not None:
                     self._tokens[index] = value
             cost = as_amount(source.get("cost_usd"))
-            if cost is not None:
+            if cost is not None and self._cost_usd is not None and cost < self._cost_usd:
+                self.warn(f"plain: cost went backwards ({self._cost_usd} -> {cost} USD): kept")
+            elif cost is not None:
                 self._cost_usd = cost
                 self._cost_estimated = source.get("cost_estimated") is True
             turns = as_count(source.get("turns"))
@@ -71,11 +79,16 @@ class PlainParser(OutputParser):
         if isinstance(verdict, str):
             word = verdict.strip().lower()
             if word in _PASS_STRINGS or word in _FAIL_STRINGS:
-                self.outcome = Outcome(
-                    finished=True,
-                    is_error=word in _FAIL_STRINGS,
-                    subtype="error" if word in _FAIL_STRINGS else "success",
-                    message=display_text(obj.get("message")),
+                failed = word in _FAIL_STRINGS
+                kind = obj.get("kind")
+                self.outcome = outcomes.ended(
+                    is_error=failed,
+                    subtype="error" if failed else "success",
+                    message=obj.get("message"),
+                    rate_limited=failed and kind == "rate-limit",
+                    max_turns=failed and kind == "max-turns",
+                    denials=["(reported)"] if failed and kind == "permission-denied" else [],
+                    resets_at=outcomes.reset_time_iso(obj.get("resets_at")),
                 )
 
     def _on_other_line(self, line: bytes) -> None:

@@ -1,0 +1,113 @@
+"""OpenCode ``opencode run --format json`` (JSONL; ``sessionID`` on every line).
+
+Each ``step_finish`` carries the tokens and cost of that step (``part.tokens{input, output,
+reasoning, cache{read, write}}``, ``part.cost``): they are added, one step each. Reasoning is
+billed as output. A step that ends for any reason but ``tool-calls`` ends the answer; an
+``error`` line ends the run in error; ``done`` (newer builds) ends it, its ``rejected`` list
+naming permissions the run refused (``--auto`` not given).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.base import OutputParser, display_text
+from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
+
+
+class OpenCodeParser(OutputParser):
+    """OpenCode's JSON event lines: summed step usage and cost, outcome from its end events."""
+
+    agent: ClassVar[str] = "opencode"
+
+    def __init__(self, session_id: str | None = None) -> None:
+        """Start empty; session_id is the id this process resumes, if any."""
+        super().__init__(session_id)
+        self._tokens = [0, 0, 0, 0]
+        self._cost_usd: float | None = None
+        self._steps = 0
+        self._denials: list[str] = []
+
+    @property
+    def usage(self) -> Usage:
+        """The sum of every step's tokens and cost (None when no step gave a cost)."""
+        return Usage(
+            input_tokens=self._tokens[0],
+            output_tokens=self._tokens[1],
+            cache_read_tokens=self._tokens[2],
+            cache_write_tokens=self._tokens[3],
+            cost_usd=self._cost_usd,
+            turns=self._steps,
+        )
+
+    def _on_object(self, obj: dict[str, Any]) -> None:
+        """Dispatch one event on its ``type``."""
+        self._set_session_id(obj.get("sessionID"))
+        kind = obj.get("type")
+        part = obj.get("part")
+        part = part if isinstance(part, dict) else {}
+        if kind == "text":
+            text = display_text(part.get("text"))
+            if text is not None:
+                self.last_text = text
+        elif kind == "tool_use":
+            state = part.get("state")
+            error = state.get("error") if isinstance(state, dict) else None
+            if isinstance(error, str) and "permission" in error.lower():
+                outcomes.add_denial(self._denials, outcomes.tool_name(part.get("tool")))
+        elif kind == "step_finish":
+            self._on_step(part)
+        elif kind == "error":
+            self._on_error(obj.get("error"))
+        elif kind == "done":
+            rejected = obj.get("rejected")
+            for item in rejected if isinstance(rejected, list) else []:
+                name = item.get("permission", item.get("tool")) if isinstance(item, dict) else item
+                outcomes.add_denial(self._denials, outcomes.tool_name(name) or "(unnamed)")
+            if self.outcome is None or not self.outcome.is_error:
+                self._succeed()
+
+    def _on_step(self, part: dict[str, Any]) -> None:
+        """Add one step's tokens and cost; a final step ends the answer."""
+        self._steps += 1
+        tokens = part.get("tokens")
+        if isinstance(tokens, dict):
+            cache = tokens.get("cache")
+            cache = cache if isinstance(cache, dict) else {}
+            figures = (
+                as_count(tokens.get("input")) or 0,
+                (as_count(tokens.get("output")) or 0) + (as_count(tokens.get("reasoning")) or 0),
+                as_count(cache.get("read")) or 0,
+                as_count(cache.get("write")) or 0,
+            )
+            for index, value in enumerate(figures):
+                self._tokens[index] += value
+        cost = as_amount(part.get("cost"))
+        if cost is not None:
+            self._cost_usd = (self._cost_usd or 0.0) + cost
+        if part.get("reason") not in ("tool-calls", None):
+            self.result_text = self.last_text
+            self._succeed()
+
+    def _succeed(self) -> None:
+        """The run ended normally (denials make it permission-denied)."""
+        self.outcome = outcomes.ended(
+            is_error=False, subtype="stop", message=self.result_text, denials=self._denials
+        )
+
+    def _on_error(self, error: object) -> None:
+        """The run ended in error: its name and message, a rate limit when they say so."""
+        name = error.get("name") if isinstance(error, dict) else None
+        data = error.get("data") if isinstance(error, dict) else None
+        text = data.get("message") if isinstance(data, dict) else error
+        message = display_text(text if isinstance(text, str) else name) or "error"
+        status = data.get("statusCode") if isinstance(data, dict) else None
+        self.outcome = outcomes.ended(
+            is_error=True,
+            subtype=name if isinstance(name, str) else "error",
+            message=message,
+            rate_limited=status == 429
+            or outcomes.RATE_LIMIT_TEXT.search(f"{name} {message}") is not None,
+            denials=self._denials,
+        )

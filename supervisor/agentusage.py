@@ -1,0 +1,65 @@
+"""What an adapter needs beyond a run's own output: a thread's earlier spend, a transcript.
+
+Codex counts tokens over a whole thread, so a resumed run's adapter is given what the earlier
+runs of that thread used (`thread_usage`). Claude Code prints a message's final usage only in
+its result line, so a run killed before it is completed from the transcript Claude keeps
+(`recover_killed_claude`, a file read: call it off the event loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from agentherd.sessions.adapters import ClaudeParser, OutputParser, Usage
+from agentherd.sessions.adapters.claude_transcript import (
+    claude_config_dir,
+    read_transcript,
+    transcript_path,
+)
+from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.launchspec import run_environment
+from agentherd.sessions.records import RunRecord
+from agentherd.supervisor.store import Store
+
+log = logging.getLogger("herd.session")
+
+
+def thread_usage(store: Store, session: str, agent_session_id: str | None) -> Usage | None:
+    """The usage of the ended runs of a session that belong to the agent's thread (or None)."""
+    if not agent_session_id:
+        return None
+    total = Usage()
+    for run in store.runs(session):
+        if run.agent_session_id == agent_session_id and run.ended_at is not None and run.usage:
+            total = total + Usage.from_json(run.usage)
+    return total
+
+
+def recover_killed_claude(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Complete a Claude run that ended without its result from its transcript; True if changed."""
+    if not isinstance(parser, ClaudeParser) or parser.outcome is not None:
+        return False
+    session_id = parser.session_id
+    config_dir = claude_config_dir(run_environment(os.environ, config, record.run, 0, {}))
+    if session_id is None or config_dir is None:
+        return False
+    path = transcript_path(config_dir, record.cwd or str(config.cwd), session_id)
+    if path is None:
+        return False
+    changed = parser.recover_from_transcript(
+        read_transcript(path), record.started_at, record.ended_at
+    )
+    if changed:
+        log.info("run %d of %s: usage completed from %s", record.run, config.name, path)
+    return changed
+
+
+def log_adapter_warnings(parser: OutputParser, run: int, session: str) -> None:
+    """Write what was odd in a run's output (refused ids, totals going backwards) to the log."""
+    for text in parser.warnings:
+        log.warning("run %d of %s: %s", run, session, text)
+    if parser.warning_count > len(parser.warnings):
+        log.warning(
+            "run %d of %s: %d more", run, session, parser.warning_count - len(parser.warnings)
+        )

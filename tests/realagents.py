@@ -1,0 +1,137 @@
+"""Finding the real agent CLIs and giving each test a throw-away home for them.
+
+`.ci/run` installs pinned versions into `.cache/agents` (AGENT_BIN_DIR). A developer without
+them gets a skip that says how to install them; with CI=true a missing binary fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentherd.tui.templates import init_text
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT_BIN_DIR = Path(
+    os.environ.get("HERD_AGENTS_BIN") or ROOT / ".cache" / "agents" / "node_modules" / ".bin"
+)
+"""Where .ci/run installs the CLIs (HERD_AGENTS_BIN points elsewhere); then PATH is searched."""
+
+PINNED = {
+    "claude": "@anthropic-ai/claude-code@2.1.197",
+    "codex": "@openai/codex@0.171.0",
+    "gemini": "@google/gemini-cli@0.61.0",
+}
+"""The versions these tests were written against (.ci/run installs the same)."""
+
+
+def agent_binary(name: str) -> str:
+    """The path of the `name` CLI: .cache/agents first, then PATH; skip or fail when absent."""
+    search = f"{AGENT_BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"
+    found = shutil.which(name, path=search)
+    if found:
+        return found
+    message = (
+        f"the real `{name}` CLI is not installed: run .ci/run, or "
+        f"`npm install --prefix .cache/agents {PINNED[name]}`"
+    )
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (CI=true: a missing agent fails the run)", pytrace=False)
+    pytest.skip(message)
+
+
+def preset(agent: str) -> dict[str, Any]:
+    """The session block `herd init --agent AGENT` writes, as TOML data."""
+    return dict(tomllib.loads(init_text(agent))["session"][0])
+
+
+def claude_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """What Claude Code needs offline against a local server, quiet and with short retries."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = agent\n\temail = agent@example.invalid\n")
+    return {
+        "HOME": str(home),
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-test-offline",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+def session_toml(name: str, agent: str, cwd: Path, env: dict[str, str], **keys: Any) -> str:
+    """A herd.toml with one session: the agent's preset, this env, and extra keys."""
+    block = preset(agent)
+    block.update(name=name, cwd=str(cwd), autostart=False, restart_delay="0s", **keys)
+    block.pop("plan", None)
+    block.pop("progress", None)
+    block["env"] = {**block.get("env", {}), **env}
+    lines = ["[[session]]"]
+    for key, value in block.items():
+        if key in ("env", "budget"):
+            inner = ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items())
+            lines.append(f"{key} = {{ {inner} }}")
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def result_lines(log: Path) -> list[dict[str, Any]]:
+    """The `result` lines a Claude run printed (its own account of tokens and cost)."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("type") == "result":
+            found.append(obj)
+    return found
+
+
+def codex_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """A throw-away HOME and CODEX_HOME whose config points Codex at a local Responses API."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = agent\n\temail = agent@example.invalid\n")
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.1-codex"\n'
+        'model_provider = "local"\n'
+        "[model_providers.local]\n"
+        'name = "local"\n'
+        f'base_url = "{base_url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "LOCAL_MODEL_KEY"\n'
+        "request_max_retries = 0\n"
+        "stream_max_retries = 0\n"
+    )
+    return {
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "LOCAL_MODEL_KEY": "sk-test-offline",
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def gemini_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API."""
+    settings = home / ".gemini"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
+    return {
+        "HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": base_url,
+        "GEMINI_API_KEY": "test-offline",
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }

@@ -1,0 +1,169 @@
+"""The real Claude Code CLI under the real daemon, against a scripted Anthropic server.
+
+Each test runs the preset `herd init --agent claude` writes, in a throw-away HOME, and checks
+what a user relies on: the work is done and committed, tokens and cost are exact, a crash is
+resumed in the same conversation, a rate limit parks, a permission denial fails the task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import FAST, Herd, git, make_repo, wait_until
+from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
+from realagents import agent_binary, claude_env, result_lines, session_toml
+
+pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
+
+AGENT_WAIT_S = 90.0
+"""The real CLI starts in a second or two; a loaded CI machine gets plenty more."""
+
+
+@pytest.fixture
+def claude() -> str:
+    return agent_binary("claude")
+
+
+def _commit_step() -> object:
+    return tool(
+        "Bash",
+        command="git add -A && git commit -q -m 'agent: add hello.txt'",
+        description="commit",
+    )
+
+
+def test_a_run_edits_commits_and_counts_exact_tokens_and_cost(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    tokens = Tokens(input=100, output=30, cache_read=20, cache_write=10)
+    steps = [tool("Write", file_path=str(repo / "hello.txt"), content="hi\n"), _commit_step()]
+    with AnthropicServer([*steps, text("Done: hello.txt committed.")], tokens) as server:
+        env = claude_env(tmp_path / "home", server.url, claude)
+        herd.write(session_toml("main", "claude", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert server.answered == 3
+        assert (repo / "hello.txt").read_text() == "hi\n"
+        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        usage = status["usage"]
+        assert (
+            usage["input_tokens"],
+            usage["output_tokens"],
+            usage["cache_read_tokens"],
+            usage["cache_write_tokens"],
+            usage["turns"],
+        ) == (300, 90, 60, 30, 3)
+        (result,) = result_lines(herd.root / ".herd" / "runs" / "main" / "1" / "output.log")
+        assert result["total_cost_usd"] > 0
+        assert usage["cost_usd"] == pytest.approx(result["total_cost_usd"])
+        assert usage["cost_estimated"] is False
+        assert status["agent_session_id"] == result["session_id"]
+        wait_until(lambda: herd.events("main", "checkpoint"), what="the agent's commit seen")
+
+
+@pytest.mark.pidns
+def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversation(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    steps = [tool("Write", file_path=str(repo / "draft.txt"), content="half done\n"), hang()]
+    with AnthropicServer([*steps, text("Picked up where I left off.")]) as server:
+        env = claude_env(tmp_path / "home", server.url, claude)
+        herd.write(session_toml("main", "claude", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        wait_until(server.hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
+        assert (repo / "draft.txt").exists()
+        first = herd.status("main")
+        session_id = wait_until(lambda: herd.status("main")["agent_session_id"], what="the id")
+        os.kill(first["pid"], signal.SIGKILL)
+
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert herd.events("main", "rescue-saved") and herd.events("main", "worktree-reset")
+        assert not (repo / "draft.txt").exists()  # saved on the rescue ref, then reset
+        started = herd.events("main", "run-started")
+        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        assert session_id in started[1]["data"]["argv"]
+        # The resumed request carries the first run's turns: the same conversation goes on.
+        resumed = server.requests[-1]
+        sent = repr(resumed["messages"])
+        assert "draft.txt" in sent and "tool_result" in sent
+        assert status["agent_session_id"] == session_id
+        # TODO(i10-adapters): exact tokens of the killed run (recovered from the transcript).
+        assert status["usage"]["input_tokens"] >= 100
+
+
+@pytest.mark.pidns
+def test_a_rate_limit_parks_without_reset_and_then_resumes(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    steps = [tool("Write", file_path=str(repo / "draft.txt"), content="keep me\n"), fail(429)]
+    herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3.0)
+    with AnthropicServer([*steps, text("Limit lifted, done.")]) as server:
+        env = claude_env(tmp_path / "home", server.url, claude)
+        herd.write(session_toml("main", "claude", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        parked = herd.wait_state("main", "backoff", "failed", "completed", timeout_s=AGENT_WAIT_S)
+        assert (parked["state"], parked["reason"]) == ("backoff", "rate-limit"), parked
+        assert parked["next_restart_at"] is not None
+        (limited,) = herd.events("main", "rate-limited")
+        assert limited["data"]["delay_s"] == pytest.approx(3.0)
+        assert (repo / "draft.txt").read_text() == "keep me\n"  # no reset
+        assert parked["restarts"] == 0
+
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert not herd.events("main", "rescue-saved")
+        assert not herd.events("main", "worktree-reset")
+        started = herd.events("main", "run-started")
+        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        assert "draft.txt" in repr(server.requests[-1]["messages"])
+
+
+def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    steps = [tool("Write", file_path=str(repo / "hello.txt"), content="hi\n"), _commit_step()]
+    with AnthropicServer([*steps, text("I could not write.")]) as server:
+        env = claude_env(tmp_path / "home", server.url, claude)
+        toml = session_toml("main", "claude", repo, env)
+        # The old preset: no permission flag, so Claude Code refuses Write and Bash headless.
+        toml = toml.replace(', "--allowedTools", "Bash,Read,Edit,Write,Glob,Grep"', "")
+        assert "--allowedTools" not in toml
+        herd.write(toml)
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert (status["state"], status["reason"]) == ("failed", "permission-denied")
+        (failed,) = herd.events("main", "failed")
+        assert "Write, Bash" in failed["message"]
+        assert len(herd.events("main", "run-started")) == 1
+        assert not (repo / "hello.txt").exists()
+        assert server.answered == 3
+
+
+def test_an_overload_that_recovers_on_retry_is_a_normal_success(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with AnthropicServer([fail(529), text("Done after one retry.")]) as server:
+        env = {**claude_env(tmp_path / "home", server.url, claude), "CLAUDE_CODE_MAX_RETRIES": "1"}
+        herd.write(session_toml("main", "claude", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert len(server.requests) == 2 and server.answered == 1
+        assert len(herd.events("main", "run-started")) == 1
+        assert status["usage"]["input_tokens"] == 100
