@@ -23,7 +23,13 @@ from pydantic import (
 )
 
 from agentherd.sessions.durations import parse_duration
-from agentherd.sessions.prices import AGENTS_REPORTING_COST, Price, price_for, price_table
+from agentherd.sessions.prices import (
+    AGENTS_REPORTING_COST,
+    Price,
+    lookup,
+    price_for,
+    price_table,
+)
 from agentherd.sessions.scope import in_scope
 
 CONFIG_NAME = "herd.toml"
@@ -574,10 +580,9 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     if config is not None:
         table = price_table(config.prices)
         for session in config.sessions:
-            if session.price is not None and session.price not in table:
-                known = ", ".join(sorted(table))
-                message = f"{session.price!r} is not in the price table; use one of {known}, "
-                message += f"or add [prices.{session.price}]"
+            if session.price is not None and lookup(session.price, table) is None:
+                message = f"{session.price!r} is not in the price table; name a model such as "
+                message += f'"claude-sonnet-4-5" or "gpt-5-codex", or add [prices.{session.price}]'
                 problems.append(Problem(file, message, session.name, "price"))
     if problems or config is None:
         raise ConfigError(problems)
@@ -675,7 +680,8 @@ def cost_budget_problems(config: HerdConfig) -> list[Problem]:
     problems = [
         Problem(
             file,
-            f"agent {s.agent!r} reports no cost and has no price, so this limit never acts; "
+            f"agent {s.agent!r} may report no cost and has no price, so this limit may never "
+            "act; "
             'name one with price = "MODEL" (see [prices]) or use tokens',
             s.name,
             "budget.cost_usd",

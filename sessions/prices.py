@@ -1,16 +1,19 @@
-"""The price table herd ships, for an estimated cost where an agent reports none.
+"""Prices for an estimated cost where an agent reports none, overridable in herd.toml.
 
-An estimate is always marked (`cost_estimated: true`, `~$` on screen, "(estimated)" in the
-report). herd.toml overrides or adds entries under `[prices.NAME]`; a session picks one with
-`price = "NAME"`, else its agent's usual model below.
+The adapters estimate Claude and Gemini runs by the model they name (adapters/prices.py);
+this table adds what they lack (OpenAI's models), herd.toml adds or overrides entries under
+`[prices.NAME]`, and a session picks one with `price = "NAME"` (which then prices every
+estimate of that session), else its agent's usual model. An estimate is always marked
+(`cost_estimated: true`, `~$` on screen, "(estimated)" in the report).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from agentherd.sessions.adapters.prices import price_of
 from agentherd.sessions.adapters.usage import Usage
 
 PER_TOKENS = 1_000_000
@@ -54,17 +57,11 @@ def _price(inp: float, out: float, read: float = 0.0, write: float = 0.0) -> Pri
 
 
 SHIPPED_PRICES: dict[str, Price] = {
-    "claude-opus-4-5": _price(5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-1": _price(15.0, 75.0, 1.50, 18.75),
-    "claude-sonnet-4-5": _price(3.0, 15.0, 0.30, 3.75),
-    "claude-haiku-4-5": _price(1.0, 5.0, 0.10, 1.25),
     "gpt-5": _price(1.25, 10.0, 0.125),
     "gpt-5-codex": _price(1.25, 10.0, 0.125),
     "gpt-5-mini": _price(0.25, 2.0, 0.025),
-    "gemini-2.5-pro": _price(1.25, 10.0, 0.31),
-    "gemini-2.5-flash": _price(0.30, 2.50, 0.075),
 }
-"""Vendors' list prices (USD per million tokens, late 2025); herd.toml `[prices]` overrides."""
+"""List prices the adapters' table lacks (USD per million tokens, late 2025)."""
 
 AGENT_DEFAULT_PRICE: dict[str, str] = {
     "claude": "claude-sonnet-4-5",
@@ -75,14 +72,23 @@ AGENT_DEFAULT_PRICE: dict[str, str] = {
 """The entry used for an agent's estimate when its session names no `price`."""
 
 
-AGENTS_REPORTING_COST = frozenset({"claude", "amp", "opencode", "plain"})
-"""Agents whose output carries a cost (plain: when the harness prints `cost_usd`)."""
+AGENTS_REPORTING_COST = frozenset({"claude", "amp", "gemini", "opencode", "plain"})
+"""Agents whose adapter gives a cost (reported, or estimated by the model it names; plain:
+when the harness prints `cost_usd`). Aider prints none for a model it has no price for."""
+
+
+def lookup(name: str, table: dict[str, Price]) -> Price | None:
+    """A price by model name: herd.toml's and this table's entries, then the adapters' list."""
+    if name in table:
+        return table[name]
+    listed = price_of(name)
+    return Price(**asdict(listed)) if listed is not None else None
 
 
 def price_for(agent: str, name: str | None, table: dict[str, Price]) -> Price | None:
     """The price a session's estimate uses: its `price`, else its agent's usual model."""
     chosen = name or AGENT_DEFAULT_PRICE.get(agent)
-    return table.get(chosen) if chosen else None
+    return lookup(chosen, table) if chosen else None
 
 
 def price_table(overrides: dict[str, Price]) -> dict[str, Price]:

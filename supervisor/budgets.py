@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,8 @@ class SessionSpend:
         if guard.went_backwards and live.record.run not in self.warned_backwards:
             self.warned_backwards.add(live.record.run)
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
+        if raw.cost_estimated and self.session.config.price is not None:
+            raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
         return with_estimate(raw, self.price())
 
     def _unrecorded(self) -> LiveRun | None:

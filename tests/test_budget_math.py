@@ -102,7 +102,10 @@ def test_the_price_table_ships_defaults_that_herd_toml_overrides() -> None:
     mine = Price(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0)
     table = price_table({"gpt-5-codex": mine, "local": mine})
     assert price_for("codex", None, table) == mine
-    assert price_for("gemini", None, table) == SHIPPED_PRICES["gemini-2.5-pro"]
+    gemini = price_for("gemini", None, table)  # from the adapters' list, by model name
+    assert gemini is not None and gemini.input_usd_per_mtok == 1.25
+    assert price_for("claude", "claude-sonnet-4-5-20250929", table) is not None
+    assert "gpt-5" in SHIPPED_PRICES
     assert price_for("plain", None, table) is None
     assert price_for("plain", "local", table) == mine
 
@@ -202,7 +205,7 @@ def test_check_warns_of_a_cost_budget_it_cannot_enforce(tmp_path: Path) -> None:
         "[fleet]\nbudget = { cost_usd = 100 }\n"
         '[[session]]\nname = "a"\ncommand = ["true"]\nagent = "aider"\n'
         "budget = { cost_usd = 5 }\n"
-        '[[session]]\nname = "b"\ncommand = ["true"]\nagent = "codex"\n'
+        '[[session]]\nname = "b"\ncommand = ["true"]\nagent = "codex"\n'  # gpt-5-codex price
         "budget = { cost_usd = 5 }\n"
     )
     (tmp_path / "herd.toml").write_text(text)
