@@ -23,6 +23,13 @@ from pydantic import (
 )
 
 from agentherd.sessions.durations import parse_duration
+from agentherd.sessions.prices import (
+    AGENTS_REPORTING_COST,
+    Price,
+    lookup,
+    price_for,
+    price_table,
+)
 from agentherd.sessions.scope import in_scope
 
 CONFIG_NAME = "herd.toml"
@@ -84,6 +91,8 @@ class Budget(_Strict):
     restarts: int | None = None
     warn_at: float = 0.8
     stall: Duration | None = None
+    covers: Literal["task", "life"] = "task"
+    """What the limits count: the current task (since `herd start`) or the session's whole life."""
 
     @field_validator("wall_time", "tokens", "cost_usd", "turns", "restarts", "stall")
     @classmethod
@@ -164,6 +173,8 @@ class SessionConfig(_Strict):
     budget: Budget = Budget()
     on_drift: dict[DriftKind, DriftAction] = {}
     drift: DriftThresholds = DriftThresholds()
+    price: str | None = None
+    """The price table entry for an estimated cost (default: the agent's usual model)."""
 
     @field_validator("name")
     @classmethod
@@ -287,6 +298,8 @@ class HerdConfig(_Strict):
     notify_on: list[str] = list(DEFAULT_NOTIFY_ON)
     fleet: FleetConfig = FleetConfig()
     keys: dict[str, str] = {}
+    prices: dict[str, Price] = {}
+    """Entries over herd's own price table (USD per million tokens), by model name."""
     sessions: list[SessionConfig] = []
     path: Path = Path(CONFIG_NAME)
 
@@ -588,6 +601,13 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     except ValidationError as exc:
         problems.extend(_validation_problems(exc, file, None, _TOP_KEYS))
         config = None
+    if config is not None:
+        table = price_table(config.prices)
+        for session in config.sessions:
+            if session.price is not None and lookup(session.price, table) is None:
+                message = f"{session.price!r} is not in the price table; name a model such as "
+                message += f'"claude-sonnet-4-5" or "gpt-5-codex", or add [prices.{session.price}]'
+                problems.append(Problem(file, message, session.name, "price"))
     if problems or config is None:
         raise ConfigError(problems)
     return config
@@ -669,4 +689,41 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
                 )
             else:
                 roots[root] = session.name
+    return problems + cost_budget_problems(config)
+
+
+def cost_budget_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for a cost budget herd cannot enforce: the agent reports no cost, has no price."""
+    file = config.path.name
+    table = price_table(config.prices)
+    blind = [
+        s
+        for s in config.sessions
+        if s.agent not in AGENTS_REPORTING_COST and price_for(s.agent, s.price, table) is None
+    ]
+    problems = [
+        Problem(
+            file,
+            f"agent {s.agent!r} may report no cost and has no price, so this limit may never "
+            "act; "
+            'name one with price = "MODEL" (see [prices]) or use tokens',
+            s.name,
+            "budget.cost_usd",
+            warning=True,
+        )
+        for s in blind
+        if s.budget.cost_usd is not None
+    ]
+    if config.fleet.budget.cost_usd is not None and blind:
+        names = ", ".join(s.name for s in blind)
+        problems.append(
+            Problem(
+                file,
+                f"the fleet's cost leaves out {names} (no cost reported, no price); "
+                'give them price = "MODEL"',
+                None,
+                "fleet.budget.cost_usd",
+                warning=True,
+            )
+        )
     return problems

@@ -20,6 +20,7 @@ WARNING_KINDS = frozenset(
         "burn-without-progress",
         "early-exit",
         "budget-warning",
+        "usage-backwards",
         "rate-limited",
         "verify-failed",
         # herd could not do all it meant to
@@ -109,20 +110,19 @@ EVENT_KINDS: dict[str, str] = {
     "resume it; `command` runs instead of `resume`",
     "log-capped": "output was dropped to keep the logs within log_max_bytes: an old run's log "
     "deleted, or the running log's middle cut (data: dropped_bytes, final)",
+    "budget-warning": "a budget dimension reached its warn_at fraction (once per dimension); "
+    "data: scope (session or fleet), covers, dimension, spent, limit, fraction",
+    "budget-stop": "a budget dimension is spent; the task is stopped with reason "
+    "budget:<dimension>; data as budget-warning",
+    "usage-backwards": "the agent reported lower totals than before; they are ignored, the "
+    "higher ones kept (a figure never goes down)",
     "rate-limited": "the agent hit a rate limit; the session waits in backoff until it "
     "resets; data: delay_s, resets_at, resumes_at",
     # named by the contract; nothing emits them yet
-    "budget-warning": "a budget reached its warn_at fraction",
-    "budget-stop": "a budget is spent; the task is stopped",
 }
 """Every event kind herd writes, with its meaning in one line (docs/reference.md lists them)."""
 
-RESERVED_EVENT_KINDS = frozenset(
-    {
-        "budget-warning",
-        "budget-stop",
-    }
-)
+RESERVED_EVENT_KINDS: frozenset[str] = frozenset()
 """Kinds in EVENT_KINDS that the contract names but no code emits yet."""
 
 
@@ -205,3 +205,11 @@ class SessionRecord(BaseModel):
     passing_at_run_start: int | None = None
     idle_runs: int = 0
     """until-done: consecutive clean runs that made no new plan item pass."""
+    budget_warned: list[str] = Field(default_factory=list)
+    """Budget dimensions that gave their `budget-warning` (once each per task, or per life)."""
+    budget_warned_for: str | None = None
+    """The task handle (or "life") that `budget_warned` is about."""
+    budget_stop_limit: float | None = None
+    """The limit that stopped the session by budget, so `herd up` can tell it was raised."""
+    budget_stop_scope: str | None = None
+    """Whose budget that was: "session" or "fleet"."""

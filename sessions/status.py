@@ -38,6 +38,7 @@ __all__ = [
     "SessionStatus",
     "ShutdownReply",
     "Snapshot",
+    "SpendReply",
     "StartReply",
     "TaskStatus",
     "UpStarted",
@@ -203,6 +204,11 @@ class SessionStatus(Wire):
     usage: UsageStatus | None = None
     budget: dict[str, Any] | None = None
     logs: LogsStatus | None = None
+    usage_total: UsageStatus | None = None
+    """The session's whole life: every run it ever had (`usage` is the current task's)."""
+    fleet: dict[str, Any] | None = None
+    """Every session summed: `usage` (current tasks), `usage_total` (whole lives), `budget`."""
+
     warnings: list[WarningStatus] = Field(default_factory=list)
     last_line: str = ""
     """The last line of output a person can read, already summarised."""
@@ -311,6 +317,17 @@ class ReportReply(Wire):
     markdown: str
 
 
+class SpendReply(Wire):
+    """`spend`: a session's spend over time, oldest first, for the session view's chart.
+
+    Each sample is `[unix time, total tokens, cost or null, turns, plan items passing or
+    null]` of what its budget counts, at least `spend_sample_s` apart, the last hour at most.
+    """
+
+    session: str
+    samples: list[list[Any]] = Field(default_factory=list)
+
+
 class Snapshot(Wire):
     """One item of the `subscribe` stream: every session's status."""
 
@@ -334,6 +351,7 @@ REPLIES: dict[str, Any] = {
     "subscribe": Snapshot,
     "log_info": LogInfoReply,
     "report": ReportReply,
+    "spend": SpendReply,
     "down": DownReply,
     "shutdown": ShutdownReply,
     "reload": ReloadReply,

@@ -25,6 +25,7 @@ from agentherd.sessions.status import (
     SessionStatus,
     ShutdownReply,
     Snapshot,
+    SpendReply,
     StartReply,
     TaskStatus,
     UpStarted,
@@ -260,6 +261,12 @@ class ControlApi:
         supervisor = self._session(request.get("name"))
         await supervisor.acknowledge(request.get("kind"))
         await send(result=supervisor.status().to_json())
+
+    async def op_spend(self, request: dict[str, Any], send: server.Sender) -> None:
+        """A session's spend over time, for a chart: samples the budget keeper recorded."""
+        supervisor = self._session(request.get("name"))
+        samples = supervisor.spend.samples_json()
+        await send(result=SpendReply(session=supervisor.config.name, samples=samples).to_json())
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))

@@ -6,11 +6,13 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from agentherd.sessions.config import DEFAULT_NOTIFY_ON
+from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
+from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
 from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
 from agentherd.supervisor.store import Store
@@ -48,6 +50,10 @@ class Timings:
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
+    budget_check_s: float = 1.0
+    """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
+    spend_sample_s: float = 10.0
+    """A session's spend is sampled (for the projection and a chart) at most this often."""
     rate_limit_wait_s: float = 60.0
     """A rate-limited run whose agent gave no reset time waits this long, doubling each time
     in a row, up to rate_limit_wait_max_s."""
@@ -92,6 +98,14 @@ class Context:
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
         """Worker threads that keep flooding logs within their cap."""
+        self.check_budget: Callable[[Any], None] = lambda session: None
+        """Check a session's budget now (after its output showed a step); set by the daemon."""
+        self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
+        """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
+        self.fleet_budget = Budget()
+        """[fleet] budget as herd.toml says now (the daemon sets it, and again on a reload)."""
+        self.prices: dict[str, Price] = price_table({})
+        """The price table for estimated costs: herd's own, with herd.toml's entries over it."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
         """Git reads of the whole fleet run in at most this many worker threads at once."""
         self.notify_argv: list[str] | None = None

@@ -16,6 +16,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
+from agentherd.sessions.prices import price_table
 from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
@@ -23,6 +24,7 @@ from agentherd.sessions.states import (
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import cgroups, leftovers, server, worktree
 from agentherd.supervisor.api import ControlApi
+from agentherd.supervisor.budgets import BudgetKeeper
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -68,6 +70,7 @@ class Daemon:
         self.reconcile_passes = 0
         self._targets_update_pending = False
         self.started_at = iso(utc_now())
+        self.budgets = BudgetKeeper(self)
 
     # ----- life --------------------------------------------------------------------------
 
@@ -109,6 +112,10 @@ class Daemon:
                     self.worktree_user,
                 )
                 self.ctx.use_notify(self.config.notify, self.config.notify_on)
+                self.ctx.prices = price_table(self.config.prices)
+                self.ctx.fleet_budget = self.config.fleet.budget
+                self.ctx.fleet_spend = self.budgets.fleet_json
+                self.ctx.check_budget = self.budgets.check_one
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
                 records = self.store.sessions()
@@ -135,6 +142,7 @@ class Daemon:
                     "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
                 )
                 tg.start_soon(self._reconcile_loop)
+                tg.start_soon(self.budgets.run)
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
                 await self._shutdown.wait()
@@ -202,6 +210,8 @@ class Daemon:
         self.config = config
         if self.ctx is not None:
             self.ctx.use_notify(config.notify, config.notify_on)
+            self.ctx.prices = price_table(config.prices)
+            self.ctx.fleet_budget = config.fleet.budget
         self.update_watch_targets()
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:
@@ -301,6 +311,10 @@ class Daemon:
         for supervisor in self.sessions.values():
             supervisor.observer.reread()  # checkpoints the store could not take come from git
             supervisor.refresh_everything()
+
+    def announce(self, events: list[Event]) -> None:
+        """Tell the log and every waiting client that these events were written."""
+        self._announce(events)
 
     def _announce(self, events: list[Event]) -> None:
         for event in events:

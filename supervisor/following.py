@@ -101,6 +101,7 @@ class RunFollowing(SessionParts):
         self.stall.activity(time.monotonic())
         if self.warnings.is_open("stalled"):
             self.close_warning("stalled", "the agent wrote output", "output")
+        self.ctx.check_budget(self)  # a stop between two of the agent's steps, not a second late
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
@@ -159,9 +160,10 @@ class RunFollowing(SessionParts):
         agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
-        live.record.usage = live.parser.usage.to_json()
+        usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated
+        live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
-        self.task_usage = self.task_usage + live.parser.usage
+        self.task_usage = self.task_usage + usage
         live.record.outcome = outcome_name(outcome, self.config.agent, info)
         self._commit(
             self._event(

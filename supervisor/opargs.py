@@ -97,6 +97,7 @@ ARGS: dict[str, type[_Args]] = {
     "reject": NameArgs,
     "ack": AckArgs,
     "report": NameArgs,
+    "spend": NameArgs,
     "down": NoArgs,
     "shutdown": NoArgs,
     "reload": NoArgs,

@@ -27,6 +27,7 @@ from agentherd.supervisor.store import Verification
 
 if TYPE_CHECKING:
     from agentherd.sessions.checkpoint import Checkpoint
+    from agentherd.supervisor.budgets import SessionSpend
     from agentherd.supervisor.observe import Observer
 
 
@@ -41,6 +42,7 @@ class SessionParts:
     observer: Observer
     stall: StallClock
     task_usage: Usage
+    spend: SessionSpend
     older_logs_bytes: int
     version: int
     preparing: gitops.GitDeadline | None

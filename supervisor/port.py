@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.records import Event, SessionRecord
@@ -51,6 +52,14 @@ class SessionPort(Protocol):
     @property
     def git_warned(self) -> bool:
         """True once the session said its cwd is not a git repository."""
+        ...
+
+    def spend_json(self) -> dict[str, Any]:
+        """`usage_total` and `budget` as the status JSON has them."""
+        ...
+
+    def run_usage(self, live: LiveRun) -> Usage:
+        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
         ...
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:

@@ -82,8 +82,8 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
     observer = session.observer
     runs = [r for r in stored.runs if handle is None or r.handle == handle]
     live = session.run
-    if live is not None and live.record.ended_at is None:  # its usage so far, as status shows
-        usage = live.parser.usage.to_json()
+    if live is not None and not live.record.usage:  # its usage so far, as status shows
+        usage = session.run_usage(live).to_json()
         number = live.record.run
         runs = [r.model_copy(update={"usage": usage}) if r.run == number else r for r in runs]
     data = ReportInput(
@@ -106,6 +106,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         files_touched=touched,
         agent=session.config.agent,
         cwd=str(session.config.cwd),
+        **session.spend_json(),
     )
     # Building reads every event of the task (thousands): a worker thread keeps the loop free.
     return await anyio.to_thread.run_sync(_build, data)

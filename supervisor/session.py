@@ -33,12 +33,12 @@ from agentherd.sessions.status import (
     LeftRunning,
     LogsStatus,
     SessionStatus,
-    UsageStatus,
     WarningStatus,
 )
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.adoption import Adoption
+from agentherd.supervisor.budgets import SessionSpend
 from agentherd.supervisor.context import Context
 from agentherd.supervisor.drifting import DriftHandling, DriftState
 from agentherd.supervisor.following import RunFollowing
@@ -74,6 +74,8 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self._refreshing: dict[str, bool] = {}
         self.stall = StallClock(time.monotonic())
         self.task_usage = self._ended_runs_usage()
+        self.spend = SessionSpend(self)
+        """Spend as budgets count it (runs guarded and priced), samples and projection."""
         self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
         self.observer = Observer(self)
@@ -128,6 +130,16 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             if run.handle == handle and run.ended_at is not None and run.usage:
                 total = total + Usage.from_json(run.usage)
         return total
+
+    def spend_json(self) -> dict[str, Any]:
+        """`usage_total` and `budget` as the status JSON has them (for the report)."""
+        fields = self.spend.status_fields()
+        total = fields["usage_total"]
+        return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
+
+    def run_usage(self, live: LiveRun) -> Usage:
+        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
+        return self.spend.run_usage(live)
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""
@@ -295,6 +307,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             await self._refuse_if_taken()
             await self._begin_task()
             return self.record.handle or ""
+
+    @property
+    def restart_pending(self) -> bool:
+        """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
+        return self.record.state == State.BACKOFF and self._pending_restart is not None
 
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
@@ -509,7 +526,10 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
-        return lifecycle.up_starts(self.config.autostart, self.record.state, self.record.reason)
+        record = self.record
+        if self.config.autostart and self.spend.budget_raised():
+            return True  # stopped by a budget that a person has since raised
+        return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
 
     async def finish_interrupted_down(self) -> None:
         """A `herd down` whose daemon was killed mid-stop: finish that stop (before `up`)."""
@@ -572,9 +592,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         """The `herd status --json` object for this session."""
         run = self.run
         record = run.record if run is not None else self._last_run_record()
-        usage = self.task_usage
-        if run is not None and run.record.ended_at is None:
-            usage = usage + run.parser.usage
+        spent = self.spend.status_fields()
         alive = run is not None and not run.exited.is_set()
         observed = self.observer.status_fields()
         plan_diff = self.observer.plan_diff
@@ -602,8 +620,10 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             progress=observed["progress"],
             checkpoint=observed["checkpoint"],
             git_note=observed["git_note"],
-            usage=UsageStatus(**usage.to_json()) if self.record.run else None,
-            budget=None,
+            usage=spent["usage"],
+            budget=spent["budget"],
+            usage_total=spent["usage_total"],
+            fleet=self.ctx.fleet_spend(),
             logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
             warnings=[
                 WarningStatus(

@@ -9,6 +9,7 @@ from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, TaskStatus
 from agentherd.sessions.times import parse_iso
+from agentherd.tui.spend import budget_cell, spend_fields, usage_money
 
 
 def _since(moment: str | None) -> float | None:
@@ -40,7 +41,18 @@ def plan_text(status: SessionStatus) -> str:
 
 def table(statuses: list[SessionStatus], width: int = 120) -> str:
     """One line per session, columns aligned, the last output line cut to fit."""
-    headers = ("SESSION", "STATE", "HANDLE", "PID", "RESTARTS", "UPTIME", "PLAN", "LAST OUTPUT")
+    headers = (
+        "SESSION",
+        "STATE",
+        "HANDLE",
+        "PID",
+        "RESTARTS",
+        "UPTIME",
+        "PLAN",
+        "COST",
+        "BUDGET",
+        "LAST OUTPUT",
+    )
     rows = [
         (
             s.session,
@@ -50,6 +62,8 @@ def table(statuses: list[SessionStatus], width: int = 120) -> str:
             str(s.restarts),
             uptime(s),
             plan_text(s),
+            usage_money(s.usage),
+            budget_cell(s)[0],
             inert(s.last_line or ""),
         )
         for s in statuses
@@ -104,10 +118,7 @@ def detail(status: SessionStatus | TaskStatus) -> str:
             why = check.error or ("timed out" if check.timed_out else f"exit {check.exit_code}")
             last = (check.output_tail or "").splitlines()[-1:] or [""]
             fields.append(("verify", f"{why} after {check.duration_s}s: {inert(last[0])}"))
-    usage = status.usage
-    if usage:
-        cost_text = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.2f}"
-        fields.append(("usage", f"{usage.total_tokens:,} tokens, {cost_text}, {usage.turns} turns"))
+    fields.extend(spend_fields(status))
     logs = status.logs
     if logs:
         fields.append(("logs", f"{logs.bytes:,} of {logs.cap_bytes:,} bytes"))

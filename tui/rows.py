@@ -9,6 +9,7 @@ from agentherd.sessions.sanitize import ELLIPSIS, inert
 from agentherd.sessions.status import CheckpointStatus, SessionStatus, UsageStatus
 from agentherd.sessions.times import parse_iso, utc_now
 from agentherd.tui.render import plan_text, state_text, uptime
+from agentherd.tui.spend import budget_cell, fleet_text, usage_money
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("session", "SESSION"),
@@ -19,6 +20,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("plan", "PLAN"),
     ("checkpoint", "CHECKPOINT"),
     ("cost", "COST"),
+    ("budget", "BUDGET"),
     ("last", "LAST OUTPUT"),
 )
 """Column key and label, left to right; the last output takes whatever width is left."""
@@ -80,9 +82,8 @@ def checkpoint_cell(checkpoint: CheckpointStatus | None) -> Cell:
 
 
 def cost_text(usage: UsageStatus | None) -> str:
-    """`$0.42`, or `-` when the agent reports no cost (never an invented $0)."""
-    cost = usage.cost_usd if usage is not None else None
-    return "-" if cost is None else f"${cost:.2f}"
+    """`$0.42` (`~$0.42` estimated), or `-` when the agent reports no cost (never $0)."""
+    return usage_money(usage)
 
 
 def progress_gist(entry: str) -> str:
@@ -154,6 +155,7 @@ def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
         "plan": (plan_text(status), "yellow" if status.plan and status.plan.changed_items else ""),
         "checkpoint": checkpoint_cell(status.checkpoint),
         "cost": (cost_text(status.usage), ""),
+        "budget": budget_cell(status),
         "last": (cut(inert(status.last_line), last_width), "dim"),
     }
 
@@ -172,4 +174,4 @@ def fleet_summary(statuses: list[SessionStatus]) -> str:
         passing = sum(p.passing for p in plans)
         total = sum(p.total for p in plans)
         text += f"  ·  plan {passing}/{total} passing"
-    return text
+    return text + fleet_text(statuses)

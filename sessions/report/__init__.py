@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentherd.sessions.report import facts, markdown
-from agentherd.sessions.report.models import Report, ReportInput
+from agentherd.sessions.report.models import Report, ReportInput, UsageTotals
 from agentherd.sessions.report.steps import next_steps
 
 __all__ = ["Report", "ReportInput", "build", "build_report", "render_markdown"]
@@ -35,6 +35,8 @@ def build(data: ReportInput) -> Report:
         incidents=facts.incidents_facts(data, events),
         usage=facts.usage_facts(data),
         progress=facts.progress_facts(data),
+        usage_total=UsageTotals(**data.usage_total) if data.usage_total else None,
+        budget=data.budget,
     )
     return report.model_copy(update={"next_steps": next_steps(report)})
 

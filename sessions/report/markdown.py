@@ -260,9 +260,51 @@ def _md_usage(report: Report) -> list[str]:
         f"output {usage.output_tokens:,}, cache read {usage.cache_read_tokens:,}, "
         f"cache write {usage.cache_write_tokens:,})",
         f"- turns: {usage.turns:,}",
+        *_md_spend(report),
         f"- agent: {_text(report.agent, 40)}; cwd: {_code(report.cwd)}",
         "",
     ]
+
+
+def _md_spend(report: Report) -> list[str]:
+    """The session's whole-life total, each budget limit, and where the spend is heading."""
+    lines = []
+    life = report.usage_total
+    if life is not None:
+        lines.append(
+            f"- the session's whole life: {_money(life)}, {life.total_tokens:,} tokens, "
+            f"{life.turns:,} turns"
+        )
+    budget = report.budget or {}
+    for name, use in budget.items():
+        if not isinstance(use, dict) or "fraction" not in use:
+            continue
+        mark = " (estimated)" if use.get("estimated") else ""
+        lines.append(
+            f"- budget {name}: {_amount(name, use.get('spent'))} of "
+            f"{_amount(name, use.get('limit'))} ({float(use['fraction']):.0%}){mark}, "
+            f"counting the {'whole life' if budget.get('covers') == 'life' else 'task'}"
+        )
+    heading = budget.get("projection")
+    if isinstance(heading, dict):
+        text = f"- heading: {heading.get('dimension')} runs out at {heading.get('exhausted_at')}"
+        if heading.get("items_passing_by_then") is not None:
+            text += f" with {heading['items_passing_by_then']}/{heading.get('plan_total')} passing"
+        if heading.get("runs_out_before_plan"):
+            text += ", before the plan is done"
+        lines.append(text)
+    return lines
+
+
+def _amount(name: str, value: object) -> str:
+    """A budget figure in its unit."""
+    if not isinstance(value, int | float):
+        return "unknown"
+    if name == "cost_usd":
+        return f"${value:,.2f}"
+    if name == "wall_time":
+        return format_duration(float(value))
+    return f"{int(value):,}"
 
 
 def render(report: Report) -> str:

@@ -35,6 +35,10 @@ class ReportInput(BaseModel):
     files_touched: list[str] = Field(default_factory=list)
     agent: str = "plain"
     cwd: str = "."
+    usage_total: dict[str, Any] | None = None
+    """The session's whole life (the status JSON's `usage_total`)."""
+    budget: dict[str, Any] | None = None
+    """The status JSON's `budget`: each limit, what it covers, the projection."""
 
 
 class _Part(BaseModel):
@@ -200,3 +204,7 @@ class Report(_Part):
     usage: UsageTotals
     progress: ProgressFacts
     next_steps: list[str] = Field(default_factory=list)
+    usage_total: UsageTotals | None = None
+    """Every run the session ever had (`usage` is the task's)."""
+    budget: dict[str, Any] | None = None
+    """Spend against the limits when the report was made, as `herd status` shows it."""

@@ -1,0 +1,120 @@
+"""Spend and budgets as people read them: `~$` marks an estimate, a bar the most-spent limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentherd.sessions.durations import format_duration
+from agentherd.sessions.status import SessionStatus, UsageStatus
+
+BAR_CELLS = 5
+"""Width of a row's budget bar: five cells read at a glance, in 20 % steps."""
+
+SHORT_NAMES = {
+    "wall_time": "time",
+    "tokens": "tok",
+    "cost_usd": "cost",
+    "turns": "turns",
+    "restarts": "rst",
+}
+"""Budget dimensions as a narrow column names them."""
+
+
+def money(cost_usd: float | None, estimated: bool) -> str:
+    """`$0.42`, `~$0.42` for an estimate, `-` when nothing reported one (never an invented $0)."""
+    if cost_usd is None:
+        return "-"
+    return f"{'~' if estimated else ''}${cost_usd:,.2f}"
+
+
+def usage_money(usage: UsageStatus | dict[str, Any] | None) -> str:
+    """The cost of a `usage` object (model or JSON), marked when estimated."""
+    if usage is None:
+        return "-"
+    if isinstance(usage, dict):
+        return money(usage.get("cost_usd"), bool(usage.get("cost_estimated")))
+    return money(usage.cost_usd, usage.cost_estimated)
+
+
+def tokens_text(count: int) -> str:
+    """`950`, `12.3k`, `4.1M`: token counts at a glance."""
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 10_000:
+        return f"{count / 1000:.0f}k"
+    if count >= 1000:
+        return f"{count / 1000:.1f}k"
+    return str(count)
+
+
+def _dimensions(budget: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    if not budget:
+        return []
+    return [(k, v) for k, v in budget.items() if isinstance(v, dict) and "fraction" in v]
+
+
+def budget_cell(status: SessionStatus) -> tuple[str, str]:
+    """`▇▇▇░░ 62% cost`: the dimension closest to its limit, styled by how close."""
+    found = _dimensions(status.budget)
+    if not found:
+        return ("-", "dim")
+    name, use = max(found, key=lambda item: float(item[1]["fraction"]))
+    fraction = float(use["fraction"])
+    filled = min(BAR_CELLS, int(fraction * BAR_CELLS + 1e-9))
+    bar = "▇" * filled + "░" * (BAR_CELLS - filled)
+    warn_at = float((status.budget or {}).get("warn_at", 0.8))
+    style = "bold red" if fraction >= 1 else "yellow" if fraction >= warn_at else ""
+    projection = (status.budget or {}).get("projection") or {}
+    flag = " !" if projection.get("runs_out_before_plan") else ""
+    return (f"{bar} {fraction:.0%} {SHORT_NAMES.get(name, name)}{flag}", style)
+
+
+def fleet_text(statuses: list[SessionStatus]) -> str:
+    """`  ·  $3.10 · 1.2M tok (fleet budget: 31% cost)` for the dashboard header."""
+    fleet = next((s.fleet for s in statuses if s.fleet), None)
+    if not fleet:
+        return ""
+    total = fleet.get("usage_total") or {}
+    text = f"  ·  {usage_money(total)} · {tokens_text(int(total.get('total_tokens') or 0))} tok"
+    found = _dimensions(fleet.get("budget"))
+    if found:
+        name, use = max(found, key=lambda item: float(item[1]["fraction"]))
+        text += f" (fleet budget: {float(use['fraction']):.0%} {SHORT_NAMES.get(name, name)})"
+    return text
+
+
+def _amount(name: str, value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if name == "cost_usd":
+        return f"${float(value):,.2f}"
+    if name == "wall_time":
+        return format_duration(float(value))
+    return f"{int(value):,}"
+
+
+def spend_fields(status: SessionStatus) -> list[tuple[str, str]]:
+    """`herd status NAME` lines: the task's usage, the session's life, each budget, projection."""
+    fields = []
+    for label, usage in (("usage", status.usage), ("usage (life)", status.usage_total)):
+        if usage is not None:
+            cost = usage_money(usage)
+            cost = "cost unknown" if cost == "-" else cost
+            fields.append((label, f"{usage.total_tokens:,} tokens, {cost}, {usage.turns} turns"))
+    budget = status.budget or {}
+    for name, use in _dimensions(budget):
+        mark = " (estimated)" if use.get("estimated") else ""
+        spent, limit = _amount(name, use.get("spent")), _amount(name, use.get("limit"))
+        fraction = float(use["fraction"])
+        fields.append(("budget", f"{name} {spent} of {limit} ({fraction:.0%}){mark}"))
+    projection = budget.get("projection")
+    if projection:
+        text = f"{projection['dimension']} runs out at {projection['exhausted_at']}"
+        if projection.get("items_passing_by_then") is not None:
+            text += (
+                f" with {projection['items_passing_by_then']}/{projection['plan_total']} passing"
+            )
+        if projection.get("runs_out_before_plan"):
+            text += " (before the plan is done)"
+        fields.append(("heading", text))
+    return fields
