@@ -214,7 +214,11 @@ class RunFollowing(SessionParts):
             elif grew >= LOG_FLOOD_BYTES:
                 await anyio.sleep(LOG_CHECK_MIN_S)
             else:
-                wait_s = min(self.ctx.timings.tail_poll_s, room / LOG_WRITE_BYTES_PER_S)
+                # A quiet log waits for the watcher; a growing one is looked at again before
+                # it can pass the cap at the fastest planned rate.
+                wait_s = self.ctx.timings.tail_poll_s
+                if grew:
+                    wait_s = min(wait_s, room / LOG_WRITE_BYTES_PER_S)
                 with anyio.move_on_after(max(LOG_CHECK_MIN_S, wait_s)):
                     await live.log_grew.wait()
             live.log_grew = anyio.Event()
@@ -259,7 +263,9 @@ class RunFollowing(SessionParts):
     def check_log_cap(self) -> None:
         """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
         if self.run is not None and not self.run.drained.is_set():
-            self._cap_log(self.run)
+            grew, _ = self._cap_log(self.run)
+            if grew:  # output the watcher did not report (inotify drops events when busy)
+                self.wake()
         deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
         for number, size in deleted:
             self._commit(
