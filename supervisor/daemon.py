@@ -21,7 +21,7 @@ from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import cgroups, leftovers, server, worktree
+from agentherd.supervisor import cgroups, childwatch, leftovers, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
@@ -93,6 +93,7 @@ class Daemon:
         if self._lock_fd is None:
             self.take_lock()
         log.info("open-file limit %d", server.raise_fd_limit())
+        childwatch.use_pidfd_watcher()
         try:
             self.store = Store(self.state_dir / "state.db")
             await anyio.to_thread.run_sync(cgroups.sweep_stale)
@@ -232,6 +233,10 @@ class Daemon:
             self._targets_update_pending = False
             if self.watcher is not None:
                 await self.watcher.set_targets_off_loop(self.watch_targets())
+                await self.watcher.wait_watching()
+                # What a new run printed before its folder was watched raised no event.
+                for supervisor in list(self.sessions.values()):
+                    supervisor.wake()
 
         self.task_group.start_soon(later)
 
@@ -289,10 +294,17 @@ class Daemon:
 
     async def _tick_loop(self) -> None:
         """The daemon-wide checks: watched folders that appeared or went, a disk no longer full."""
+        failures_seen = 0
         while True:
             await anyio.sleep(self.timings.tick_s)
             if self.watcher is not None:
-                self.watcher.recheck()
+                restarted = self.watcher.recheck()
+                failing = self.watcher.failures > failures_seen
+                failures_seen = self.watcher.failures
+                if restarted or failing:  # changes in the gap raised no event: read every log
+                    await self.watcher.wait_watching()
+                    for supervisor in list(self.sessions.values()):
+                        supervisor.wake()
             self._catch_up_after_disk_full()
 
     def _catch_up_after_disk_full(self) -> None:
