@@ -349,11 +349,11 @@ def main() -> None:
         window_s, warmup_s = 30.0, 3.0
     else:
         loads = [
-            Load("idle", 50, "quiet", 0),
-            Load("plain", 50, "plain", 20),
-            Load("stream", 20, "stream-json", 10),
+            Load("idle", 30, "quiet", 0),
+            Load("plain", 30, "plain", 20),
+            Load("stream", 15, "stream-json", 10),
         ]
-        window_s, warmup_s = 8.0, 2.0
+        window_s, warmup_s = 6.0, 1.5
     if args.only:
         loads = [load for load in loads if args.only in load.name]
     herds = [Herd("herd", str(Path(sys.executable).parent / "herd"))]
