@@ -216,11 +216,11 @@ class RunFollowing(SessionParts):
             else:
                 # A quiet log waits for the watcher; a growing one is looked at again before
                 # it can pass the cap at the fastest planned rate.
-                wait_s = self.ctx.timings.tail_poll_s
-                if grew:
-                    wait_s = min(wait_s, room / LOG_WRITE_BYTES_PER_S)
-                with anyio.move_on_after(max(LOG_CHECK_MIN_S, wait_s)):
-                    await live.log_grew.wait()
+                if grew:  # each watcher batch of a chatty log need not cost a check
+                    await anyio.sleep(max(LOG_CHECK_MIN_S, room / LOG_WRITE_BYTES_PER_S))
+                else:
+                    with anyio.move_on_after(self.ctx.timings.tail_poll_s):
+                        await live.log_grew.wait()
             live.log_grew = anyio.Event()
         self._cap_log(live)
         self._report_log_cap(live, final=True)
