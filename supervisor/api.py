@@ -28,11 +28,10 @@ from agentherd.sessions.status import (
     SpendReply,
     StartReply,
     TaskStatus,
-    UpStarted,
     WaitReply,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import server
+from agentherd.supervisor import fleetstart, server
 from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
@@ -122,12 +121,7 @@ class ControlApi:
         async with anyio.create_task_group() as tg:
             for supervisor in supervisors:
                 tg.start_soon(supervisor.finish_interrupted_down)
-        started, refused = [], []
-        for name, supervisor in zip(names, supervisors, strict=True):
-            try:
-                started.append(UpStarted(session=name, handle=await supervisor.start()).to_json())
-            except SessionError as exc:  # the others still start; the refusal is reported
-                refused.append(str(exc))
+        started, refused = await fleetstart.start_all(list(zip(names, supervisors, strict=True)))
         if refused:
             raise ApiError("bad-state", "; ".join(refused))
         await send(result=started)

@@ -22,8 +22,9 @@ from agentherd.supervisor.store import Store
 class Timings:
     """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
 
-    tail_poll_s: float = 1.0
-    """A run's log is re-read at least this often even when no watcher event arrives."""
+    tail_poll_s: float = 60.0
+    """A run's log is re-read at least this often even when no watcher event arrives (the watcher
+    wakes the reader on every change, and the slow pass wakes it when a log grew unseen)."""
     tail_min_gap_s: float = 0.1
     """A run's log is read at most this often: enough for a person, and it bounds the cost of a
     chatty agent (each line flushed on its own) to ten reads a second."""
@@ -42,8 +43,9 @@ class Timings:
     down_margin_s: float = 30.0
     """`herd down` waits the longest stop_grace, the kill waits and this: a stop may first wait
     for a rescue or a launch that holds its session."""
-    reconcile_s: float = 5.0
-    """The slow pass re-stats every session's files this often, for events inotify dropped."""
+    reconcile_s: float = 60.0
+    """The slow pass re-stats every session's files this often, for events inotify dropped; the
+    sessions are visited one at a time spread over it, so a fleet costs no burst."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
     git_write_timeout_s: float = 120.0
@@ -62,6 +64,16 @@ class Timings:
     """A `notify` command is killed (and `notify-failed` recorded) after this long."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
+
+    @property
+    def tick_s(self) -> float:
+        """How often the daemon-wide checks run (watched folders, a full disk): cheap, and a
+        freed disk must not wait a whole reconcile period."""
+        return min(FLEET_TICK_S, self.reconcile_s)
+
+
+FLEET_TICK_S = 5.0
+"""The daemon-wide checks' period when the reconcile period is longer."""
 
 
 MAX_LOG_GUARDS = 8

@@ -22,7 +22,7 @@ from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import cgroups, leftovers, server, worktree
+from agentherd.supervisor import cgroups, childwatch, leftovers, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.budgets import BudgetKeeper
 from agentherd.supervisor.context import Context, Timings
@@ -96,6 +96,7 @@ class Daemon:
         if self._lock_fd is None:
             self.take_lock()
         log.info("open-file limit %d", server.raise_fd_limit())
+        childwatch.use_pidfd_watcher()
         try:
             self.store = Store(self.state_dir / "state.db")
             await anyio.to_thread.run_sync(cgroups.sweep_stale)
@@ -143,6 +144,7 @@ class Daemon:
                 )
                 tg.start_soon(self._reconcile_loop)
                 tg.start_soon(self.budgets.run)
+                tg.start_soon(self._tick_loop)
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
                 await self._shutdown.wait()
@@ -244,6 +246,10 @@ class Daemon:
             self._targets_update_pending = False
             if self.watcher is not None:
                 await self.watcher.set_targets_off_loop(self.watch_targets())
+                await self.watcher.wait_watching()
+                # What a new run printed before its folder was watched raised no event.
+                for supervisor in list(self.sessions.values()):
+                    supervisor.wake()
 
         self.task_group.start_soon(later)
 
@@ -279,20 +285,40 @@ class Daemon:
         self._shutdown.set()
 
     async def _reconcile_loop(self) -> None:
-        """Catch what the watcher missed (inotify drops events silently) and cap logs."""
+        """Catch what the watcher missed (inotify drops events silently) and cap logs.
+
+        Each session once per reconcile period, one at a time spread over it: a fleet's worth
+        of stats at once held the loop over 100 ms on a busy machine, and 200 idle sessions
+        cost one look every 0.3 s instead of 200 every few seconds.
+        """
         while True:
-            await anyio.sleep(self.timings.reconcile_s)
-            for supervisor in list(self.sessions.values()):
+            sessions = list(self.sessions.values())
+            step_s = self.timings.reconcile_s / max(1, len(sessions))
+            for supervisor in sessions:
+                await anyio.sleep(step_s)
+                if self.sessions.get(supervisor.config.name) is not supervisor:
+                    continue  # removed by a reload meanwhile
                 supervisor.check_log_cap()
                 supervisor.check_stall()
                 supervisor.refresh_everything()
-                # One session's files per step: a fleet's worth of stats in one step held the
-                # loop over 100 ms on a busy machine.
-                await anyio.lowlevel.checkpoint()
-            if self.watcher is not None:
-                self.watcher.recheck()
-            self._catch_up_after_disk_full()
+            if not sessions:
+                await anyio.sleep(self.timings.reconcile_s)
             self.reconcile_passes += 1
+
+    async def _tick_loop(self) -> None:
+        """The daemon-wide checks: watched folders that appeared or went, a disk no longer full."""
+        failures_seen = 0
+        while True:
+            await anyio.sleep(self.timings.tick_s)
+            if self.watcher is not None:
+                restarted = self.watcher.recheck()
+                failing = self.watcher.failures > failures_seen
+                failures_seen = self.watcher.failures
+                if restarted or failing:  # changes in the gap raised no event: read every log
+                    await self.watcher.wait_watching()
+                    for supervisor in list(self.sessions.values()):
+                        supervisor.wake()
+            self._catch_up_after_disk_full()
 
     def _catch_up_after_disk_full(self) -> None:
         """Write what a full disk held back, say so, and read every session's files again."""

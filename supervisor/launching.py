@@ -330,7 +330,7 @@ class Launching(Completing):
         with scope:
             await anyio.sleep(delay_s)
             while self.disk_full():
-                await anyio.sleep(self.ctx.timings.reconcile_s)  # an agent started now would die
+                await anyio.sleep(self.ctx.timings.tick_s)  # an agent started now would die
             await self._lock.acquire()
             locked = True
         if not locked:

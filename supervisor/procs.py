@@ -13,13 +13,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psutil
 from anyio.abc import Process
 
-from agentherd.supervisor import agentfiles, cgroups
+from agentherd.supervisor import agentfiles, cgroups, proctable
 
 log = logging.getLogger("herd.procs")
 
@@ -205,16 +204,7 @@ async def launch(
 
 def folder_users(folder: Path) -> list[psutil.Process]:
     """Live processes started for the run folder `folder` (they carry it in HERD_RUN_DIR)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if proc.environ().get("HERD_RUN_DIR") == str(folder):
-                found.append(proc)
-        except (psutil.Error, OSError):
-            continue
-    return found
+    return [e.proc for e in proctable.SHARED.table().entries if e.run_dir == str(folder)]
 
 
 def describe_users(folder: Path) -> str:
@@ -356,61 +346,56 @@ Known = dict[tuple[int, float], psutil.Process]
 """Processes proven to be a run's during one stop, by (pid, start time): they stay proven."""
 
 
-def run_processes(identity: RunIdentity, known: Known | None = None) -> list[psutil.Process]:
-    """Every live process the run provably owns: its cgroup, its confirmed group, its env tag."""
+def run_processes(
+    identity: RunIdentity, known: Known | None = None, not_before: float | None = None
+) -> list[psutil.Process]:
+    """Every live process the run provably owns: its cgroup, its confirmed group, its env tag.
+
+    The process table is a shared scan begun no earlier than `not_before` (default: now), so
+    runs stopping together share one scan per poll.
+    """
     found: list[psutil.Process] = []
-    me = os.getpid()
     in_cgroup = cgroups.members(identity.cgroup)
     group = _confirmed_group(identity)
-    for proc in psutil.process_iter(["pid", "create_time", "status"]):
-        info = proc.info
-        if info["pid"] == me or info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        key = (info["pid"], info["create_time"])
+    table = proctable.SHARED.table(not_before)
+    candidates: dict[int, proctable.Entry] = {}
+    for entry in table.by_tag.get(identity.tag, []) if identity.tag else []:
+        candidates[entry.pid] = entry
+    if group is not None:
+        for entry in table.by_pgid.get(group, []):
+            if _in_group(entry, identity):
+                candidates[entry.pid] = entry
+    for pid in in_cgroup:
+        member = table.by_pid.get(pid)
+        if member is not None:
+            candidates[pid] = member
+    if known is not None:
+        for entry in table.entries:
+            if (entry.pid, entry.create_time) in known:
+                candidates[entry.pid] = entry
+    for entry in candidates.values():
+        key = (entry.pid, entry.create_time)
         if known is not None and key in known:
-            found.append(proc)
+            found.append(known[key])
             continue
-        owned = info["pid"] in in_cgroup or _has_tag(proc, identity.tag)
-        if owned or _in_group(info, group, identity):
-            found.append(proc)
-            if known is not None:
-                known[key] = proc
+        found.append(entry.proc)
+        if known is not None:
+            known[key] = entry.proc
     return found
 
 
-def _in_group(info: dict[str, Any], group: int | None, identity: RunIdentity) -> bool:
+def _in_group(entry: proctable.Entry, identity: RunIdentity) -> bool:
     """A member of the run's confirmed group, started no earlier than the run itself."""
-    created = info["create_time"]
-    if group is None or created is None or identity.create_time is None:
+    if identity.create_time is None:
         return False
-    if created < identity.create_time - CREATE_TIME_SLACK_S:
-        return False
-    try:
-        return os.getpgid(info["pid"]) == group
-    except OSError:
-        return False
-
-
-def _has_tag(proc: psutil.Process, tag: str) -> bool:
-    if not tag:
-        return False
-    try:
-        return proc.environ().get(TAG_VAR) == tag
-    except (psutil.Error, OSError):
-        return False
+    return entry.create_time >= identity.create_time - CREATE_TIME_SLACK_S
 
 
 def find_leader(tag: str) -> RunIdentity | None:
     """The wrapper (group leader) of the run carrying `tag`, if any process of it lives."""
-    for proc in psutil.process_iter(["pid", "create_time", "status"]):
-        info = proc.info
-        if info["status"] == psutil.STATUS_ZOMBIE or not _has_tag(proc, tag):
-            continue
-        try:
-            if info["pid"] > 1 and os.getpgid(info["pid"]) == info["pid"]:
-                return RunIdentity(info["pid"], info["pid"], info["create_time"], tag)
-        except OSError:
-            continue
+    for entry in proctable.SHARED.table().by_tag.get(tag, []) if tag else []:
+        if entry.pid > 1 and entry.pgid == entry.pid:
+            return RunIdentity(entry.pid, entry.pid, entry.create_time, tag)
     return None
 
 
@@ -475,8 +460,10 @@ def _kill_run(identity: RunIdentity, known: Known) -> int:
     return signal_run(identity, signal.SIGKILL, known)
 
 
-def _run_gone(identity: RunIdentity, known: Known) -> bool:
-    return not run_processes(identity, known) and not cgroups.populated(identity.cgroup)
+def _run_gone(identity: RunIdentity, known: Known, not_before: float) -> bool:
+    """Nothing of the run in a process scan begun after `not_before`, nor in its cgroup."""
+    gone = not run_processes(identity, known, not_before)
+    return gone and not cgroups.populated(identity.cgroup)
 
 
 async def stop_tree(
@@ -508,9 +495,10 @@ async def _wait_empty(
     """Wait until nothing of the run is left, killing again what a fork left behind."""
     deadline = time.monotonic() + timeout_s
     while True:
+        poll_began = time.monotonic()  # a scan from before the signals cannot tell "gone"
         if kill:
             await anyio.to_thread.run_sync(_kill_run, identity, known)
-        if await anyio.to_thread.run_sync(_run_gone, identity, known):
+        if await anyio.to_thread.run_sync(_run_gone, identity, known, poll_began):
             return True
         if time.monotonic() >= deadline:
             return False

@@ -1,0 +1,51 @@
+"""`herd status --json` and `herd ls --json` answered without click or pydantic print exactly
+what the full command line prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import make_repo
+
+from agentherd.supervisor import protocol
+from agentherd.tui import fastpath
+
+HERD = [sys.executable, "-c", "from agentherd.tui.fastpath import main; main()"]
+FULL = [sys.executable, "-c", "from agentherd.tui.cli import main; main()"]
+
+
+def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
+    assert fastpath.PROTOCOL == protocol.PROTOCOL
+    assert fastpath.installed_version() == protocol.HERD_VERSION
+
+
+def test_only_json_status_and_ls_take_the_fast_path() -> None:
+    assert fastpath._split(["status", "api", "--json"]) == (None, ["status", "api", "--json"])
+    assert fastpath._split(["-c", "h.toml", "ls", "--json"]) == ("h.toml", ["ls", "--json"])
+    for argv in (["status", "api"], ["ls"], ["status", "a", "b", "--json"], ["logs", "--json"]):
+        assert fastpath._split(argv) is None
+
+
+@pytest.mark.pidns
+def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "api")
+    (tmp_path / "herd.toml").write_text(
+        f'[[session]]\nname = "api"\ncwd = "{repo}"\n'
+        f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
+    )
+    run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
+    assert run([*FULL, "up", "--no-tui"]).returncode == 0
+    try:
+        for verb in (["status", "api", "--json"], ["status", "--json"], ["ls", "--json"]):
+            fast, full = run([*HERD, *verb]), run([*FULL, *verb])
+            assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
+            assert json.loads(fast.stdout) == json.loads(full.stdout)
+            assert fast.stdout == full.stdout
+        missing = run([*HERD, "status", "nope", "--json"])  # errors are the full CLI's own
+        assert missing.returncode == 2 and "nope" in missing.stderr
+    finally:
+        assert run([*FULL, "down"]).returncode == 0
