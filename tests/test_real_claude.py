@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST, Herd, git, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
-from realagents import agent_binary, claude_env, result_lines, session_toml
+from realagents import agent_binary, claude_env, result_lines, run_usages, session_toml
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
@@ -97,8 +97,17 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         sent = repr(resumed["messages"])
         assert "draft.txt" in sent and "tool_result" in sent
         assert status["agent_session_id"] == session_id
-        # TODO(i10-adapters): exact tokens of the killed run (recovered from the transcript).
-        assert status["usage"]["input_tokens"] >= 100
+        # The killed run printed its one served message with `output_tokens: 1`; its transcript
+        # under the agent's HOME holds the final usage, taken when the run ended.
+        killed, resumed = run_usages(herd, "main", 2)
+        assert killed == resumed == (100, 30, 20, 10)
+        usage = status["usage"]
+        assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (
+            200,
+            60,
+            320,
+        )
+        assert usage["cost_estimated"] is True  # the killed run's cost is herd's estimate
 
 
 @pytest.mark.pidns
