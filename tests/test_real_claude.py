@@ -137,6 +137,8 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         started = herd.events("main", "run-started")
         assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         assert "draft.txt" in repr(server.requests[-1]["messages"])
+        # Nothing was rescued nor reset: the resume prompt says so instead of empty words.
+        assert "edits on none and reset the tree to none" in " ".join(started[1]["data"]["argv"])
 
 
 def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
