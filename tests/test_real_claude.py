@@ -129,6 +129,11 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         assert limited["data"]["delay_s"] == pytest.approx(3.0)
         assert (repo / "draft.txt").read_text() == "keep me\n"  # no reset
         assert parked["restarts"] == 0
+        # The served message before the 429 is counted, with Claude's own cost for it.
+        (result,) = result_lines(herd.root / ".herd" / "runs" / "main" / "1" / "output.log")
+        assert result["api_error_status"] == 429 and result["total_cost_usd"] > 0
+        (first,) = run_usages(herd, "main", 1)
+        assert first == (100, 30, 20, 10)
 
         status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
         assert status["state"] == "completed", (status, herd.events("main"))
