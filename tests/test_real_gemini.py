@@ -114,4 +114,6 @@ def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
             herd.events("main"),
         )
         assert len(herd.events("main", "run-started")) == 1
+        (failed,) = herd.events("main", "failed")
+        assert "write_file" in failed["message"], failed
         assert not (repo / "hello.txt").exists()
