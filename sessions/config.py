@@ -158,6 +158,10 @@ class SessionConfig(_Strict):
     restart_from: str = "last"
     restart_delay: Duration = 1.0
     restart_delay_max: Duration = 300.0
+    rate_limit_wait: Duration | None = None
+    """None: herd's default (Timings.rate_limit_wait_s, 60s)."""
+    rate_limit_wait_max: Duration | None = None
+    """None: herd's default (Timings.rate_limit_wait_max_s, 1h)."""
     stable_after: Duration = 60.0
     max_crashes: int = 5
     crash_window: Duration = 600.0
@@ -272,6 +276,25 @@ class SessionConfig(_Strict):
         if value <= 0:
             raise ValueError("must be a positive duration")
         return value
+
+    @field_validator("rate_limit_wait", "rate_limit_wait_max")
+    @classmethod
+    def _rate_limit_wait(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError(
+                'must be a positive duration (a zero wait retries at once); write it like "60s"'
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _rate_limit_cap(self) -> SessionConfig:
+        wait, cap = self.rate_limit_wait, self.rate_limit_wait_max
+        if wait is not None and cap is not None and cap < wait:
+            raise ValueError(
+                "rate_limit_wait_max is shorter than rate_limit_wait; "
+                "make it at least as long, or remove it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _plan_for_until_done(self) -> SessionConfig:

@@ -6,6 +6,10 @@ from collections.abc import Mapping
 
 from agentherd.sessions.config import SessionConfig
 
+NOT_DONE = "none"
+"""`{checkpoint}` and `{rescue_ref}` when the tree was not reset or nothing was saved (a restart
+after a rate limit or a clean exit): a prompt built from them still reads as a sentence."""
+
 
 def fill(argv: list[str], values: Mapping[str, str]) -> list[str]:
     """Placeholders filled per argv element (never through a shell)."""
@@ -27,11 +31,11 @@ def run_argv(
     """Run `number`'s argv and mode: `resume` when asked and possible, else `command`."""
     values = {
         "session_id": agent_session_id or "",
-        "checkpoint": env_extra.get("HERD_CHECKPOINT", ""),
+        "checkpoint": env_extra.get("HERD_CHECKPOINT") or NOT_DONE,
         "run": str(number),
         "progress": config.progress or "",
         "plan": config.plan or "",
-        "rescue_ref": env_extra.get("HERD_RESCUE_REF", ""),
+        "rescue_ref": env_extra.get("HERD_RESCUE_REF") or NOT_DONE,
     }
     if mode == "resume" and config.resume is not None and agent_session_id:
         return fill(config.argv(config.resume), values), "resume"

@@ -273,12 +273,9 @@ class Launching(Completing):
         reset_time = parse_iso(resets_at) if resets_at else None
         resets_in_s = (reset_time - utc_now()).total_seconds() if reset_time else None
         timings = self.ctx.timings
-        delay_s = lifecycle.rate_limit_delay_s(
-            resets_in_s,
-            self.record.backoff_step,
-            timings.rate_limit_wait_s,
-            timings.rate_limit_wait_max_s,
-        )
+        wait_s = self.config.rate_limit_wait or timings.rate_limit_wait_s
+        cap_s = self.config.rate_limit_wait_max or max(wait_s, timings.rate_limit_wait_max_s)
+        delay_s = lifecycle.rate_limit_delay_s(resets_in_s, self.record.backoff_step, wait_s, cap_s)
         self.record.backoff_step += 1
         until = iso(utc_now() + timedelta(seconds=delay_s))
         self.record.backoff_until = until

@@ -135,3 +135,25 @@ def gemini_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
         "GEMINI_API_KEY": "test-offline",
         "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+
+
+def run_usages(herd: Any, name: str, count: int) -> list[tuple[int, int, int, int]]:
+    """(input, output, cache read, cache write) of a session's first `count` runs, once ended."""
+
+    def ended() -> list[tuple[int, int, int, int]] | None:
+        done = [r for r in herd.daemon.store.runs(name) if r.ended_at is not None]
+        if len(done) < count:
+            return None
+        return [
+            (
+                r.usage["input_tokens"],
+                r.usage["output_tokens"],
+                r.usage["cache_read_tokens"],
+                r.usage["cache_write_tokens"],
+            )
+            for r in done[:count]
+        ]
+
+    from conftest import wait_until
+
+    return wait_until(ended, timeout_s=30, what=f"{count} ended runs of {name}")  # type: ignore[no-any-return]

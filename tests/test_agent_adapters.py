@@ -875,3 +875,36 @@ def test_claude_limit_text_gives_the_reset_time() -> None:
     )
     assert parser.outcome is not None and parser.outcome.kind == "rate-limit"
     assert parser.outcome.resets_at is not None
+
+
+def _served_then_429(model: str) -> list[dict[str, Any]]:
+    """A served message (final usage printed) and a 429 result that says 0 USD and no usage."""
+    usage = {"input_tokens": 100, "output_tokens": 30, "cache_read_input_tokens": 20}
+    message = {"id": "msg_1", "model": model, "usage": usage}
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": 429,
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "modelUsage": {},
+    }
+    return [{"type": "assistant", "message": message}, result]
+
+
+def test_claude_zero_cost_after_a_served_message_is_not_taken_as_spend() -> None:
+    parser = feed(ClaudeParser(), *_served_then_429("claude-sonnet-4-5"))
+    usage = parser.usage
+    assert figures(usage) == (100, 30, 20, 0, 150)
+    assert usage.cost_usd == pytest.approx(estimate_cost_usd("claude-sonnet-4-5", 100, 30, 20, 0))
+    assert usage.cost_usd > 0 and usage.cost_estimated is True
+    assert parser.outcome is not None and parser.outcome.kind == "rate-limit"
+    # An unknown model cannot be priced: unknown (None), never an invented 0.
+    unknown = feed(ClaudeParser(), *_served_then_429("house-model")).usage
+    assert (unknown.cost_usd, unknown.cost_estimated) == (None, False)
+
+
+def test_claude_zero_cost_with_nothing_served_stays_zero() -> None:
+    parser = run("claude", "real/claude-limit.jsonl")
+    assert (parser.usage.cost_usd, parser.usage.cost_estimated) == (0, False)

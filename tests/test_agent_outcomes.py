@@ -130,6 +130,25 @@ def test_a_rate_limit_without_a_reset_time_waits_longer_each_time(
     assert delays == [pytest.approx(0.2), pytest.approx(0.4)]
 
 
+def test_herd_toml_sets_the_rate_limit_wait_and_its_cap(herd: Herd, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    plans = {
+        "command:1": ["claude-limit"],
+        "resume:2": ["claude-limit"],
+        "resume:3": ["claude-limit"],
+        "resume:4": ["claude-stream"],
+    }
+    # herd's own defaults (an hour) would hold the test: the session's keys must win.
+    herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3600.0)
+    herd.write(_session(repo, plans, rate_limit_wait="0.2s", rate_limit_wait_max="0.3s"))
+    herd.start()
+    herd.client.call("start", name="main")
+    status = herd.wait_state("main", "completed", "failed", timeout_s=20)
+    assert status["state"] == "completed", herd.events("main")
+    delays = [e["data"]["delay_s"] for e in herd.events("main", "rate-limited")]
+    assert delays == [pytest.approx(0.2), pytest.approx(0.3), pytest.approx(0.3)]
+
+
 def test_a_resume_the_agent_refuses_falls_back_to_command(herd: Herd, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     plans = {

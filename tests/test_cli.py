@@ -85,6 +85,16 @@ def test_check_prints_one_line_per_problem_and_exits_2(tmp_path: Path) -> None:
             "20m, 6h or 1h30m\n",
         ),
         (
+            'rate_limit_wait = "0s"',
+            'herd.toml: session "a": rate_limit_wait: must be a positive duration (a zero wait '
+            'retries at once); write it like "60s"\n',
+        ),
+        (
+            'rate_limit_wait = "10m"\nrate_limit_wait_max = "1m"',
+            'herd.toml: session "a": rate_limit_wait_max is shorter than rate_limit_wait; make '
+            "it at least as long, or remove it\n",
+        ),
+        (
             "stop_grace = inf",
             'herd.toml: session "a": stop_grace: inf is not a duration; write it like 90s, 20m, '
             "6h or 1h30m\n",

@@ -35,6 +35,14 @@ def test_resume_needs_a_session_id_and_falls_back_to_command(tmp_path: Path) -> 
     assert run_argv(config, "command", 4, "sid-1", {})[1] == "command"
 
 
+def test_no_reset_and_no_rescue_read_none_not_an_empty_word(tmp_path: Path) -> None:
+    # After a rate limit the tree is neither rescued nor reset: the prompt must still read.
+    argv, _ = run_argv(session(tmp_path), "resume", 2, "sid-1", {"HERD_LAST_EXIT": "exit 1"})
+    assert argv == ["agent", "--resume", "sid-1", "none", "none"]
+    env = run_environment({}, session(tmp_path), 2, 0, {})
+    assert env["HERD_CHECKPOINT"] == env["HERD_RESCUE_REF"] == ""  # the variables stay empty
+
+
 def test_the_environment_layers_daemon_session_then_herd(tmp_path: Path) -> None:
     env = run_environment(
         {"PATH": "/bin", "A": "0"}, session(tmp_path), 5, 2, {"HERD_LAST_EXIT": "exit 1"}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST, Herd, git, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
-from realagents import agent_binary, claude_env, result_lines, session_toml
+from realagents import agent_binary, claude_env, result_lines, run_usages, session_toml
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
@@ -97,8 +97,17 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         sent = repr(resumed["messages"])
         assert "draft.txt" in sent and "tool_result" in sent
         assert status["agent_session_id"] == session_id
-        # TODO(i10-adapters): exact tokens of the killed run (recovered from the transcript).
-        assert status["usage"]["input_tokens"] >= 100
+        # The killed run printed its one served message with `output_tokens: 1`; its transcript
+        # under the agent's HOME holds the final usage, taken when the run ended.
+        killed, resumed = run_usages(herd, "main", 2)
+        assert killed == resumed == (100, 30, 20, 10)
+        usage = status["usage"]
+        assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (
+            200,
+            60,
+            320,
+        )
+        assert usage["cost_estimated"] is True  # the killed run's cost is herd's estimate
 
 
 @pytest.mark.pidns
@@ -120,6 +129,11 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         assert limited["data"]["delay_s"] == pytest.approx(3.0)
         assert (repo / "draft.txt").read_text() == "keep me\n"  # no reset
         assert parked["restarts"] == 0
+        # The served message before the 429 is counted, with Claude's own cost for it.
+        (result,) = result_lines(herd.root / ".herd" / "runs" / "main" / "1" / "output.log")
+        assert result["api_error_status"] == 429 and result["total_cost_usd"] > 0
+        (first,) = run_usages(herd, "main", 1)
+        assert first == (100, 30, 20, 10)
 
         status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
         assert status["state"] == "completed", (status, herd.events("main"))
@@ -128,6 +142,8 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         started = herd.events("main", "run-started")
         assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         assert "draft.txt" in repr(server.requests[-1]["messages"])
+        # Nothing was rescued nor reset: the resume prompt says so instead of empty words.
+        assert "edits on none and reset the tree to none" in " ".join(started[1]["data"]["argv"])
 
 
 def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(

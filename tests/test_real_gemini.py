@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import Herd, git, make_repo, wait_until
 from model_servers import GeminiServer, hang, text, tool
-from realagents import agent_binary, gemini_env, session_toml
+from realagents import agent_binary, gemini_env, run_usages, session_toml
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
@@ -51,8 +51,16 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: s
         assert (repo / "hello.txt").read_text() == "hi\n"
         assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
         assert status["agent_session_id"]  # from its `init` line
-        # TODO(i10-adapters): the gemini adapter reads the `result` stats (400 input, 120
-        # output, 80 cached here); the plain parser of this branch reads none.
+        usage = status["usage"]
+        # Four requests (the routing call and three answers) of 100 prompt tokens (20 of them
+        # cached) and 30 output: the result's stats, with the cached part as cache read.
+        assert (
+            usage["input_tokens"],
+            usage["output_tokens"],
+            usage["cache_read_tokens"],
+            usage["cache_write_tokens"],
+            usage["total_tokens"],
+        ) == (320, 120, 80, 0, 520)
         assert status["usage"]["cost_usd"] is None
 
 
@@ -79,3 +87,33 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         assert session_id in started[1]["data"]["argv"]
         assert "draft.txt" in repr(server.requests[-1]["contents"])
+        # Gemini prints its stats only in the `result` line: the killed run shows none; the
+        # resume's own two requests (routing and the answer) are counted exactly.
+        assert run_usages(herd, "main", 2)[1] == (160, 60, 40, 0)
+
+
+def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
+    herd: Herd, tmp_path: Path, gemini: str
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    steps = [
+        tool("write_file", file_path=str(repo / "hello.txt"), content="hi\n"),
+        text("I could not write."),
+    ]
+    with GeminiServer(steps) as server:
+        env = gemini_env(tmp_path / "home", server.url, gemini)
+        # Without --yolo, headless Gemini CLI may not run a tool that needs approval.
+        toml = session_toml("main", "gemini", repo, env).replace(', "--yolo"', "")
+        assert "--yolo" not in toml
+        herd.write(toml)
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert (status["state"], status["reason"]) == ("failed", "permission-denied"), (
+            status,
+            herd.events("main"),
+        )
+        assert len(herd.events("main", "run-started")) == 1
+        (failed,) = herd.events("main", "failed")
+        assert "write_file" in failed["message"], failed
+        assert not (repo / "hello.txt").exists()

@@ -10,8 +10,8 @@ _WORK = (
     "run the tests, commit, and update the progress file."
 )
 _CONTINUE = (
-    "Continue where you stopped. If herd restarted you after a crash, your uncommitted edits "
-    "were saved on {rescue_ref} and the tree was reset to {checkpoint}."
+    "Continue where you stopped. If herd restarted you after a crash, it saved your uncommitted "
+    "edits on {rescue_ref} and reset the tree to {checkpoint} ('none' where it did not)."
 )
 
 _PRESETS: dict[str, tuple[str, str]] = {
@@ -98,6 +98,7 @@ def init_text(agent: str) -> str:
         'restart = "on-failure"              # never | on-failure | always | until-done\n'
         'restart_from = "last"               # last | verified checkpoint after a crash\n'
         'restart_delay = "1s"                # first backoff; doubles up to restart_delay_max\n'
+        'rate_limit_wait = "60s"             # after a rate limit with no reset time; doubles\n'
         "max_crashes = 5                     # this many within crash_window -> failed\n"
         'crash_window = "10m"\n'
         'stop_grace = "10s"                  # after the stop signal, then SIGKILL\n'

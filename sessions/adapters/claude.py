@@ -57,6 +57,8 @@ class ClaudeParser(OutputParser):
         self._messages_at_result = 0
         self._result_turns: int | None = None
         self._cost_usd: float | None = None
+        self._unpriced_at_result: _Tokens = _ZERO
+        """Tokens the last result's cost does not cover (a 0 cost for a served message)."""
         self.model: str | None = None
         """The main model's id, from ``system/init`` or an assistant message (for estimates)."""
 
@@ -80,6 +82,8 @@ class ClaudeParser(OutputParser):
         if cost_usd is None and self.estimates_cost and self._result_base is None:
             cost_usd = estimate_cost_usd(self.model, *tokens)
             estimated = cost_usd is not None
+        elif cost_usd is not None and self._result_base is not None:
+            cost_usd, estimated = self._with_unpriced(cost_usd)
         return Usage(
             input_tokens=tokens[0],
             output_tokens=tokens[1],
@@ -89,6 +93,25 @@ class ClaudeParser(OutputParser):
             cost_estimated=estimated,
             turns=turns,
         )
+
+    def _with_unpriced(self, cost_usd: float) -> tuple[float | None, bool]:
+        """The result's cost plus an estimate of what it missed; never a 0 for known spend.
+
+        What it missed: tokens its own totals lacked (or all of them when it said 0 USD for
+        tokens it counted) and messages after it. Unpriceable (unknown model, Amp): a 0 becomes
+        None (unknown); a positive cost is kept as the known part.
+        """
+        after = (
+            max(0, now - then)
+            for now, then in zip(self._message_sum, self._message_sum_at_result, strict=True)
+        )
+        unpriced = tuple(a + b for a, b in zip(self._unpriced_at_result, after, strict=True))
+        if not any(unpriced):
+            return cost_usd, False
+        extra = estimate_cost_usd(self.model, *unpriced) if self.estimates_cost else None
+        if extra is not None:
+            return cost_usd + extra, True
+        return (None if cost_usd == 0 else cost_usd), False
 
     @property
     def message_ids(self) -> tuple[str, ...]:
@@ -256,6 +279,7 @@ class ClaudeParser(OutputParser):
                 self._message_sum[3],
             )
             self._message_sum_at_result = self._result_base
+        self._unpriced_at_result = _unpriced(totals, self._result_base, self._cost_usd)
 
         status = obj.get("api_error_status")
         rate_limited = self._rate_limited or status == 429
@@ -281,6 +305,20 @@ class ClaudeParser(OutputParser):
         )
         if result_text is not None:
             self.last_text = self.result_text = display_text(result_text)
+
+
+def _unpriced(totals: _Tokens | None, counted: _Tokens, cost_usd: float | None) -> _Tokens:
+    """Tokens a result's cost does not cover: what its totals lack, or all at a 0 USD cost."""
+    if cost_usd == 0 and any(counted):
+        return counted  # 0 USD for tokens the run counted: not believed
+    if totals is None:
+        return _ZERO
+    return (
+        max(0, counted[0] - totals[0]),
+        max(0, counted[1] - totals[1]),
+        max(0, counted[2] - totals[2]),
+        max(0, counted[3] - totals[3]),
+    )
 
 
 def _claude_tokens(usage: dict[str, Any]) -> _Tokens | None:
