@@ -16,6 +16,9 @@ from conftest import FAST, Herd, git, make_repo, wait_until
 from model_servers import OpenAIResponsesServer, Tokens, fail, hang, text, tool
 from realagents import agent_binary, codex_env, run_usages, session_toml
 
+from agentherd.sessions import prices
+from agentherd.sessions.adapters.usage import Usage
+
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
 AGENT_WAIT_S = 90.0
@@ -57,7 +60,11 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
             usage["cache_write_tokens"],
         ) == (240, 60, 90, 0)
         assert status["agent_session_id"]  # the thread id, from `thread.started`
-        assert usage["cost_usd"] is None  # Codex reports no cost: never an invented 0
+        # The agent reports no cost: herd's price table estimates it and says so (never a 0).
+        price = prices.price_for("codex", None, prices.price_table({}))
+        expected = prices.with_estimate(Usage.from_json(usage), price)
+        assert usage["cost_estimated"] is True
+        assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0
 
 
 @pytest.mark.pidns
