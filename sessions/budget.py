@@ -159,7 +159,11 @@ def raised_since_stop(budget: Budget, reason: str | None, limit_at_stop: float |
 
 
 class CostGuard:
-    """Keeps a run's reported totals from going down: a cost that goes backwards is ignored."""
+    """Keeps a run's reported totals from going down: a cost that goes backwards is ignored.
+
+    Output tokens the adapter estimated (`Usage.output_estimate_tokens`) are not a floor: the
+    true figure replaces them, lower or not, and so does the cost priced from them.
+    """
 
     def __init__(self) -> None:
         self.highest = Usage()
@@ -167,21 +171,30 @@ class CostGuard:
         """Set the first time a reported figure was lower than one before it."""
 
     def take(self, usage: Usage) -> Usage:
-        """The run's usage with every figure at least what it was before."""
+        """The run's usage with every figure at least what it was before (estimates aside)."""
         high = self.highest
+        guessed = high.output_estimate_tokens
         lower = (
-            usage.total_tokens < high.total_tokens
+            usage.total_tokens < high.total_tokens - guessed
             or usage.turns < high.turns
-            or (high.cost_usd is not None and (usage.cost_usd or 0.0) < high.cost_usd)
+            or (
+                not guessed
+                and high.cost_usd is not None
+                and (usage.cost_usd or 0.0) < high.cost_usd
+            )
         )
         if lower:
             self.went_backwards = True
         cost = usage.cost_usd
-        if high.cost_usd is not None and (cost is None or cost < high.cost_usd):
+        if high.cost_usd is not None and (cost is None or (cost < high.cost_usd and not guessed)):
             cost = high.cost_usd
+        output_floor = high.output_tokens - guessed
         self.highest = Usage(
             input_tokens=max(usage.input_tokens, high.input_tokens),
-            output_tokens=max(usage.output_tokens, high.output_tokens),
+            output_tokens=max(usage.output_tokens, output_floor),
+            output_estimate_tokens=(
+                usage.output_estimate_tokens if usage.output_tokens >= output_floor else 0
+            ),
             cache_read_tokens=max(usage.cache_read_tokens, high.cache_read_tokens),
             cache_write_tokens=max(usage.cache_write_tokens, high.cache_write_tokens),
             cost_usd=cost,

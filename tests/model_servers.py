@@ -74,6 +74,8 @@ class ScriptedServer:
         """Every scripted request's JSON body, in order."""
         self.paths: list[str] = []
         self.answered = 0
+        self.served = 0
+        """Every answer completed, side requests too (each carried `tokens`): the bill."""
         """Answers the server completed (each reported `tokens` once)."""
         self.hanging = threading.Event()
         """Set while a `hang` step holds a request."""
@@ -165,6 +167,10 @@ class ScriptedServer:
         with self._lock:
             self.answered += 1
 
+    def served_one(self) -> None:
+        with self._lock:
+            self.served += 1
+
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         raise NotImplementedError
 
@@ -240,6 +246,7 @@ class AnthropicServer(ScriptedServer):
                     "usage": usage,
                 },
             )
+            self.served_one()
             if scripted:
                 self.completed()
             return
@@ -285,6 +292,7 @@ class AnthropicServer(ScriptedServer):
             },
         )
         handler.event("message_stop", {"type": "message_stop"})
+        self.served_one()
         if scripted:
             self.completed()
 

@@ -102,11 +102,12 @@ TOTALS: list[tuple[str, str, tuple[int, ...], float | None, bool, str | None, st
         KILLED_SESSION,
     ),
     (
-        # Killed: stdout holds each message's start only (output_tokens 1); estimated cost.
+        # Killed: stdout holds each message's start only (output_tokens 1); the output is
+        # estimated from the tool calls printed (about 4 characters a token; true: 90).
         "claude",
         "real/claude-killed-midrun.log",
-        (300, 3, 60, 30, 393),
-        0.0017925,
+        (300, 60, 60, 30, 450),
+        0.0032175,
         True,
         None,
         KILLED_SESSION,
@@ -389,9 +390,34 @@ def test_claude_output_tokens_1_until_the_result_line() -> None:
     lines = (FIXTURES / "real/claude-stream.jsonl").read_bytes().splitlines()
     for raw in lines[:-1]:
         parser.feed_line(raw)
-    assert parser.usage.output_tokens == 3  # what stdout says before the result
+    # stdout says 1 a message before the result; herd estimates from the printed content.
+    before = parser.usage
+    assert 45 <= before.output_tokens <= 135 and before.output_tokens > 3
+    assert before.output_estimate_tokens == before.output_tokens - 3
+    assert before.cost_estimated
     parser.feed_line(lines[-1])
-    assert parser.usage.output_tokens == 90  # the result's figure replaces it, not added
+    after = parser.usage
+    assert after.output_tokens == 90  # the result's figure replaces it, not added
+    assert after.output_estimate_tokens == 0 and not after.cost_estimated
+
+
+def test_claude_output_estimate_is_replaced_by_a_later_figure_for_the_same_message() -> None:
+    parser = ClaudeParser()
+    start = {"input_tokens": 10, "output_tokens": 1}
+
+    def line(usage: dict[str, int], text: str) -> bytes:
+        message = {"id": "m1", "content": [{"type": "text", "text": text}], "usage": usage}
+        return json.dumps({"type": "assistant", "message": message}).encode()
+
+    parser.feed_line(line(start, "x" * 400))  # about 100 tokens
+    assert parser.usage.output_tokens == 100 and parser.usage.output_estimate_tokens == 99
+    parser.feed_line(line(start, "y" * 400))  # a second block of the same message: added
+    assert parser.usage.output_tokens == 200 and parser.usage.turns == 1
+    parser.feed_line(line({"input_tokens": 10, "output_tokens": 150}, ""))  # its true count
+    usage = parser.usage
+    assert (usage.output_tokens, usage.output_estimate_tokens, usage.input_tokens) == (150, 0, 10)
+    parser.feed_line(line(start, "z" * 4000))  # a settled message is not estimated again
+    assert parser.usage.output_estimate_tokens == 0
 
 
 def test_claude_killed_run_recovered_from_its_transcript() -> None:
@@ -437,7 +463,8 @@ def test_claude_transcript_entries_after_the_run_start_count_when_stdout_lost_th
     assert parser.recover_from_transcript(
         [before, lost, after], KILLED_RUN_STARTED, KILLED_RUN_ENDED
     )
-    assert parser.usage.input_tokens == 400 and parser.usage.output_tokens == 33
+    # The lost message's 30, and the printed three's estimate (not in this transcript list).
+    assert parser.usage.input_tokens == 400 and parser.usage.output_tokens == 30 + 60
 
 
 def test_claude_transcript_is_not_used_after_a_result() -> None:

@@ -83,6 +83,15 @@ def test_a_cost_that_goes_backwards_is_ignored_and_said_so() -> None:
     assert guard.take(Usage(input_tokens=20, cost_usd=0.7)).cost_usd == 0.7
 
 
+def test_cost_guard_lets_a_true_figure_replace_a_higher_estimate() -> None:
+    guard = CostGuard()
+    guard.take(Usage(output_tokens=200, output_estimate_tokens=199, cost_usd=0.5))
+    true = guard.take(Usage(output_tokens=150, cost_usd=0.4))
+    assert (true.output_tokens, true.cost_usd, guard.went_backwards) == (150, 0.4, False)
+    lower = guard.take(Usage(output_tokens=100, cost_usd=0.3))  # a reported figure is a floor
+    assert (lower.output_tokens, lower.cost_usd, guard.went_backwards) == (150, 0.4, True)
+
+
 def test_an_estimate_is_priced_from_the_table_and_marked() -> None:
     price = Price(input_usd_per_mtok=3.0, output_usd_per_mtok=15.0, cache_read_usd_per_mtok=0.3)
     usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=2_000_000)

@@ -13,11 +13,21 @@ figure reaches stdout only in the ``result`` line. A run killed before it keeps 
 on stdout; ``recover_from_transcript`` then reads the final figures from the transcript Claude
 Code keeps under its config folder (see ``claude_transcript``). Without a result line the cost
 is estimated from herd's price table (``cost_estimated``), or None for an unknown model.
+
+While a message shows only its start figure, its output tokens are estimated from the content
+its lines carry (text, thinking, tool name and input: CHARS_PER_OUTPUT_TOKEN characters a
+token), so a budget sees a running session's spend as it grows; ``Usage.output_estimate_tokens``
+says how much is estimate, and the cost is marked estimated. The estimate is replaced, never
+added to, when the true figure arrives: a later copy of the message with a larger output count,
+a ``result`` line (it covers every message before it), or the transcript after a kill.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
@@ -29,6 +39,10 @@ from agentherd.sessions.times import parse_iso
 MAX_TRACKED_MESSAGE_IDS = 4096
 """Repeated copies of one message are adjacent; older ids can be forgotten to bound memory."""
 
+CHARS_PER_OUTPUT_TOKEN = 4.0
+"""About how many characters of English text or code one output token carries (Claude's
+tokenizer gives 3.5 to 4.5); used only until the message's true output count arrives."""
+
 _NO_CONVERSATION = "No conversation found"
 _MODEL_NAME = re.compile(r"[A-Za-z0-9._:\[\]-]{1,80}")
 
@@ -36,6 +50,19 @@ _Tokens = tuple[int, int, int, int]
 """input, output, cache read, cache write."""
 
 _ZERO: _Tokens = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class _Estimate:
+    """What one message printed so far, for estimating its output until its true count."""
+
+    start_output: int
+    """The output figure of its first copy (the start figure, until a copy shows more)."""
+    chars: int = 0
+    extra: int = 0
+    """Estimated output tokens beyond the reported figure (0 once settled)."""
+    settled: bool = False
+    """A true figure arrived (a larger count, a result line or the transcript)."""
 
 
 class ClaudeParser(OutputParser):
@@ -50,6 +77,10 @@ class ClaudeParser(OutputParser):
         super().__init__(session_id)
         self.api_retries = 0
         self._by_message_id: dict[str, _Tokens] = {}
+        self._estimates: dict[str, _Estimate] = {}
+        """Per message id (same keys as _by_message_id): its output estimate."""
+        self._estimate_extra = 0
+        """The sum of the unsettled estimates' extra output tokens."""
         self._message_sum: list[int] = [0, 0, 0, 0]
         self._result_base: _Tokens | None = None
         self._message_sum_at_result: _Tokens = _ZERO
@@ -74,6 +105,8 @@ class ClaudeParser(OutputParser):
                     self._result_base, self._message_sum, self._message_sum_at_result, strict=True
                 )
             )
+        extra = self._estimate_extra
+        tokens = (tokens[0], tokens[1] + extra, tokens[2], tokens[3])
         if self._result_turns is None:
             turns = self._messages
         else:
@@ -92,6 +125,7 @@ class ClaudeParser(OutputParser):
             cost_usd=cost_usd,
             cost_estimated=estimated,
             turns=turns,
+            output_estimate_tokens=extra,
         )
 
     def _with_unpriced(self, cost_usd: float) -> tuple[float | None, bool]:
@@ -106,6 +140,7 @@ class ClaudeParser(OutputParser):
             for now, then in zip(self._message_sum, self._message_sum_at_result, strict=True)
         )
         unpriced = tuple(a + b for a, b in zip(self._unpriced_at_result, after, strict=True))
+        unpriced = (unpriced[0], unpriced[1] + self._estimate_extra, unpriced[2], unpriced[3])
         if not any(unpriced):
             return cost_usd, False
         extra = estimate_cost_usd(self.model, *unpriced) if self.estimates_cost else None
@@ -147,7 +182,20 @@ class ClaudeParser(OutputParser):
                 changed = True
             self._by_message_id[message_id] = better
             self._add_tokens(better, previous)
+            if self._settle(message_id):
+                changed = True
         return changed
+
+    def _settle(self, message_id: str) -> bool:
+        """The message's true figure arrived: drop its estimate. Returns whether one was kept."""
+        estimate = self._estimates.get(message_id)
+        if estimate is None:
+            self._estimates[message_id] = _Estimate(0, settled=True)
+            return False
+        had = estimate.extra > 0
+        self._estimate_extra -= estimate.extra
+        estimate.extra, estimate.settled = 0, True
+        return had
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one stream-json line on its ``type``."""
@@ -176,12 +224,14 @@ class ClaudeParser(OutputParser):
         if message.get("model") != "<synthetic>":  # an API-error placeholder, not a model
             self._set_model(message.get("model"))
         content = message.get("content")
+        chars = 0
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "text":
                     text = display_text(block.get("text"))
                     if text is not None:
                         self.last_text = text
+                chars += _content_chars(block)
         usage = message.get("usage")
         tokens = _claude_tokens(usage) if isinstance(usage, dict) else None
         message_id = message.get("id")
@@ -194,12 +244,33 @@ class ClaudeParser(OutputParser):
                 tokens = previous
             self._by_message_id[message_id] = tokens
             if len(self._by_message_id) > MAX_TRACKED_MESSAGE_IDS:
-                del self._by_message_id[next(iter(self._by_message_id))]
+                oldest = next(iter(self._by_message_id))
+                del self._by_message_id[oldest]
+                gone = self._estimates.pop(oldest, None)
+                self._estimate_extra -= gone.extra if gone is not None else 0
             self._add_tokens(tokens, previous)
+            self._estimate(message_id, tokens[1], chars)
         else:
             self._messages += 1
             if tokens is not None:
                 self._add_tokens(tokens, _ZERO)
+
+    def _estimate(self, message_id: str, output: int, chars: int) -> None:
+        """Estimate a message's output from its content while it shows only its start figure."""
+        estimate = self._estimates.pop(message_id, None)
+        if estimate is None:
+            estimate = _Estimate(start_output=output)
+        self._estimates[message_id] = estimate  # same order as _by_message_id
+        if estimate.settled:
+            return
+        if output > estimate.start_output:  # a later, true figure for this message
+            self._settle(message_id)
+            return
+        estimate.chars += chars
+        guess = math.ceil(estimate.chars / CHARS_PER_OUTPUT_TOKEN)
+        extra = max(0, guess - output)
+        self._estimate_extra += extra - estimate.extra
+        estimate.extra = extra
 
     def _add_tokens(self, tokens: _Tokens, replaced: _Tokens) -> None:
         """Add tokens to the message sum in place of an earlier copy."""
@@ -280,6 +351,9 @@ class ClaudeParser(OutputParser):
             )
             self._message_sum_at_result = self._result_base
         self._unpriced_at_result = _unpriced(totals, self._result_base, self._cost_usd)
+        for message_id, estimate in self._estimates.items():  # the result covers them all
+            if not estimate.settled:
+                self._settle(message_id)
 
         status = obj.get("api_error_status")
         rate_limited = self._rate_limited or status == 429
@@ -305,6 +379,27 @@ class ClaudeParser(OutputParser):
         )
         if result_text is not None:
             self.last_text = self.result_text = display_text(result_text)
+
+
+def _content_chars(block: object) -> int:
+    """Characters of one content block the model wrote: text, thinking, tool name and input."""
+    if not isinstance(block, dict):
+        return 0
+    kind = block.get("type")
+    if kind == "text":
+        value = block.get("text")
+    elif kind == "thinking":
+        value = block.get("thinking")
+    elif kind in ("tool_use", "server_tool_use"):
+        name = block.get("name")
+        given = block.get("input")
+        try:
+            value = (name if isinstance(name, str) else "") + json.dumps(given)
+        except (TypeError, ValueError):
+            return 0
+    else:
+        return 0
+    return len(value) if isinstance(value, str) else 0
 
 
 def _unpriced(totals: _Tokens | None, counted: _Tokens, cost_usd: float | None) -> _Tokens:

@@ -18,6 +18,12 @@ class Usage:
     cost_usd: float | None = None
     cost_estimated: bool = False
     turns: int = 0
+    output_estimate_tokens: int = 0
+    """How much of output_tokens is herd's estimate from printed content, not a reported figure.
+
+    Live only (not in to_json): a running Claude message prints its start figure until its
+    result; the estimate may later be replaced by a lower true figure (CostGuard allows that).
+    """
 
     @property
     def total_tokens(self) -> int:
@@ -43,6 +49,7 @@ class Usage:
             cost_usd=cost_usd,
             cost_estimated=self.cost_estimated or other.cost_estimated,
             turns=self.turns + other.turns,
+            output_estimate_tokens=self.output_estimate_tokens + other.output_estimate_tokens,
         )
 
     def to_json(self) -> dict[str, Any]:
