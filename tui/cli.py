@@ -39,9 +39,10 @@ from agentherd.sessions.status import (
 )
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
+from agentherd.supervisor.ondisk import DiskClient
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.tui import render
-from agentherd.tui.follow import follow_log, print_file
+from agentherd.tui.follow import Printer, follow_log, follow_run, print_file, print_run
 from agentherd.tui.templates import init_text, session_block
 
 EXIT_PERSON = 2
@@ -113,6 +114,19 @@ def _client() -> Client:
     client = client_for(_config())
     _warn_version(client)
     return client
+
+
+def _reader() -> Client | DiskClient:
+    """The daemon, or with none running the state in .herd/ (read-only: never starts one)."""
+    config = _config()
+    client = client_for(config)
+    if client.ping():
+        _warn_version(client)
+        return client
+    if not (config.state_dir / "state.db").is_file():
+        raise ApiError("no-daemon", "no herd daemon is running here; start one with `herd up`")
+    click.echo("herd: no daemon is running; this is the state saved in .herd/", err=True)
+    return DiskClient(config)
 
 
 def _warn_version(client: Client) -> None:
@@ -298,7 +312,7 @@ def left_running_line(left: list[LeftRunning], waited_s: float | None) -> str:
 @guarded
 def ls_(as_json: bool) -> None:
     """Every session."""
-    statuses: list[SessionStatus] = _ask(_client(), "ls")
+    statuses: list[SessionStatus] = _ask(_reader(), "ls")
     if as_json:
         _print_json(statuses)
     else:
@@ -416,7 +430,7 @@ def _passing(status: SessionStatus) -> str:
 @guarded
 def status(target: str | None, as_json: bool) -> None:
     """One session or task (NAME or NAME/N); with none, every session."""
-    result = parse_status(_client().call("status", target=target))
+    result = parse_status(_reader().call("status", target=target))
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
@@ -448,13 +462,31 @@ def wait(target: str, timeout_s: float | None) -> None:
 @click.option(
     "--run", "run_number", type=int, default=None, help="A run's output (default: latest)."
 )
+@click.option(
+    "-n",
+    "--tail",
+    "tail_lines",
+    type=click.IntRange(0),
+    default=None,
+    metavar="N",
+    help="Only the last N lines.",
+)
+@click.option("--raw", is_flag=True, help="The bytes as the agent wrote them, even on a terminal.")
 @click.option("--progress", is_flag=True, help="The progress file instead of the run output.")
 @guarded
-def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> None:
-    """Run output (or the progress file); escapes made inert on a terminal, raw when piped."""
-    client = _client()
+def logs(
+    name: str,
+    follow: bool,
+    run_number: int | None,
+    tail_lines: int | None,
+    raw: bool,
+    progress: bool,
+) -> None:
+    """Run output (or the progress file); readable on a terminal, raw when piped or with --raw."""
+    client = _reader()
     info: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
-    inert = sys.stdout.isatty()
+    terminal = sys.stdout.isatty()
+    inert = terminal
     if progress:
         if not info.progress:
             raise Failure(f'{name} has no progress file; set progress = "..." in herd.toml')
@@ -466,15 +498,19 @@ def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> Non
         return
     if info.path is None:
         raise Failure(f"{name} has no runs yet; `herd start {name}` begins one")
+    printer = Printer(readable=terminal and not raw)
     if not follow:
-        print_file(Path(info.path), inert)
+        print_run(Path(info.path), printer, tail_lines, terminal)
         return
 
     def current() -> tuple[Path, bool]:
         latest: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
         return Path(latest.path or info.path or ""), latest.live or run_number is None
 
-    follow_log(current, inert)
+    try:
+        follow_run(current, printer, tail_lines)
+    finally:
+        printer.finish(terminal)
 
 
 @main.command()
@@ -485,7 +521,7 @@ def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> Non
 @guarded
 def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
     """The event log."""
-    client = _client()
+    client = _reader()
 
     def show(event: Event) -> None:
         click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
@@ -510,7 +546,7 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
 @guarded
 def report(name: str, as_json: bool) -> None:
     """The session's report: what changed, what passed, what remains, what it cost."""
-    result: ReportReply = _ask(_client(), "report", name=name, socket_timeout_s=120)
+    result: ReportReply = _ask(_reader(), "report", name=name, socket_timeout_s=120)
     if as_json:
         _print_json(result.report)
     else:
