@@ -112,7 +112,9 @@ def test_logs_without_a_daemon_are_readable_on_a_terminal_with_tail_and_a_final_
     finished_fleet(herd)
     raw = herd.cli("logs", "talker")
     assert raw.returncode == 0, raw.stderr
-    assert raw.stdout.startswith('{"type": "system"') and raw.stdout.endswith("tail without newline")
+    assert raw.stdout.startswith('{"type": "system"') and raw.stdout.endswith(
+        "tail without newline"
+    )
 
     shown = on_terminal(herd, "logs", "talker").decode()
     assert '{"type"' not in shown, "stream-json is summarised on a terminal"

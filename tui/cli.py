@@ -152,7 +152,7 @@ def _print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
-def _ask(client: Client, op: str, **args: Any) -> Any:
+def _ask(client: Client | DiskClient, op: str, **args: Any) -> Any:
     """Call `op` and return its reply as the contract's model (sessions/status.py)."""
     return parse_reply(op, client.call(op, **args))
 
@@ -261,20 +261,25 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
     _open_tui(config)
 
 
-def _open_tui(config: HerdConfig) -> None:
+def _open_tui(config: HerdConfig, client: Any = None, notes: dict[str, str] | None = None) -> None:
     from agentherd.tui.app import run_dashboard
 
-    run_dashboard(config)
+    run_dashboard(config, client=client, notes=notes)
 
 
 @main.command()
 @guarded
 def tui() -> None:
-    """Open the dashboard on the running daemon."""
+    """Open the dashboard on the running daemon; with none, read-only on the state on disk."""
     config = _config()
-    if not client_for(config).ping():
+    if client_for(config).ping():
+        _open_tui(config)
+        return
+    if not (config.state_dir / "state.db").is_file():
         raise ApiError("no-daemon", "no herd daemon is running here; start one with `herd up`")
-    _open_tui(config)
+    from agentherd.supervisor.ondisk import AsyncDiskClient
+
+    _open_tui(config, client=AsyncDiskClient(config))
 
 
 @main.command()
@@ -566,7 +571,7 @@ def report(name: str, as_json: bool) -> None:
 @guarded
 def demo(count: int, keep: bool) -> None:
     """A throw-away fleet of simulated agents, with the dashboard."""
-    from agentherd.supervisor.sim.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo, demo_notes
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive and not keep:
@@ -581,13 +586,15 @@ def demo(count: int, keep: bool) -> None:
     where = f"herd -c {config.path}"
     if not interactive:
         click.echo(f"demo fleet of {count} running in {root}")
+        for name, shows in demo_notes(count).items():
+            click.echo(f"  {name}: {shows}")
         for verb in ("ls", "tui", "down"):
             click.echo(f"  {where} {verb}")
         return
     # Closing the terminal ends the demo like `q` does: the fleet must not outlive it.
     signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
     try:
-        _open_tui(config)
+        _open_tui(config, notes=demo_notes(count))
     finally:
         if keep:
             click.echo(
@@ -597,3 +604,6 @@ def demo(count: int, keep: bool) -> None:
         else:
             client.call("down", socket_timeout_s=None)
             click.echo(f"demo fleet stopped; its files stay in {root}")
+            click.echo(f"  look back at it: {where} report api-migration (no daemon needed)")
+            click.echo(f"  clean up:        rm -rf {root}")
+        click.echo("next: in your own git repo, `herd init` writes a herd.toml, then `herd up`")
