@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -339,7 +340,12 @@ class HerdApp(App[None]):
     # ----- actions --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Session keys act on the selection only; while a dialog is open they do nothing."""
+        """Session keys act on the selection only; while a dialog is open they do nothing.
+
+        The fleet's own keys (open, the output pane) are hidden on the session screen.
+        """
+        if action in ("open", "logs") and isinstance(self.screen, SessionScreen):
+            return False
         return not (action in SESSION_ACTIONS and isinstance(self.screen, ModalScreen))
 
     def _selected(self) -> SessionStatus | None:
@@ -575,7 +581,12 @@ class HerdApp(App[None]):
 
 def bindings_of(node: DOMNode) -> list[Binding]:
     """The bindings of one node as bound now (after [keys]), in no particular order."""
-    return [b for found in node._bindings.key_to_bindings.values() for b in found]
+    keymap = node.app._keymap
+    return [
+        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id in keymap else b
+        for found in node._bindings.key_to_bindings.values()
+        for b in found
+    ]
 
 
 def run_dashboard(

@@ -129,9 +129,9 @@ class FleetView(Vertical):
         name = self.table.selected_session
         selected = next((s for s in self.statuses if s.session == name), None)
         lines = detail_lines(selected)
-        if name in self.notes:
-            lines.append(f"  demo: {self.notes[name]}")
-        width = max(20, self.size.width - 2)
+        if name in self.notes and lines:
+            lines.insert(1, f"  demo: {self.notes[name]}")
+        width = max(20, self.app.size.width - 2)
         details = "\n".join(cut(line, width) for line in lines)
         if details != self._details:
             self._details = details

@@ -28,6 +28,8 @@ class SessionTable(DataTable[Text]):
         self._cells: dict[str, dict[str, Cell]] = {}
         self._statuses: dict[str, SessionStatus] = {}
         self._order: list[str] = []
+        self._fitted_width = 0
+        """The width the last-output cells were cut to."""
         self.column_keys: tuple[str, ...] = tuple(key for key, _ in COLUMNS)
 
     def on_mount(self) -> None:
@@ -89,6 +91,7 @@ class SessionTable(DataTable[Text]):
             self._order = order
             if selected in self._statuses:
                 self.move_cursor(row=order.index(selected), animate=False)
+            self.call_after_refresh(self.fit_last)
             return
         for status in statuses:
             name = status.session
@@ -98,6 +101,26 @@ class SessionTable(DataTable[Text]):
                 if old.get(key) != cell:
                     self.update_cell(name, key, Text(cell[0], style=cell[1]), update_width=True)
             self._cells[name] = cells
+        self._fitted_width = width
+
+    def fit_last(self) -> None:
+        """Cut the last outputs again when the room left for them changed (resize, new widths)."""
+        width = self._last_width()
+        if width == self._fitted_width or "last" not in self.column_keys:
+            return
+        self._fitted_width = width
+        for name, status in self._statuses.items():
+            cells = self._cells.get(name)
+            if cells is None:
+                continue
+            cell = row_cells(status, width)["last"]
+            if cells.get("last") != cell:
+                cells["last"] = cell
+                self.update_cell(name, "last", Text(cell[0], style=cell[1]), update_width=True)
+
+    def on_resize(self) -> None:
+        """A new width: the last outputs get the room there is."""
+        self.call_after_refresh(self.fit_last)
 
     def tick(self) -> None:
         """Move the uptimes of the rows on screen (the only cells that change with the clock)."""
