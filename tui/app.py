@@ -583,7 +583,7 @@ def bindings_of(node: DOMNode) -> list[Binding]:
     """The bindings of one node as bound now (after [keys]), in no particular order."""
     keymap = node.app._keymap
     return [
-        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id in keymap else b
+        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id and b.id in keymap else b
         for found in node._bindings.key_to_bindings.values()
         for b in found
     ]
