@@ -12,8 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.render import uptime
-from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells
+from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
 
 
 class SessionTable(DataTable[Text]):
@@ -132,7 +131,7 @@ class SessionTable(DataTable[Text]):
             cells = self._cells.get(name)
             if status is None or cells is None:
                 continue
-            cell = (uptime(status), "")
+            cell = (uptime_cell(status), "")
             if cells.get("uptime") != cell:
                 width_changed = len(cell[0]) != len(cells.get("uptime", ("", ""))[0])
                 cells["uptime"] = cell
