@@ -348,8 +348,9 @@ class ReplayClient:
         self.calls.append((op, args))
         name = args.get("name") or args.get("session")
         if op == "log_info":
+            run = next(r["restarts"] + 1 for r in ROWS if r["name"] == name)
             return LogInfoReply(
-                run=1, path=str(self.logs[name]), current_run=1, live=False, state="running"
+                run=run, path=str(self.logs[name]), current_run=run, live=False, state="running"
             ).to_json()
         if op == "events":
             return [e.to_json() for e in events(name) if e.seq > int(args.get("since") or 0)]
