@@ -33,6 +33,8 @@ async def capture(logs: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         while app.query_one(SessionTable).row_count < 6:
             await pilot.pause(0.05)
+        await pilot.pause(1.0)
+        app.refresh_bindings()
         await pilot.pause(0.5)
         app.save_screenshot("dashboard.svg", str(HERE))
         await pilot.press("enter", "4")

@@ -172,7 +172,7 @@ def statuses() -> list[SessionStatus]:
                     "checkpoint": {
                         "sha": _sha(name, 2),
                         "at": "2026-11-30T09:31:00Z",
-                        "subject": f"Implement {FEATURES[name][max(0, row['passing'] - 1)]}",
+                        "subject": f"Implement {FEATURES[name][2]}",
                         "verified": row["verified"],
                         "verification": verification,
                     },

@@ -223,3 +223,21 @@ async def test_dashboard_reads_a_stopped_fleet_and_changes_nothing(herd: Herd) -
             "the output read from disk",
         )
     assert not Client(herd.daemon.socket_path).ping()  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_snapshot_after_the_table_is_gone_is_ignored(tmp_path: Path) -> None:
+    """Seen in the 200-session bench: while the app closed, a snapshot was handled after the
+    table had been removed, and the dashboard died with NoMatches instead of exiting."""
+    from snapshot_fleet import ReplayClient, statuses, write_logs
+
+    from agentherd.tui.messages import Snapshot
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTable).row_count == 6, "rows")
+        await app.query_one(SessionTable).remove()
+        app.post_message(Snapshot(statuses()))
+        await pilot.pause(0.1)
+        await pilot.press("q")
+    assert app.return_code == 0

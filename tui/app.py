@@ -240,11 +240,12 @@ class HerdApp(App[None]):
     def on_snapshot(self, message: Snapshot) -> None:
         """Show the newest statuses in the fleet view and on an open session screen."""
         self.statuses = message.sessions
+        if not self.table.is_attached:
+            return  # the app is shutting down
         if not self._connected:
             self._connected = True
             self.fleet.set_stale(READ_ONLY_NOTE if self.read_only else None)
-        if self.table.is_attached:
-            self.fleet.show(self.statuses)
+        self.fleet.show(self.statuses)
         for screen in self.screen_stack:
             if isinstance(screen, SessionScreen):
                 screen.show_status(self.status_of(screen.session))
@@ -252,6 +253,8 @@ class HerdApp(App[None]):
     def on_daemon_lost(self, message: DaemonLost) -> None:
         """Say plainly that the daemon is gone; keep the last rows, dimmed, and keep retrying."""
         self._connected = False
+        if not self.table.is_attached:
+            return  # the app is shutting down
         self.fleet.set_stale(f"daemon not reachable: {message.reason} (retrying)")
         self.fleet.query_one("#summary", Static).update(
             f"herd  {self.config_label}  ·  the last known state:"
@@ -259,7 +262,7 @@ class HerdApp(App[None]):
 
     def on_log_lines(self, message: LogLines) -> None:
         """Append a batch to the output pane if it still shows that session."""
-        if message.session != self.output_session:
+        if message.session != self.output_session or not self.table.is_attached:
             return
         log = self.fleet.query_one("#output", Log)
         if message.reset:

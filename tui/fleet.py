@@ -70,6 +70,7 @@ class FleetView(Vertical):
         """A line per session shown under the details (the demo says what each agent shows)."""
         self._summary = ""
         self._details = ""
+        self._table = SessionTable(id="sessions")
 
     def compose(self) -> ComposeResult:
         """Header, banner, filter (hidden until `/`), table, details, the output pane."""
@@ -79,7 +80,7 @@ class FleetView(Vertical):
             placeholder="filter: words of name, state, ⚠ kind; ! = needs a person", id="filter"
         )
         with Vertical(id="body"):
-            yield SessionTable(id="sessions")
+            yield self._table
             yield Static("", id="details", markup=False)
             with Vertical(id="output-pane"):
                 yield Static("", id="output-title", markup=False)
@@ -87,8 +88,8 @@ class FleetView(Vertical):
 
     @property
     def table(self) -> SessionTable:
-        """The session table."""
-        return self.query_one(SessionTable)
+        """The session table (kept, so a late message during shutdown finds it detached)."""
+        return self._table
 
     def on_mount(self) -> None:
         """Fit the columns to the terminal."""

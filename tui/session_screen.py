@@ -213,6 +213,8 @@ class SessionScreen(Screen[None]):
     def show_status(self, status: SessionStatus | None) -> None:
         """The newest status of this session: the headline; tabs are read again on a change."""
         self.status = status
+        if not self.query("#session-head"):
+            return  # not composed yet, or closing
         if status is None:
             self.query_one("#session-head", Static).update(f"{self.session}: not in herd.toml")
             return
@@ -244,12 +246,12 @@ class SessionScreen(Screen[None]):
 
     def on_log_lines(self, message: LogLines) -> None:
         """A batch of output for the output tab (only this session's)."""
-        if message.session == self.session:
+        if message.session == self.session and self.query(OutputView):
             self.query_one(OutputView).add(message)
 
     def on_loaded(self, message: Loaded) -> None:
         """Fill the tab a reader finished, if it is still about this session."""
-        if message.session != self.session:
+        if message.session != self.session or not self.query("#report-text"):
             return
         if message.what == "progress":
             self.progress_text = str(message.value)
