@@ -241,3 +241,26 @@ async def test_a_snapshot_after_the_table_is_gone_is_ignored(tmp_path: Path) -> 
         await pilot.pause(0.1)
         await pilot.press("q")
     assert app.return_code == 0
+
+
+@pytest.mark.anyio
+async def test_rows_scrolled_into_view_show_their_newest_state(tmp_path: Path) -> None:
+    """Rows off screen are updated only when shown (a big fleet redraws only what is seen),
+    so moving to one must show what the newest snapshot says, not what the first one said."""
+    from snapshot_fleet import ReplayClient, statuses, write_logs
+
+    from agentherd.tui.messages import Snapshot
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(120, 14)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        last = rows(app)[-1]
+        changed = [
+            s.model_copy(update={"last_line": "brand new line"}) if s.session == last else s
+            for s in statuses()
+        ]
+        app.post_message(Snapshot(changed))
+        await pilot.pause(0.1)
+        await select(pilot, app, last)
+        await until(pilot, lambda: "brand new line" in cell(app, last, "last"), "the new line")

@@ -29,6 +29,10 @@ Post = Callable[[Message], bool]
 RECONNECT_S = 1.0
 """How often a lost daemon is tried again; quick enough that `herd up` elsewhere feels instant."""
 
+SNAPSHOT_EVERY_S = 0.25
+"""The fleet view takes the newest snapshot four times a second: lively, and far below the
+daemon's rate, so a busy fleet costs the dashboard a few parses a second."""
+
 LOG_POLL_S = 0.1
 """The output view reads the file at most ten times a second: smooth, and cheap when idle."""
 
@@ -85,11 +89,11 @@ def quiet_cancelled_wakeups(loop: asyncio.AbstractEventLoop) -> None:
 
 
 async def follow_snapshots(client: AsyncClient, post: Post) -> None:
-    """Post each snapshot of the fleet; on a broken or refused stream, say why and retry."""
+    """Post snapshots of the fleet, the newest at most every SNAPSHOT_EVERY_S; on a broken or
+    refused stream, say why and retry."""
     while True:
         try:
-            async for item in client.stream("subscribe"):
-                post(Snapshot(parse_reply("subscribe", item).sessions))
+            await _relay_snapshots(client, post)
             reason = "the daemon closed the connection"
         except ApiError as exc:
             reason = exc.message
@@ -99,6 +103,34 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
             reason = str(exc) or type(exc).__name__
         post(DaemonLost(reason))
         await anyio.sleep(RECONNECT_S)
+
+
+async def _relay_snapshots(client: AsyncClient, post: Post) -> None:
+    """Read every streamed snapshot but parse and post only the newest, on a steady beat.
+
+    The daemon may send twenty a second; parsing 200 statuses each time kept the dashboard's
+    loop busy, and a person cannot read faster than a few frames a second anyway.
+    """
+    newest: list[Any] = []
+    posted = anyio.Event()
+
+    async def flush() -> None:
+        """Parse and post the newest unsent snapshot every SNAPSHOT_EVERY_S."""
+        while True:
+            await anyio.sleep(SNAPSHOT_EVERY_S)
+            if newest:
+                post(Snapshot(parse_reply("subscribe", newest.pop()).sessions))
+                newest.clear()
+
+    async with anyio.create_task_group() as group:
+        async for item in client.stream("subscribe"):
+            if not posted.is_set():  # the first one at once: the table fills on opening
+                post(Snapshot(parse_reply("subscribe", item).sessions))
+                posted.set()
+                group.start_soon(flush)
+                continue
+            newest[:] = [item]
+        group.cancel_scope.cancel()
 
 
 def _file_size(path: Path) -> int:

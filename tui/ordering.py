@@ -23,13 +23,15 @@ ATTENTION_RANK = {"failed": 0, "waiting-approval": 1}
 
 
 def attention_rank(status: SessionStatus) -> int:
-    """0 failed, 1 waiting for approval, 2 open warnings, 3 backoff, 4 everything else."""
+    """0 failed, 1 waiting for approval, 2 open warnings, 3 everything else.
+
+    Running and backoff rank alike: agents that restart often would otherwise reorder the
+    table every few seconds, and herd handles a backoff without a person.
+    """
     state = str(status.state)
     if state in ATTENTION_RANK:
         return ATTENTION_RANK[state]
-    if status.warnings:
-        return 2
-    return 3 if state == "backoff" else 4
+    return 2 if status.warnings else 3
 
 
 def needs_person(status: SessionStatus) -> bool:

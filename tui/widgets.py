@@ -29,6 +29,8 @@ class SessionTable(DataTable[Text]):
         self._order: list[str] = []
         self._fitted_width = 0
         """The width the last-output cells were cut to."""
+        self._dirty: set[str] = set()
+        """Rows whose status changed since their cells were last updated."""
         self.column_keys: tuple[str, ...] = tuple(key for key, _ in COLUMNS)
 
     def on_mount(self) -> None:
@@ -83,6 +85,7 @@ class SessionTable(DataTable[Text]):
             selected = keep_selected or self.selected_session
             self.clear()
             self._cells.clear()
+            self._dirty.clear()
             for status in statuses:
                 cells = self._shown_cells(status, width)
                 self.add_row(*(Text(t, style=s) for t, s in cells.values()), key=status.session)
@@ -92,15 +95,41 @@ class SessionTable(DataTable[Text]):
                 self.move_cursor(row=order.index(selected), animate=False)
             self.call_after_refresh(self.fit_last)
             return
-        for status in statuses:
-            name = status.session
+        self._dirty.update(order)
+        self._fitted_width = width
+        self.sync_visible()
+
+    def _visible_names(self) -> list[str]:
+        """The sessions whose rows are on screen now (the header row excluded)."""
+        first = max(0, int(self.scroll_offset.y))
+        return self._order[first : first + max(1, self.size.height)]
+
+    def sync_visible(self) -> None:
+        """Update the changed cells of the rows on screen; rows off screen wait until shown.
+
+        Every cell update makes the table draw its visible rows again, so a fleet of 200
+        whose last outputs all change would otherwise redraw for rows nobody sees.
+        """
+        width = self._fitted_width
+        for name in self._visible_names():
+            if name not in self._dirty:
+                continue
+            self._dirty.discard(name)
+            status = self._statuses.get(name)
+            if status is None:
+                continue
             cells = self._shown_cells(status, width)
             old = self._cells.get(name, {})
             for key, cell in cells.items():
                 if old.get(key) != cell:
                     self.update_cell(name, key, Text(cell[0], style=cell[1]), update_width=True)
             self._cells[name] = cells
-        self._fitted_width = width
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scrolled: rows that came into view show their newest cells."""
+        super().watch_scroll_y(old_value, new_value)
+        if self._dirty:
+            self.call_after_refresh(self.sync_visible)
 
     def fit_last(self) -> None:
         """Cut the last outputs again when the room left for them changed (resize, new widths)."""
@@ -123,6 +152,7 @@ class SessionTable(DataTable[Text]):
 
     def tick(self) -> None:
         """Move the uptimes of the rows on screen (the only cells that change with the clock)."""
+        self.sync_visible()
         if "uptime" not in self.column_keys or not self._order:
             return
         first = max(0, int(self.scroll_offset.y))
