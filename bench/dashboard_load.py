@@ -5,7 +5,7 @@
 The daemon runs in its own process (`python -m agentherd.supervisor.main`), so this process's
 CPU time is the dashboard's: the real app, headless, subscribed to the real daemon. Two fleets:
 
-- busy: light agents that print a line a second and exit after 5-20 s (restart = "always"),
+- busy: light agents that print a line a second and exit after 20-60 s (restart = "always"),
   so rows change state and output all the time while the agents leave the cores free;
 - quiet: agents that print one line and sleep; nothing changes but the clock.
 
@@ -37,10 +37,11 @@ from agentherd.tui.widgets import SessionTable  # noqa: E402
 
 BUSY_AGENT = (
     "import random, time\n"
-    "for i in range(random.randint(5, 20)):\n"
+    "for i in range(random.randint(20, 60)):\n"
     "    print('step', i, 'of the task', flush=True); time.sleep(1.0)\n"
 )
-"""A line a second, then an exit that herd restarts: state and output change, CPU stays low."""
+"""A line a second, then after 20-60 s an exit that herd restarts: a few state changes a
+second across 200 sessions, output everywhere, and the cores left to the dashboard."""
 
 QUIET_AGENT = "import time; print('waiting', flush=True); time.sleep(3600)\n"
 """One line, then nothing: only the uptimes move."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -175,13 +176,29 @@ async def test_palette_restarts_a_session_by_name(fleet: tuple[Path, Client]) ->
 
 @pytest.mark.anyio
 async def test_approve_and_reject_ask_first_and_no_sends_nothing(
-    fleet: tuple[Path, Client],
+    fleet: tuple[Path, Client], herd: Herd
 ) -> None:
+    """With no plan change, A says there is nothing to approve; after the agent removes an
+    item, A and X each ask, naming the session, and `n` sends nothing."""
     socket_path, client = fleet
     app = HerdApp(socket_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await all_rows(pilot, app)
         await select(pilot, app, "alpha")
+        await pilot.press("A")
+        await until(
+            pilot,
+            lambda: any("has not changed" in n.message for n in app._notifications),
+            "a notice that there is nothing to approve",
+        )
+        assert not isinstance(app.screen, ConfirmScreen)
+        plan = herd.root / "alpha" / "feature_list.json"
+        items = json.loads(plan.read_text())
+        plan.write_text(json.dumps(items[:2]))  # the agent drops an item: forbidden
+        await until_daemon(
+            pilot, client, "alpha", lambda s: bool(s["plan"]["changed_items"]), "the change"
+        )
+        await until(pilot, lambda: bool(app.status_of("alpha").plan.changed_items), "seen")
         for key, question in (("A", "Approve alpha's changed plan?"), ("X", "Reject alpha's")):
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
@@ -191,6 +208,7 @@ async def test_approve_and_reject_ask_first_and_no_sends_nothing(
             await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "closed")
     kinds = {e["kind"] for e in client.call("events", session="alpha")}
     assert not kinds & {"plan-approved", "plan-rejected"}
+    assert len(json.loads(plan.read_text())) == 2, "nothing wrote the plan back"
 
 
 @pytest.mark.pidns

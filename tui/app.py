@@ -458,10 +458,17 @@ class HerdApp(App[None]):
         else:
             self.notify(f"{status.session} is not running", markup=False)
 
+    def _plan_changed(self, status: SessionStatus) -> bool:
+        """True when there is a plan change to judge; otherwise say so."""
+        if status.state == "waiting-approval" or (status.plan and status.plan.changed_items):
+            return True
+        self.notify(f"{status.session}: the plan has not changed since its baseline", markup=False)
+        return False
+
     def action_approve(self) -> None:
         """Adopt the changed plan as the baseline, after a confirmation."""
         status = self._changing()
-        if status is not None:
+        if status is not None and self._plan_changed(status):
             name = status.session
             self._confirm(
                 f"Approve {name}'s changed plan?",
@@ -472,7 +479,7 @@ class HerdApp(App[None]):
     def action_reject(self) -> None:
         """Write the baseline plan back, after a confirmation."""
         status = self._changing()
-        if status is not None:
+        if status is not None and self._plan_changed(status):
             name = status.session
             self._confirm(
                 f"Reject {name}'s plan changes?",

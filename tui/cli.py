@@ -602,7 +602,8 @@ def demo(count: int, keep: bool) -> None:
                 f"`{where} down` to stop it"
             )
         else:
-            client.call("down", socket_timeout_s=None)
+            if client.ping():  # `Q` in the dashboard may have stopped it already
+                client.call("down", socket_timeout_s=None)
             click.echo(f"demo fleet stopped; its files stay in {root}")
             click.echo(f"  look back at it: {where} report api-migration (no daemon needed)")
             click.echo(f"  clean up:        rm -rf {root}")
