@@ -282,3 +282,31 @@ async def test_rows_scrolled_into_view_show_their_newest_state(tmp_path: Path) -
         await pilot.pause(0.1)
         await select(pilot, app, last)
         await until(pilot, lambda: "brand new line" in cell(app, last, "last"), "the new line")
+
+
+@pytest.mark.anyio
+async def test_output_keys_work_wherever_the_focus_is_in_the_session_screen(
+    tmp_path: Path,
+) -> None:
+    """Seen in tmux: `/` on the session screen did nothing (the tab bar had the focus) and the
+    typed word ran other keys (`e` opened an editor). Now `/word` Enter finds the word, `n`
+    the next match, and `v` shows the raw stream-json."""
+    from snapshot_fleet import ReplayClient, write_logs
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTable).row_count == 6, "rows")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, SessionScreen), "the session screen")
+        view = app.screen.query_one(OutputView)
+        await until(pilot, lambda: len(view.log_widget.lines) >= 7, "the output")
+        await pilot.press("slash", *"passed", "enter")
+        await until(pilot, lambda: view.match_line is not None, "a match")
+        assert "passed" in view.log_widget.lines[view.match_line]
+        assert isinstance(app.screen, SessionScreen), "no other key ran"
+        await pilot.press("v")
+        await until(
+            pilot,
+            lambda: any(line.startswith('{"type"') for line in view.log_widget.lines),
+            "the raw lines",
+        )

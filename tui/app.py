@@ -582,7 +582,7 @@ class HerdApp(App[None]):
         screen = self.screen
         view_lines: list[KeyLine] = []
         if isinstance(screen, SessionScreen):
-            bindings = bindings_of(screen) + bindings_of(screen.query_one("#output-view"))
+            bindings = bindings_of(screen)
             view_lines = [
                 (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
             ]

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Log, Static
@@ -24,15 +24,19 @@ BACKLOG_BYTES = 1 << 20
 class OutputView(Vertical):
     """One run's output; `run` None follows the newest run, a number pins that run."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "search", "Search", tooltip="Search the output"),
-        Binding("n", "next_match(1)", "Next", show=False, tooltip="Next match"),
-        Binding("N", "next_match(-1)", "Previous", show=False, tooltip="Previous match"),
-        Binding("left_square_bracket", "run(-1)", "Run -", tooltip="The previous run's output"),
-        Binding("right_square_bracket", "run(1)", "Run +", tooltip="The next run's output"),
-        Binding("v", "toggle_raw", "Raw/readable", tooltip="Stream-json as written, or readable"),
-        Binding("G", "follow", "Follow", show=False, tooltip="Jump to the end and follow"),
+    KEYS: ClassVar[list[Binding]] = [
+        Binding("slash", "view('search')", "Search", tooltip="Search the output"),
+        Binding("n", "view('next_match', 1)", "Next", show=False, tooltip="Next match"),
+        Binding("N", "view('next_match', -1)", "Prev", show=False, tooltip="Previous match"),
+        Binding(
+            "left_square_bracket", "view('run', -1)", "Run -", tooltip="The previous run's output"
+        ),
+        Binding("right_square_bracket", "view('run', 1)", "Run +", tooltip="The next run's output"),
+        Binding("v", "view('toggle_raw')", "Raw", tooltip="Stream-json as written, or readable"),
+        Binding("G", "view('follow')", "Follow", show=False, tooltip="Jump to the end, follow"),
     ]
+    """Keys of the output tab; the session screen binds them (whatever has the focus) and
+    hands them here."""
 
     run: reactive[int | None] = reactive(None)
     raw: reactive[bool] = reactive(False)

@@ -108,6 +108,7 @@ class SessionScreen(Screen[None]):
         ),
         Binding("ctrl+r", "reload", "Reload", show=False, tooltip="Read the tabs again"),
         Binding("O", "order", "Order", show=False, tooltip="Progress: newest first or last"),
+        *OutputView.KEYS,
     ]
 
     session: reactive[str] = reactive("", init=False)
@@ -349,6 +350,13 @@ class SessionScreen(Screen[None]):
         order = self.herd.shown_names()
         if self.session in order and order:
             self.session = order[(order.index(self.session) + step) % len(order)]
+
+    def action_view(self, action: str, *args: int) -> None:
+        """An output-tab key: shows the output tab and hands the key to its view."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != "output":
+            tabs.active = "output"
+        getattr(self.query_one(OutputView), f"action_{action}")(*args)
 
     def action_reload(self) -> None:
         """Read every tab again."""
