@@ -355,7 +355,10 @@ def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
         down = run_herd(tmp_path, "down")
     assert down.returncode == 0, down.stderr
     assert "api: stopped" in down.stdout
-    assert run_herd(tmp_path, "ls").returncode == 2
+    # With no daemon, `ls` reads the state saved in .herd/ (issue 13 changed exit 2 to this).
+    after = run_herd(tmp_path, "ls")
+    assert after.returncode == 0 and "stopped" in after.stdout
+    assert "no daemon is running" in after.stderr
 
 
 @pytest.mark.pidns
