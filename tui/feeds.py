@@ -19,7 +19,7 @@ from textual.message import Message
 from agentherd.sessions.adapters.summary import summarize
 from agentherd.sessions.sanitize import inert_line
 from agentherd.sessions.status import parse_reply
-from agentherd.supervisor.client import AsyncClient
+from agentherd.supervisor.client import AsyncClient, stream_item
 from agentherd.supervisor.protocol import ApiError
 from agentherd.supervisor.tailer import LogTailer
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
@@ -106,31 +106,51 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
 
 
 async def _relay_snapshots(client: AsyncClient, post: Post) -> None:
-    """Read every streamed snapshot but parse and post only the newest, on a steady beat.
+    """Read every streamed snapshot but decode and post only the newest, on a steady beat.
 
-    The daemon may send twenty a second; parsing 200 statuses each time kept the dashboard's
-    loop busy, and a person cannot read faster than a few frames a second anyway.
+    The daemon may send twenty a second; decoding and parsing 200 statuses each time kept the
+    dashboard's loop busy, and a person cannot read faster than a few frames a second anyway.
     """
     newest: list[Any] = []
     posted = anyio.Event()
+    lines = getattr(client, "stream_lines", None)  # a client reading .herd/ has no raw lines
+    source = lines("subscribe") if lines is not None else client.stream("subscribe")
+    decoded = stream_item if lines is not None else _as_is
+
+    def relay(raw: Any) -> bool:
+        """Post one snapshot; False when the stream ended."""
+        item = decoded(raw)
+        if item is None:
+            return False
+        post(Snapshot(parse_reply("subscribe", item).sessions))
+        return True
 
     async def flush() -> None:
-        """Parse and post the newest unsent snapshot every SNAPSHOT_EVERY_S."""
+        """Post the newest unsent snapshot every SNAPSHOT_EVERY_S."""
         while True:
             await anyio.sleep(SNAPSHOT_EVERY_S)
             if newest:
-                post(Snapshot(parse_reply("subscribe", newest.pop()).sessions))
-                newest.clear()
+                raw = newest.pop()
+                relay(raw)
 
-    async with anyio.create_task_group() as group:
-        async for item in client.stream("subscribe"):
-            if not posted.is_set():  # the first one at once: the table fills on opening
-                post(Snapshot(parse_reply("subscribe", item).sessions))
-                posted.set()
-                group.start_soon(flush)
-                continue
-            newest[:] = [item]
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            async for raw in source:
+                if not posted.is_set():  # the first one at once: the table fills on opening
+                    if not relay(raw):
+                        break
+                    posted.set()
+                    group.start_soon(flush)
+                    continue
+                newest[:] = [raw]
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as grouped:  # the caller says why the stream broke: one reason
+        raise grouped.exceptions[0] from None
+
+
+def _as_is(item: Any) -> Any:
+    """A streamed item that is already decoded."""
+    return item
 
 
 def _file_size(path: Path) -> int:
