@@ -132,14 +132,18 @@ class SessionTable(DataTable[Text]):
             self.call_after_refresh(self.sync_visible)
 
     def fit_last(self) -> None:
-        """Cut the last outputs again when the room left for them changed (resize, new widths)."""
+        """Cut the last outputs on screen again when the room left for them changed (resize, a
+        wider state); rows off screen are cut when they are scrolled to."""
         width = self._last_width()
         if width == self._fitted_width or "last" not in self.column_keys:
             return
         self._fitted_width = width
-        for name, status in self._statuses.items():
+        visible = set(self._visible_names())
+        self._dirty.update(set(self._statuses) - visible)  # cut again when scrolled to
+        for name in visible:
+            status = self._statuses.get(name)
             cells = self._cells.get(name)
-            if cells is None:
+            if status is None or cells is None:
                 continue
             cell = row_cells(status, width)["last"]
             if cells.get("last") != cell:
