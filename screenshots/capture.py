@@ -1,68 +1,62 @@
-"""Regenerate the README's screenshots: the dashboard on a live demo fleet, as SVG and PNG.
+"""Regenerate the README's screenshots from the fixed fleet the snapshot tests use.
 
     python screenshots/capture.py          # needs rsvg-convert (Debian: librsvg2-bin) for PNG
 
-Runs the real daemon in this process on the demo workspace, lets the fleet work for a while
-(a crash, a plan tamper, a failing verification happen on their own), then saves what the
-dashboard shows at 120x34.
+The fleet (tests/snapshot_fleet.py) is replayed to the real dashboard, so the pictures show
+the same sessions as tests/__snapshots__/ and change only when the dashboard does.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
+import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import anyio
-
-from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.daemon import Daemon
-from agentherd.supervisor.sim.demo import create_demo
-from agentherd.tui.app import HerdApp
-
 HERE = Path(__file__).parent
-WORK_S = 45.0
-"""Long enough for the demo's crash, tamper and failing verification to have happened."""
+sys.path.insert(0, str(HERE.parent / "tests"))
+from snapshot_fleet import ReplayClient, write_logs  # noqa: E402
+
+from agentherd.tui.app import HerdApp  # noqa: E402
+from agentherd.tui.widgets import SessionTable  # noqa: E402
+
+SIZE = (120, 34)
+NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}
+PICTURES = ("dashboard", "dashboard-session", "dashboard-help")
 
 
-async def capture(socket_path: Path) -> None:
-    """Drive the dashboard and save two pictures: the fleet, and one session's output."""
-    app = HerdApp(socket_path, config_label="demo")
-    async with app.run_test(size=(120, 34)) as pilot:
-        await asyncio.sleep(WORK_S)
-        for _ in range(5):  # mobile-sync: the one that tampered with its plan
-            await pilot.press("down")
+async def capture(logs: Path) -> None:
+    """The fleet, one session's checkpoints, and the help."""
+    client = ReplayClient(write_logs(logs))
+    app = HerdApp(client=client, config_label="demo", notes=NOTES)
+    async with app.run_test(size=SIZE) as pilot:
+        while app.query_one(SessionTable).row_count < 6:
+            await pilot.pause(0.05)
+        await pilot.pause(1.0)
+        app.refresh_bindings()
         await pilot.pause(0.5)
         app.save_screenshot("dashboard.svg", str(HERE))
-        for _ in range(2):
-            await pilot.press("up")
-        await pilot.press("l")
-        await asyncio.sleep(2.0)
-        app.save_screenshot("dashboard-output.svg", str(HERE))
+        await pilot.press("enter", "4")
+        while not any(op == "report" for op, _ in client.calls):
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        app.save_screenshot("dashboard-session.svg", str(HERE))
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+    app = HerdApp(client=ReplayClient(write_logs(logs)), config_label="demo", notes=NOTES)
+    async with app.run_test(size=(120, 50)) as pilot:
+        while app.query_one(SessionTable).row_count < 6:
+            await pilot.pause(0.05)
+        await pilot.press("question_mark")
+        await pilot.pause(0.5)
+        app.save_screenshot("dashboard-help.svg", str(HERE))
 
 
 def main() -> None:
-    root = Path(tempfile.mkdtemp(prefix="herd-shots-"))
-    config = load_config(create_demo(root))
-    daemon = Daemon(config)
-    thread = threading.Thread(target=anyio.run, args=(daemon.serve,), daemon=True)
-    thread.start()
-    client = Client(daemon.socket_path)
-    while not client.ping():
-        time.sleep(0.05)
-    try:
-        client.call("up")
-        asyncio.run(capture(daemon.socket_path))
-    finally:
-        client.call("down", socket_timeout_s=None)
-        thread.join(60)
-        shutil.rmtree(root, ignore_errors=True)
-    for name in ("dashboard", "dashboard-output"):
+    with tempfile.TemporaryDirectory(prefix="herd-shots-") as folder:
+        asyncio.run(capture(Path(folder)))
+    for name in PICTURES:
         svg = HERE / f"{name}.svg"
         subprocess.run(["rsvg-convert", "-o", str(HERE / f"{name}.png"), str(svg)], check=True)
         print(f"wrote {svg} and {name}.png")

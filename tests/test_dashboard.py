@@ -18,7 +18,8 @@ from textual.widgets import Log, Static
 
 from agentherd.supervisor.client import Client
 from agentherd.tui.app import HerdApp
-from agentherd.tui.widgets import ConfirmScreen, HelpScreen, SessionTable
+from agentherd.tui.help import HelpScreen
+from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
 NAMES = ("alpha", "beta", "gamma")
 WAIT_S = 30.0
@@ -159,10 +160,11 @@ async def test_rows_appear_and_start_stop_restart_kill_drive_the_daemon(
         assert restarted["handle"] == "beta/3"
 
         await select(pilot, app, "gamma")
-        await pilot.press("k")
+        await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert isinstance(app.screen, ConfirmScreen)
-        assert app.screen.question == "Kill gamma? y/n"
+        assert app.screen.question == "Kill gamma?"
+        assert "SIGKILL" in app.screen.consequence
         await pilot.press("y")
         killed = await until_daemon(
             pilot, client, "gamma", lambda s: s["state"] == "stopped", "killed"
@@ -185,7 +187,7 @@ async def test_kill_answered_no_leaves_the_agent_running_and_the_table_live(
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.query_one(SessionTable).row_count == len(NAMES), "rows")
         await select(pilot, app, "alpha")
-        await pilot.press("k")
+        await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("s", "r")  # session keys do nothing while the dialog is open
         await anyio.to_thread.run_sync(lambda: client.call("stop", name="beta"))

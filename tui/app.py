@@ -1,15 +1,18 @@
-"""The dashboard: composes the widgets, binds the keys and routes the workers' messages."""
+"""The dashboard: composes the fleet view and the session screen, binds keys, routes messages."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.markup import escape
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.dom import DOMNode
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Log, Static
 from textual.worker import Worker, WorkerState
 
@@ -20,30 +23,71 @@ from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
 from agentherd.tui.feeds import follow_output, follow_snapshots, quiet_cancelled_wakeups
+from agentherd.tui.fleet import FleetView
+from agentherd.tui.help import HelpScreen, KeyLine
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
+from agentherd.tui.palette import SessionCommands
 from agentherd.tui.render import state_text
-from agentherd.tui.rows import cut, detail_lines, fleet_summary
-from agentherd.tui.widgets import ConfirmScreen, HelpScreen, SessionTable
+from agentherd.tui.session_screen import SessionScreen
+from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
-REFRESH_S = 0.25
-"""The table is brought up to date four times a second: lively, and far below a frame each."""
+TICK_S = 1.0
+"""Uptimes move once a second; everything else changes only when the daemon says so."""
 
-LOG_MAX_LINES = 2000
-"""The output view keeps this many lines; older ones are in the file (`herd logs`)."""
-
-ACTION_IDS = ("start-stop", "restart", "kill", "logs", "ack", "help", "quit")
+ACTION_IDS = (
+    "open",
+    "start-stop",
+    "restart",
+    "kill",
+    "pause-resume",
+    "approve",
+    "reject",
+    "ack",
+    "logs",
+    "editor",
+    "shell",
+    "filter",
+    "sort",
+    "help",
+    "quit",
+    "stop-all",
+)
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
-SESSION_ACTIONS = frozenset({"start_stop", "restart", "kill", "logs", "hide_output", "help"})
-"""Actions that read the table's selection, so they wait while a dialog is open."""
+SESSION_ACTIONS = frozenset(
+    {
+        "start_stop",
+        "restart",
+        "kill",
+        "pause_resume",
+        "approve",
+        "reject",
+        "logs",
+        "editor",
+        "shell",
+        "hide_output",
+        "help",
+        "stop_all",
+    }
+)
+"""Actions that act on the selection, so they wait while a dialog is open."""
+
+CHANGING_ACTIONS = frozenset(
+    {"start_stop", "restart", "kill", "pause_resume", "approve", "reject", "stop_all"}
+)
+"""Actions that need the daemon; a read-only dashboard (no daemon) refuses them."""
+
+READ_ONLY_NOTE = "read-only: no daemon runs here; `herd up` starts one (and may start agents)"
 
 
 class HerdApp(App[None]):
-    """The fleet at a glance, one row per session, driven entirely by the daemon's API."""
+    """The fleet at a glance and one session in depth, driven entirely by the daemon's API."""
 
     CSS_PATH = "app.tcss"
     TITLE = "herd"
+    COMMANDS = App.COMMANDS | {SessionCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", id="open", tooltip="The session screen: output, plan..."),
         Binding(
             "s",
             "start_stop",
@@ -59,11 +103,34 @@ class HerdApp(App[None]):
             tooltip="Stop the selected session gracefully and begin a new task",
         ),
         Binding(
-            "k",
+            "K",
             "kill",
             "Kill",
             id="kill",
             tooltip="SIGKILL every process of the selected session (asks first)",
+        ),
+        Binding(
+            "p",
+            "pause_resume",
+            "Pause/resume",
+            id="pause-resume",
+            tooltip="SIGSTOP the selected session's run, or SIGCONT it when paused",
+        ),
+        Binding(
+            "A",
+            "approve",
+            "Approve plan",
+            id="approve",
+            show=False,
+            tooltip="Adopt the changed plan as the new baseline (asks first)",
+        ),
+        Binding(
+            "X",
+            "reject",
+            "Reject plan",
+            id="reject",
+            show=False,
+            tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
         ),
         Binding(
             "l",
@@ -79,53 +146,77 @@ class HerdApp(App[None]):
             id="ack",
             tooltip="Acknowledge the selected session's open warnings: they leave its badge",
         ),
-        Binding("question_mark", "help", "Help", id="help", tooltip="This list of keys"),
+        Binding(
+            "e",
+            "editor",
+            "Editor",
+            id="editor",
+            show=False,
+            tooltip="Open the session's worktree in $EDITOR (the dashboard waits)",
+        ),
+        Binding(
+            "exclamation_mark",
+            "shell",
+            "Shell",
+            id="shell",
+            show=False,
+            tooltip="A shell in the session's worktree; exit returns here",
+        ),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
         Binding(
             "q",
             "quit",
-            "Quit",
+            "Detach",
             id="quit",
             tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
+        ),
+        Binding(
+            "Q",
+            "stop_all",
+            "Stop all",
+            id="stop-all",
+            show=False,
+            tooltip="Stop every session and the daemon, then quit (asks first)",
         ),
         Binding("escape", "hide_output", "Hide output", show=False),
     ]
 
     def __init__(
-        self, socket_path: Path, keys: dict[str, str] | None = None, config_label: str | None = None
+        self,
+        socket_path: Path | None = None,
+        keys: dict[str, str] | None = None,
+        config_label: str | None = None,
+        client: Any = None,
+        worktrees: dict[str, Path] | None = None,
+        notes: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
-        self.client = AsyncClient(socket_path)
+        self.client = client if client is not None else AsyncClient(socket_path or Path())
+        self.read_only = bool(getattr(self.client, "read_only", False))
         self.keys = dict(keys or {})
         self.config_label = config_label or str(socket_path)
+        self.worktrees = dict(worktrees or {})
+        self.notes = dict(notes or {})
         self.statuses: list[SessionStatus] = []
         self.output_session: str | None = None
         self._connected = False
-        self._summary = ""
-        self._details = ""
 
     # ----- composition --------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        """Summary line, banner, the table, the output view (hidden), the keys."""
-        self.summary = Static("herd: connecting…", id="summary")
-        self.banner = Static("", id="banner")
-        self.table = SessionTable(id="sessions")
-        self.output_title = Static("", id="output-title")
-        self.output_log = Log(id="output", max_lines=LOG_MAX_LINES)
-        yield self.summary
-        yield self.banner
-        self.body = Vertical(id="body")
-        self.details = Static("", id="details", markup=False)
-        with self.body:
-            yield self.table
-            yield self.details
-            with Vertical(id="output-pane"):
-                yield self.output_title
-                yield self.output_log
+        """The fleet view and the keys."""
+        self.fleet = FleetView(id="fleet")
+        self.fleet.notes = self.notes
+        yield self.fleet
         yield Footer()
 
+    @property
+    def table(self) -> SessionTable:
+        """The fleet's session table."""
+        return self.fleet.table
+
     def on_mount(self) -> None:
-        """Apply the user's keymap, start the snapshot feed and the refresh tick."""
+        """Apply the user's keymap, start the snapshot feed and the clock tick."""
         self._apply_keymap()
         quiet_cancelled_wakeups(asyncio.get_running_loop())
         self.run_worker(
@@ -134,8 +225,10 @@ class HerdApp(App[None]):
             exclusive=True,
             exit_on_error=False,
         )
-        self.set_interval(REFRESH_S, self._refresh)
+        self.set_interval(TICK_S, self._tick)
         self.table.focus()
+        if self.read_only:
+            self.fleet.set_stale(READ_ONLY_NOTE)
 
     def _apply_keymap(self) -> None:
         """Rebind keys from herd.toml's [keys]; an unknown action name is a warning, not a crash."""
@@ -153,32 +246,38 @@ class HerdApp(App[None]):
     # ----- messages from the workers ------------------------------------------------------
 
     def on_snapshot(self, message: Snapshot) -> None:
-        """Keep the newest snapshot; the refresh tick shows it."""
+        """Show the newest statuses in the fleet view and on an open session screen."""
         self.statuses = message.sessions
+        if not self.table.is_attached:
+            return  # the app is shutting down
         if not self._connected:
             self._connected = True
-            self.banner.remove_class("-visible")
-            self.table.remove_class("-stale")
-            self._refresh()
+            self.fleet.set_stale(READ_ONLY_NOTE if self.read_only else None)
+        self.fleet.show(self.statuses)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                screen.show_status(self.status_of(screen.session))
 
     def on_daemon_lost(self, message: DaemonLost) -> None:
         """Say plainly that the daemon is gone; keep the last rows, dimmed, and keep retrying."""
         self._connected = False
-        self.banner.update(f"daemon not reachable: {message.reason} (retrying)")
-        self.banner.add_class("-visible")
-        self.table.add_class("-stale")
-        self._summary = f"herd  {self.config_label}  ·  the last known state:"
-        self.summary.update(self._summary)
+        if not self.table.is_attached:
+            return  # the app is shutting down
+        self.fleet.set_stale(f"daemon not reachable: {message.reason} (retrying)")
+        self.fleet.query_one("#summary", Static).update(
+            f"herd  {self.config_label}  ·  the last known state:"
+        )
 
     def on_log_lines(self, message: LogLines) -> None:
-        """Append a batch to the output view if it still shows that session."""
-        if message.session != self.output_session:
+        """Append a batch to the output pane if it still shows that session."""
+        if message.session != self.output_session or not self.table.is_attached:
             return
+        log = self.fleet.query_one("#output", Log)
         if message.reset:
-            self.output_log.clear()
-        self.output_title.update(message.title)
+            log.clear()
+        self.fleet.query_one("#output-title", Static).update(message.title)
         if message.lines:
-            self.output_log.write_lines(message.lines)
+            log.write_lines(message.lines)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker outcomes reach the person: a notice, never a traceback."""
@@ -195,50 +294,92 @@ class HerdApp(App[None]):
                 markup=False,
             )
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """Moving the cursor shows that session's details at once."""
-        self._refresh()
+    def on_fleet_view_selected(self, message: FleetView.Selected) -> None:
+        """The output pane follows the cursor, so it never shows another session's output."""
+        if self.output_session is not None and message.session not in (None, self.output_session):
+            self._show_output(message.session or "")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a row shows that session's output."""
-        self._show_output(str(event.row_key.value))
+        """Enter (or a click) on a session's row opens its screen."""
+        if event.data_table is self.table:
+            self.open_session(str(event.row_key.value))
 
-    # ----- the refresh tick ---------------------------------------------------------------
+    def _tick(self) -> None:
+        """Once a second: the uptimes on screen (nothing else changes with the clock)."""
+        if self._connected and self.table.is_attached and self.screen is self.screen_stack[0]:
+            self.fleet.tick()
 
-    def _refresh(self) -> None:
-        """Bring the table and the summary up to date (uptimes move even without a snapshot)."""
-        if not self._connected or not self.table.is_attached:
-            return  # also while the app shuts down: the tick may outlive the widgets
-        self.table.show(self.statuses)
-        name = self.table.selected_session
-        selected = next((s for s in self.statuses if s.session == name), None)
-        details = "\n".join(
-            cut(line, max(20, self.size.width - 2)) for line in detail_lines(selected)
-        )
-        if details != self._details:
-            self._details = details
-            self.details.update(details)
-        summary = f"herd  {fleet_summary(self.statuses)}"
-        if summary != self._summary:
-            self._summary = summary
-            self.summary.update(summary)
+    # ----- what screens ask of the app ----------------------------------------------------
+
+    def status_of(self, name: str | None) -> SessionStatus | None:
+        """The newest status of session `name`, or None."""
+        return next((s for s in self.statuses if s.session == name), None)
+
+    def shown_names(self) -> list[str]:
+        """The sessions in the fleet view's current order and filter."""
+        return list(self.table._order)
+
+    def select(self, name: str) -> None:
+        """Put the fleet's cursor on session `name` (clearing a filter that hides it)."""
+        if name not in self.table._order:
+            self.fleet.filter_text = ""
+        if name in self.table._order:
+            self.table.move_cursor(row=self.table._order.index(name), animate=False)
+
+    def open_session(self, name: str, tab: str = "output") -> None:
+        """The session screen of `name`, on `tab`."""
+        self.action_hide_output()
+        self.push_screen(SessionScreen(name, tab))
+
+    def act_on(self, action: str, name: str) -> None:
+        """A command palette choice: select the session, then act on it."""
+        self.select(name)
+        if action in ("output", "open", "report", "events", "checkpoints"):
+            self.open_session(name, "output" if action == "open" else action)
+            return
+        method = {
+            "start": lambda: self._command(name, "start"),
+            "stop": lambda: self._command(name, "stop"),
+            "pause": lambda: self._command(name, "pause"),
+            "resume": lambda: self._command(name, "resume"),
+        }.get(action)
+        if method is not None:
+            method()
+        else:
+            self.call_later(self.run_action, action)
 
     # ----- actions --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Session keys act on the table only; while a dialog is open they do nothing."""
-        return not (action in SESSION_ACTIONS and len(self.screen_stack) > 1)
+        """Session keys act on the selection only; while a dialog is open they do nothing.
+
+        The fleet's own keys (open, the output pane) are hidden on the session screen.
+        """
+        if action in ("open", "logs") and isinstance(self.screen, SessionScreen):
+            return False
+        return not (action in SESSION_ACTIONS and isinstance(self.screen, ModalScreen))
 
     def _selected(self) -> SessionStatus | None:
-        """The status of the session under the cursor, or None (with a notice)."""
-        name = self.table.selected_session
-        status = next((s for s in self.statuses if s.session == name), None)
+        """The session on screen (or under the cursor), or None (with a notice)."""
+        screen = self.screen
+        name = screen.session if isinstance(screen, SessionScreen) else self.table.selected_session
+        status = self.status_of(name)
         if status is None:
             self.notify("no session selected", severity="warning")
         return status
 
+    def _changing(self) -> SessionStatus | None:
+        """The selected session, for an action that changes it (refused when read-only)."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return None
+        return self._selected()
+
     def _command(self, name: str, op: str, **args: Any) -> None:
         """Send one command to the daemon in the background; its outcome becomes a notice."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
         self.run_worker(
             self._call(name, op, **args), name=f"{op} {name}", group="commands", exit_on_error=False
         )
@@ -251,9 +392,24 @@ class HerdApp(App[None]):
         verb = {"start": "started", "restart": "restarted"}.get(op, op)
         return f"{name}: {verb} {result.handle}"
 
+    def _confirm(self, question: str, consequence: str, then: Any) -> None:
+        """Ask first; run `then()` only on an explicit yes."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.push_screen(ConfirmScreen(question, consequence), answered)
+
+    def action_open(self) -> None:
+        """The session screen of the selected session."""
+        status = self._selected()
+        if status is not None and not isinstance(self.screen, SessionScreen):
+            self.open_session(status.session)
+
     def action_start_stop(self) -> None:
         """Start the selected session when it is not active, stop it otherwise."""
-        status = self._selected()
+        status = self._changing()
         if status is None:
             return
         name, state = status.session, status.state
@@ -266,26 +422,100 @@ class HerdApp(App[None]):
 
     def action_restart(self) -> None:
         """Stop the selected session (gracefully) and start a new task."""
-        status = self._selected()
+        status = self._changing()
         if status is not None:
             self._command(status.session, "restart")
 
+    def restart_from(self, name: str, sha: str) -> None:
+        """Restart `name` from checkpoint `sha`, after a confirmation that says what happens."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+        self._confirm(
+            f"Restart {name} from {sha[:10]}?",
+            "Uncommitted work is saved on a rescue ref, the worktree is reset to that "
+            "checkpoint, and a new task begins.",
+            lambda: self._command(name, "restart", **{"from": sha}),
+        )
+
     def action_kill(self) -> None:
         """SIGKILL the selected session's run, after a confirmation that names it."""
-        status = self._selected()
+        status = self._changing()
         if status is None:
             return
         name = status.session
         if status.state not in ACTIVE_STATES:
             self.notify(f"{name} is not running", markup=False)
             return
+        self._confirm(
+            f"Kill {name}?",
+            f"Every process of {name}'s run gets SIGKILL now, with no grace period; "
+            "uncommitted work stays in the worktree.",
+            lambda: self._command(name, "stop", kill=True),
+        )
 
-        def answered(yes: bool | None) -> None:
-            """Kill only on an explicit yes."""
-            if yes:
-                self._command(name, "stop", kill=True)
+    def action_pause_resume(self) -> None:
+        """Pause the selected session's run, or resume it when paused."""
+        status = self._changing()
+        if status is None:
+            return
+        if status.state == "paused":
+            self._command(status.session, "resume")
+        elif status.state in ACTIVE_STATES:
+            self._command(status.session, "pause")
+        else:
+            self.notify(f"{status.session} is not running", markup=False)
 
-        self.push_screen(ConfirmScreen(f"Kill {escape(name)}? y/n"), answered)
+    def _plan_changed(self, status: SessionStatus) -> bool:
+        """True when there is a plan change to judge; otherwise say so."""
+        if status.state == "waiting-approval" or (status.plan and status.plan.changed_items):
+            return True
+        self.notify(f"{status.session}: the plan has not changed since its baseline", markup=False)
+        return False
+
+    def action_approve(self) -> None:
+        """Adopt the changed plan as the baseline, after a confirmation."""
+        status = self._changing()
+        if status is not None and self._plan_changed(status):
+            name = status.session
+            self._confirm(
+                f"Approve {name}'s changed plan?",
+                "The plan as it is now becomes the baseline later changes are judged against.",
+                lambda: self._command(name, "approve"),
+            )
+
+    def action_reject(self) -> None:
+        """Write the baseline plan back, after a confirmation."""
+        status = self._changing()
+        if status is not None and self._plan_changed(status):
+            name = status.session
+            self._confirm(
+                f"Reject {name}'s plan changes?",
+                "herd writes the baseline plan back into the worktree; items passing now "
+                "stay passing.",
+                lambda: self._command(name, "reject"),
+            )
+
+    def _in_worktree(self, argv: list[str]) -> None:
+        """Run `argv` in the selected session's worktree with the terminal handed over."""
+        status = self._selected()
+        if status is None:
+            return
+        folder = self.worktrees.get(status.session)
+        if folder is None:
+            self.notify(f"the worktree of {status.session} is not known here", markup=False)
+            return
+        with self.suspend():
+            subprocess.run([*argv], cwd=folder, check=False)
+
+    def action_editor(self) -> None:
+        """Open the worktree in $EDITOR."""
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        self._in_worktree([*editor.split(), "."])
+
+    def action_shell(self) -> None:
+        """A shell in the worktree."""
+        self._in_worktree([os.environ.get("SHELL") or "/bin/sh"])
 
     def action_ack(self) -> None:
         """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
@@ -304,11 +534,11 @@ class HerdApp(App[None]):
             self._show_output(name)
 
     def _show_output(self, name: str) -> None:
-        """Point the single output view at one session and start following its file."""
+        """Point the output pane at one session and start following its file."""
         self.output_session = name
-        self.output_log.clear()
-        self.output_title.update(f"{name}: …")
-        self.body.add_class("-output")
+        self.fleet.query_one("#output", Log).clear()
+        self.fleet.query_one("#output-title", Static).update(f"{name}: …")
+        self.fleet.add_class("-output")
         self.run_worker(
             follow_output(self.client, name, self.post_message),
             name=f"output {name}",
@@ -318,27 +548,81 @@ class HerdApp(App[None]):
         )
 
     def action_hide_output(self) -> None:
-        """Hide the output view and stop reading the file."""
+        """Hide the output pane and stop reading the file."""
         self.workers.cancel_group(self, "output")
         self.output_session = None
-        self.body.remove_class("-output")
+        self.fleet.remove_class("-output")
+
+    def action_stop_all(self) -> None:
+        """Stop every session and the daemon, then quit (after a confirmation)."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+        count = sum(1 for s in self.statuses if s.state in ACTIVE_STATES)
+        self._confirm(
+            f"Stop all {count} active session(s) and quit?",
+            "Each agent gets its stop signal and grace period, then the daemon exits. "
+            "`herd up` starts them again.",
+            lambda: self.run_worker(self._down(), group="commands", exit_on_error=False),
+        )
+
+    async def _down(self) -> None:
+        """`herd down`, then close the dashboard."""
+        self.notify("stopping every session…", markup=False)
+        await self.client.call("down")
+        self.exit()
+
+    def key_lines(self) -> list[KeyLine]:
+        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS."""
+        found = {
+            binding.id: binding
+            for node in (self, self.fleet)
+            for binding in bindings_of(node)
+            if binding.id in ACTION_IDS
+        }
+        lines = []
+        for action_id in ACTION_IDS:
+            binding = found.get(action_id)
+            if binding is not None:
+                lines.append(
+                    (self.get_key_display(binding), binding.tooltip or binding.description)
+                )
+        lines.insert(1, ("j/k ↓/↑", "Move the cursor"))
+        lines.append(("ctrl+p", "Command palette: type a verb and a session"))
+        return lines
 
     def action_help(self) -> None:
-        """List the keys as they are bound now (after [keys] rebinding)."""
-        found = [
-            active.binding
-            for active in self.screen.active_bindings.values()
-            if active.binding.id in ACTION_IDS
-        ]
-        found.sort(key=lambda binding: ACTION_IDS.index(binding.id or ""))
-        lines = [(self.get_key_display(b), b.tooltip or b.description) for b in found]
-        lines.insert(-2, ("enter", "Show the selected session's output"))
-        lines.insert(-2, ("escape", "Hide the output"))
-        self.push_screen(HelpScreen(lines))
+        """The keys as they are bound now, the current view's keys, and a legend."""
+        screen = self.screen
+        view_lines: list[KeyLine] = []
+        if isinstance(screen, SessionScreen):
+            bindings = bindings_of(screen)
+            view_lines = [
+                (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
+            ]
+        self.push_screen(HelpScreen(self.key_lines(), view_lines))
 
 
-def run_dashboard(config: HerdConfig) -> None:
-    """Open the dashboard on the daemon that owns this config's state folder (`herd up`/`tui`)."""
+def bindings_of(node: DOMNode) -> list[Binding]:
+    """The bindings of one node as bound now (after [keys]), in no particular order."""
+    keymap = node.app._keymap
+    return [
+        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id and b.id in keymap else b
+        for found in node._bindings.key_to_bindings.values()
+        for b in found
+    ]
+
+
+def run_dashboard(
+    config: HerdConfig, client: Any = None, notes: dict[str, str] | None = None
+) -> None:
+    """Open the dashboard on the daemon that owns this config's state folder (`herd up`/`tui`);
+    with `client` an `AsyncDiskClient`, read-only on the state on disk."""
     HerdApp(
-        socket_path_for(config.state_dir), keys=config.keys, config_label=str(config.path)
+        socket_path_for(config.state_dir),
+        keys=config.keys,
+        config_label=str(config.path),
+        client=client,
+        worktrees={s.name: s.cwd for s in config.sessions},
+        notes=notes,
     ).run()

@@ -39,9 +39,10 @@ from agentherd.sessions.status import (
 )
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
+from agentherd.supervisor.ondisk import DiskClient
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.tui import render
-from agentherd.tui.follow import follow_log, print_file
+from agentherd.tui.follow import Printer, follow_log, follow_run, print_file, print_run
 from agentherd.tui.templates import init_text, session_block
 
 EXIT_PERSON = 2
@@ -115,6 +116,19 @@ def _client() -> Client:
     return client
 
 
+def _reader() -> Client | DiskClient:
+    """The daemon, or with none running the state in .herd/ (read-only: never starts one)."""
+    config = _config()
+    client = client_for(config)
+    if client.ping():
+        _warn_version(client)
+        return client
+    if not (config.state_dir / "state.db").is_file():
+        raise ApiError("no-daemon", "no herd daemon is running here; start one with `herd up`")
+    click.echo("herd: no daemon is running; this is the state saved in .herd/", err=True)
+    return DiskClient(config)
+
+
 def _warn_version(client: Client) -> None:
     if client.daemon_version is None:
         try:
@@ -138,7 +152,7 @@ def _print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
-def _ask(client: Client, op: str, **args: Any) -> Any:
+def _ask(client: Client | DiskClient, op: str, **args: Any) -> Any:
     """Call `op` and return its reply as the contract's model (sessions/status.py)."""
     return parse_reply(op, client.call(op, **args))
 
@@ -247,20 +261,25 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
     _open_tui(config)
 
 
-def _open_tui(config: HerdConfig) -> None:
+def _open_tui(config: HerdConfig, client: Any = None, notes: dict[str, str] | None = None) -> None:
     from agentherd.tui.app import run_dashboard
 
-    run_dashboard(config)
+    run_dashboard(config, client=client, notes=notes)
 
 
 @main.command()
 @guarded
 def tui() -> None:
-    """Open the dashboard on the running daemon."""
+    """Open the dashboard on the running daemon; with none, read-only on the state on disk."""
     config = _config()
-    if not client_for(config).ping():
+    if client_for(config).ping():
+        _open_tui(config)
+        return
+    if not (config.state_dir / "state.db").is_file():
         raise ApiError("no-daemon", "no herd daemon is running here; start one with `herd up`")
-    _open_tui(config)
+    from agentherd.supervisor.ondisk import AsyncDiskClient
+
+    _open_tui(config, client=AsyncDiskClient(config))
 
 
 @main.command()
@@ -298,7 +317,7 @@ def left_running_line(left: list[LeftRunning], waited_s: float | None) -> str:
 @guarded
 def ls_(as_json: bool) -> None:
     """Every session."""
-    statuses: list[SessionStatus] = _ask(_client(), "ls")
+    statuses: list[SessionStatus] = _ask(_reader(), "ls")
     if as_json:
         _print_json(statuses)
     else:
@@ -427,7 +446,7 @@ def _passing(status: SessionStatus) -> str:
 @guarded
 def status(target: str | None, as_json: bool) -> None:
     """One session or task (NAME or NAME/N); with none, every session."""
-    result = parse_status(_client().call("status", target=target))
+    result = parse_status(_reader().call("status", target=target))
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
@@ -459,13 +478,31 @@ def wait(target: str, timeout_s: float | None) -> None:
 @click.option(
     "--run", "run_number", type=int, default=None, help="A run's output (default: latest)."
 )
+@click.option(
+    "-n",
+    "--tail",
+    "tail_lines",
+    type=click.IntRange(0),
+    default=None,
+    metavar="N",
+    help="Only the last N lines.",
+)
+@click.option("--raw", is_flag=True, help="The bytes as the agent wrote them, even on a terminal.")
 @click.option("--progress", is_flag=True, help="The progress file instead of the run output.")
 @guarded
-def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> None:
-    """Run output (or the progress file); escapes made inert on a terminal, raw when piped."""
-    client = _client()
+def logs(
+    name: str,
+    follow: bool,
+    run_number: int | None,
+    tail_lines: int | None,
+    raw: bool,
+    progress: bool,
+) -> None:
+    """Run output (or the progress file); readable on a terminal, raw when piped or with --raw."""
+    client = _reader()
     info: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
-    inert = sys.stdout.isatty()
+    terminal = sys.stdout.isatty()
+    inert = terminal
     if progress:
         if not info.progress:
             raise Failure(f'{name} has no progress file; set progress = "..." in herd.toml')
@@ -477,15 +514,19 @@ def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> Non
         return
     if info.path is None:
         raise Failure(f"{name} has no runs yet; `herd start {name}` begins one")
+    printer = Printer(readable=terminal and not raw)
     if not follow:
-        print_file(Path(info.path), inert)
+        print_run(Path(info.path), printer, tail_lines, terminal)
         return
 
     def current() -> tuple[Path, bool]:
         latest: LogInfoReply = _ask(client, "log_info", name=name, run=run_number)
         return Path(latest.path or info.path or ""), latest.live or run_number is None
 
-    follow_log(current, inert)
+    try:
+        follow_run(current, printer, tail_lines)
+    finally:
+        printer.finish(terminal)
 
 
 @main.command()
@@ -496,7 +537,7 @@ def logs(name: str, follow: bool, run_number: int | None, progress: bool) -> Non
 @guarded
 def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
     """The event log."""
-    client = _client()
+    client = _reader()
 
     def show(event: Event) -> None:
         click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
@@ -521,7 +562,7 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
 @guarded
 def report(name: str, as_json: bool) -> None:
     """The session's report: what changed, what passed, what remains, what it cost."""
-    result: ReportReply = _ask(_client(), "report", name=name, socket_timeout_s=120)
+    result: ReportReply = _ask(_reader(), "report", name=name, socket_timeout_s=120)
     if as_json:
         _print_json(result.report)
     else:
@@ -541,7 +582,7 @@ def report(name: str, as_json: bool) -> None:
 @guarded
 def demo(count: int, keep: bool) -> None:
     """A throw-away fleet of simulated agents, with the dashboard."""
-    from agentherd.supervisor.sim.demo import create_demo
+    from agentherd.supervisor.sim.demo import create_demo, demo_notes
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive and not keep:
@@ -556,13 +597,15 @@ def demo(count: int, keep: bool) -> None:
     where = f"herd -c {config.path}"
     if not interactive:
         click.echo(f"demo fleet of {count} running in {root}")
+        for name, shows in demo_notes(count).items():
+            click.echo(f"  {name}: {shows}")
         for verb in ("ls", "tui", "down"):
             click.echo(f"  {where} {verb}")
         return
     # Closing the terminal ends the demo like `q` does: the fleet must not outlive it.
     signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
     try:
-        _open_tui(config)
+        _open_tui(config, notes=demo_notes(count))
     finally:
         if keep:
             click.echo(
@@ -570,5 +613,9 @@ def demo(count: int, keep: bool) -> None:
                 f"`{where} down` to stop it"
             )
         else:
-            client.call("down", socket_timeout_s=None)
+            if client.ping():  # `Q` in the dashboard may have stopped it already
+                client.call("down", socket_timeout_s=None)
             click.echo(f"demo fleet stopped; its files stay in {root}")
+            click.echo(f"  look back at it: {where} report api-migration (no daemon needed)")
+            click.echo(f"  clean up:        rm -rf {root}")
+        click.echo("next: in your own git repo, `herd init` writes a herd.toml, then `herd up`")

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from textual.message import Message
 
 from agentherd.sessions.adapters.summary import summarize
+from agentherd.sessions.sanitize import inert_line
 from agentherd.sessions.status import parse_reply
-from agentherd.supervisor.client import AsyncClient
+from agentherd.supervisor.client import AsyncClient, stream_item
 from agentherd.supervisor.protocol import ApiError
 from agentherd.supervisor.tailer import LogTailer
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
@@ -27,6 +28,10 @@ Post = Callable[[Message], bool]
 
 RECONNECT_S = 1.0
 """How often a lost daemon is tried again; quick enough that `herd up` elsewhere feels instant."""
+
+SNAPSHOT_EVERY_S = 0.25
+"""The fleet view takes the newest snapshot four times a second: lively, and far below the
+daemon's rate, so a busy fleet costs the dashboard a few parses a second."""
 
 LOG_POLL_S = 0.1
 """The output view reads the file at most ten times a second: smooth, and cheap when idle."""
@@ -84,11 +89,11 @@ def quiet_cancelled_wakeups(loop: asyncio.AbstractEventLoop) -> None:
 
 
 async def follow_snapshots(client: AsyncClient, post: Post) -> None:
-    """Post each snapshot of the fleet; on a broken or refused stream, say why and retry."""
+    """Post snapshots of the fleet, the newest at most every SNAPSHOT_EVERY_S; on a broken or
+    refused stream, say why and retry."""
     while True:
         try:
-            async for item in client.stream("subscribe"):
-                post(Snapshot(parse_reply("subscribe", item).sessions))
+            await _relay_snapshots(client, post)
             reason = "the daemon closed the connection"
         except ApiError as exc:
             reason = exc.message
@@ -98,6 +103,54 @@ async def follow_snapshots(client: AsyncClient, post: Post) -> None:
             reason = str(exc) or type(exc).__name__
         post(DaemonLost(reason))
         await anyio.sleep(RECONNECT_S)
+
+
+async def _relay_snapshots(client: AsyncClient, post: Post) -> None:
+    """Read every streamed snapshot but decode and post only the newest, on a steady beat.
+
+    The daemon may send twenty a second; decoding and parsing 200 statuses each time kept the
+    dashboard's loop busy, and a person cannot read faster than a few frames a second anyway.
+    """
+    newest: list[Any] = []
+    posted = anyio.Event()
+    lines = getattr(client, "stream_lines", None)  # a client reading .herd/ has no raw lines
+    source = lines("subscribe") if lines is not None else client.stream("subscribe")
+    decoded = stream_item if lines is not None else _as_is
+
+    def relay(raw: Any) -> bool:
+        """Post one snapshot; False when the stream ended."""
+        item = decoded(raw)
+        if item is None:
+            return False
+        post(Snapshot(parse_reply("subscribe", item).sessions))
+        return True
+
+    async def flush() -> None:
+        """Post the newest unsent snapshot every SNAPSHOT_EVERY_S."""
+        while True:
+            await anyio.sleep(SNAPSHOT_EVERY_S)
+            if newest:
+                raw = newest.pop()
+                relay(raw)
+
+    try:
+        async with anyio.create_task_group() as group:
+            async for raw in source:
+                if not posted.is_set():  # the first one at once: the table fills on opening
+                    if not relay(raw):
+                        break
+                    posted.set()
+                    group.start_soon(flush)
+                    continue
+                newest[:] = [raw]
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as grouped:  # the caller says why the stream broke: one reason
+        raise grouped.exceptions[0] from None
+
+
+def _as_is(item: Any) -> Any:
+    """A streamed item that is already decoded."""
+    return item
 
 
 def _file_size(path: Path) -> int:
@@ -113,12 +166,20 @@ def _display(line: bytes) -> str:
     return summarize(line, LOG_LINE_CHARS)
 
 
+def _raw(line: bytes) -> str:
+    """One output line as the agent wrote it, every control made visible text, cut."""
+    return inert_line(line, LOG_LINE_CHARS)
+
+
 class OutputTail:
     """Splits one run's output file into lines as it grows (`feed` is pure: no I/O, no loop)."""
 
-    def __init__(self, path: Path, run: int, skip_first_line: bool, offset: int = 0) -> None:
+    def __init__(
+        self, path: Path, run: int, skip_first_line: bool, offset: int = 0, raw: bool = False
+    ) -> None:
         self.path = path
         self.run = run
+        self.render = _raw if raw else _display
         self.tailer = LogTailer(path, offset, log_refusal=False)
         """Reads the file by offset (in a worker thread: it does file I/O)."""
         self._pending = b""
@@ -138,16 +199,18 @@ class OutputTail:
         if self._skip_first_line and lines:
             lines = lines[1:]
             self._skip_first_line = False
-        shown = [_display(line) for line in lines[-LOG_BATCH_MAX_LINES:]]
+        shown = [self.render(line) for line in lines[-LOG_BATCH_MAX_LINES:]]
         skipped = len(lines) - len(shown)
         if skipped:
             shown.insert(0, f"… {skipped:,} lines not shown (`herd logs` has every line)")
         return shown
 
 
-async def _current_run(client: AsyncClient, session: str) -> tuple[Path, int] | None:
-    """The output file of the session's latest run, or None before its first run."""
-    info = parse_reply("log_info", await client.call("log_info", name=session))
+async def _current_run(
+    client: AsyncClient, session: str, run: int | None = None
+) -> tuple[Path, int] | None:
+    """The output file of the session's latest run (or of `run`), or None before its first run."""
+    info = parse_reply("log_info", await client.call("log_info", name=session, run=run))
     if info.path is None or info.run is None:  # no runs yet
         return None
     return Path(info.path), info.run
@@ -164,29 +227,40 @@ def _read_chunk(tail: OutputTail) -> bytes:
     return data
 
 
-async def follow_output(client: AsyncClient, session: str, post: Post) -> None:
-    """Post new output lines of the session's latest run in batches, switching runs as they come."""
+async def follow_output(
+    client: AsyncClient,
+    session: str,
+    post: Post,
+    run: int | None = None,
+    raw: bool = False,
+    backlog_bytes: int = LOG_BACKLOG_BYTES,
+) -> None:
+    """Post new output lines of the session's latest run (or of `run`) in batches, switching
+    runs as they come; `raw` shows the lines as written instead of summarised."""
     tail: OutputTail | None = None
     next_check = 0.0
     post(LogLines(session, [], f"{session}: waiting for output", reset=True))
     try:
         while True:
-            if time.monotonic() >= next_check:
+            if time.monotonic() >= next_check and (run is None or tail is None):
                 next_check = time.monotonic() + LOG_INFO_EVERY_S
-                current = await _current_run(client, session)
+                current = await _current_run(client, session, run)
                 if current is not None and (tail is None or current[0] != tail.path):
-                    path, run = current
+                    path = current[0]
                     first = tail is None
                     start = (
-                        max(0, await anyio.to_thread.run_sync(_file_size, path) - LOG_BACKLOG_BYTES)
+                        max(0, await anyio.to_thread.run_sync(_file_size, path) - backlog_bytes)
                         if first
                         else 0
                     )
                     if tail is not None:
                         tail.tailer.close()
-                    tail = OutputTail(path, run, skip_first_line=start > 0, offset=start)
-                    header = [] if first else [f"── run {run} ──"]
-                    post(LogLines(session, header, f"{session}: run {run}", reset=first))
+                    number = current[1]
+                    tail = OutputTail(
+                        path, number, skip_first_line=start > 0, offset=start, raw=raw
+                    )
+                    header = [] if first else [f"── run {number} ──"]
+                    post(LogLines(session, header, f"{session}: run {number}", reset=first))
             if tail is not None:
                 data = await anyio.to_thread.run_sync(_read_chunk, tail)
                 if data:

@@ -40,3 +40,13 @@ class LogLines(Message):
         self.lines = lines
         self.title = title
         self.reset = reset
+
+
+class Loaded(Message):
+    """A read for the session screen finished: what (`report`, `events`, `progress`), for whom."""
+
+    def __init__(self, session: str, what: str, value: object) -> None:
+        super().__init__()
+        self.session = session
+        self.what = what
+        self.value = value

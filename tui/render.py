@@ -19,11 +19,14 @@ def _since(moment: str | None) -> float | None:
     return max(0.0, (datetime.now(UTC) - started).total_seconds())
 
 
+def run_seconds(status: SessionStatus) -> float | None:
+    """Seconds the current run has been up, or None when none runs."""
+    return None if status.pid is None else _since(status.started_at)
+
+
 def uptime(status: SessionStatus) -> str:
     """How long the current run has been up, or "-" when none runs."""
-    if status.pid is None:
-        return "-"
-    seconds = _since(status.started_at)
+    seconds = run_seconds(status)
     return format_duration(seconds) if seconds is not None else "-"
 
 

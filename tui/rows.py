@@ -8,7 +8,7 @@ from agentherd.sessions.durations import format_duration
 from agentherd.sessions.sanitize import ELLIPSIS, inert
 from agentherd.sessions.status import CheckpointStatus, SessionStatus, UsageStatus
 from agentherd.sessions.times import parse_iso, utc_now
-from agentherd.tui.render import plan_text, state_text, uptime
+from agentherd.tui.render import plan_text, run_seconds, state_text
 from agentherd.tui.spend import budget_cell, fleet_text, usage_money
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -139,6 +139,23 @@ def resumes_in(status: SessionStatus) -> str:
     return f" resumes in {format_duration(max(0.0, (when - utc_now()).total_seconds()))}"
 
 
+def uptime_cell(status: SessionStatus) -> str:
+    """`45s`, `12m`, `3h05m`: seconds only in the first minute, so a cell changes at most once
+    a minute (a fleet's uptimes ticking every second kept the whole table redrawing)."""
+    seconds = run_seconds(status)
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    return f"{hours // 24}d{hours % 24:02d}h"
+
+
 def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
     """Every cell of one session's row, the last output cut to `last_width` characters."""
     state = str(status.state)
@@ -151,7 +168,7 @@ def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
         "state": (state_cell, style),
         "pid": (str(status.pid) if status.pid else "-", ""),
         "restarts": (str(status.restarts), "yellow" if status.restarts else ""),
-        "uptime": (uptime(status), ""),
+        "uptime": (uptime_cell(status), ""),
         "plan": (plan_text(status), "yellow" if status.plan and status.plan.changed_items else ""),
         "checkpoint": checkpoint_cell(status.checkpoint),
         "cost": (cost_text(status.usage), ""),

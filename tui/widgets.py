@@ -1,10 +1,9 @@
-"""The dashboard's widgets: the session table (changed cells only) and the two modal screens."""
+"""The dashboard's widgets: the session table (changed cells only) and the confirmation."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,20 +12,47 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells
+from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
 
 
 class SessionTable(DataTable[Text]):
-    """One row per session, keyed by name; `show` touches only the cells that changed."""
+    """One row per session, keyed by name; `show` touches only the cells that changed.
+
+    Rows are rebuilt only when the order or the set of columns changes; the clock-driven
+    uptime is refreshed by `tick` for the rows on screen only, so a quiet fleet costs nothing.
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._cells: dict[str, dict[str, Cell]] = {}
+        self._statuses: dict[str, SessionStatus] = {}
+        self._order: list[str] = []
+        self._fitted_width = 0
+        """The width the last-output cells were cut to."""
+        self._dirty: set[str] = set()
+        """Rows whose status changed since their cells were last updated."""
+        self.column_keys: tuple[str, ...] = tuple(key for key, _ in COLUMNS)
 
     def on_mount(self) -> None:
         """Add the columns once."""
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        labels = dict(COLUMNS)
+        for key in self.column_keys:
+            self.add_column(labels[key], key=key)
+
+    def set_columns(self, keys: tuple[str, ...]) -> None:
+        """Show only these columns (a narrow terminal drops some); rows are rebuilt."""
+        if keys == self.column_keys:
+            return
+        self.column_keys = keys
+        selected = self.selected_session
+        self.clear(columns=True)
+        self._add_columns()
+        self._cells.clear()
+        self._order = []
+        self.show(list(self._statuses.values()), selected)
 
     @property
     def selected_session(self) -> str | None:
@@ -46,29 +72,108 @@ class SessionTable(DataTable[Text]):
         room = self.scrollable_content_region.width - others - 2 * self.cell_padding
         return max(LAST_MIN_CHARS, room)
 
-    def show(self, statuses: list[SessionStatus]) -> None:
-        """Bring the rows up to date with these statuses, updating only what differs."""
+    def _shown_cells(self, status: SessionStatus, width: int) -> dict[str, Cell]:
+        cells = row_cells(status, width)
+        return {key: cells[key] for key in self.column_keys if key in cells}
+
+    def show(self, statuses: list[SessionStatus], keep_selected: str | None = None) -> None:
+        """Bring the rows up to date with these statuses (in this order), changing what differs."""
         width = self._last_width()
-        seen = set()
-        for status in statuses:
-            name = status.session
-            seen.add(name)
-            cells = row_cells(status, width)
-            old = self._cells.get(name)
-            if old is None:
-                self.add_row(*(Text(t, style=s) for t, s in cells.values()), key=name)
-            else:
-                for key, cell in cells.items():
-                    if old.get(key) != cell:
-                        self.update_cell(name, key, Text(cell[0], style=cell[1]), update_width=True)
+        self._statuses = {s.session: s for s in statuses}
+        order = [s.session for s in statuses]
+        if order != self._order:
+            selected = keep_selected or self.selected_session
+            self.clear()
+            self._cells.clear()
+            self._dirty.clear()
+            for status in statuses:
+                cells = self._shown_cells(status, width)
+                self.add_row(*(Text(t, style=s) for t, s in cells.values()), key=status.session)
+                self._cells[status.session] = cells
+            self._order = order
+            if selected in self._statuses:
+                self.move_cursor(row=order.index(selected), animate=False)
+            self.call_after_refresh(self.fit_last)
+            return
+        self._dirty.update(order)
+        self._fitted_width = width
+        self.sync_visible()
+
+    def _visible_names(self) -> list[str]:
+        """The sessions whose rows are on screen now (the header row excluded)."""
+        first = max(0, int(self.scroll_offset.y))
+        return self._order[first : first + max(1, self.size.height)]
+
+    def sync_visible(self) -> None:
+        """Update the changed cells of the rows on screen; rows off screen wait until shown.
+
+        Every cell update makes the table draw its visible rows again, so a fleet of 200
+        whose last outputs all change would otherwise redraw for rows nobody sees.
+        """
+        width = self._fitted_width
+        for name in self._visible_names():
+            if name not in self._dirty:
+                continue
+            self._dirty.discard(name)
+            status = self._statuses.get(name)
+            if status is None:
+                continue
+            cells = self._shown_cells(status, width)
+            old = self._cells.get(name, {})
+            for key, cell in cells.items():
+                if old.get(key) != cell:
+                    self.update_cell(name, key, Text(cell[0], style=cell[1]), update_width=True)
             self._cells[name] = cells
-        for name in set(self._cells) - seen:
-            self.remove_row(name)
-            del self._cells[name]
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scrolled: rows that came into view show their newest cells."""
+        super().watch_scroll_y(old_value, new_value)
+        if self._dirty:
+            self.call_after_refresh(self.sync_visible)
+
+    def fit_last(self) -> None:
+        """Cut the last outputs on screen again when the room left for them changed (resize, a
+        wider state); rows off screen are cut when they are scrolled to."""
+        width = self._last_width()
+        if width == self._fitted_width or "last" not in self.column_keys:
+            return
+        self._fitted_width = width
+        visible = set(self._visible_names())
+        self._dirty.update(set(self._statuses) - visible)  # cut again when scrolled to
+        for name in visible:
+            status = self._statuses.get(name)
+            cells = self._cells.get(name)
+            if status is None or cells is None:
+                continue
+            cell = row_cells(status, width)["last"]
+            if cells.get("last") != cell:
+                cells["last"] = cell
+                self.update_cell(name, "last", Text(cell[0], style=cell[1]), update_width=True)
+
+    def on_resize(self) -> None:
+        """A new width: the last outputs get the room there is."""
+        self.call_after_refresh(self.fit_last)
+
+    def tick(self) -> None:
+        """Move the uptimes of the rows on screen (the only cells that change with the clock)."""
+        self.sync_visible()
+        if "uptime" not in self.column_keys or not self._order:
+            return
+        first = max(0, int(self.scroll_offset.y))
+        for name in self._order[first : first + self.size.height]:
+            status = self._statuses.get(name)
+            cells = self._cells.get(name)
+            if status is None or cells is None:
+                continue
+            cell = (uptime_cell(status), "")
+            if cells.get("uptime") != cell:
+                width_changed = len(cell[0]) != len(cells.get("uptime", ("", ""))[0])
+                cells["uptime"] = cell
+                self.update_cell(name, "uptime", Text(cell[0]), update_width=width_changed)
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Ask a yes/no question; y confirms, n or Escape cancels."""
+    """Ask a yes/no question that names the session and what will happen; y confirms."""
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes"),
@@ -76,45 +181,20 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("escape", "answer(False)", "Cancel", show=False),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, consequence: str = "") -> None:
         super().__init__()
         self.question = question
+        self.consequence = consequence
+        """What saying yes will do, in a sentence (plain text, shown as is)."""
 
     def compose(self) -> ComposeResult:
-        """The question in a small box."""
+        """The question, what yes does, and the two answers, in a small box."""
         with Vertical(classes="dialog"):
-            yield Static(self.question, id="question")
+            yield Static(self.question, id="question", markup=False)
+            if self.consequence:
+                yield Static(self.consequence, id="consequence", markup=False)
             yield Static("[b]y[/b] yes    [b]n[/b] no", classes="hint")
 
     def action_answer(self, answer: bool) -> None:
         """Close the dialog with the answer."""
         self.dismiss(answer)
-
-
-class HelpScreen(ModalScreen[None]):
-    """The keys of the dashboard, as currently bound; any of Escape, q or ? closes it."""
-
-    BINDINGS = [
-        Binding("escape", "close", "Close"),
-        Binding("q", "close", "Close", show=False),
-        Binding("question_mark", "close", "Close", show=False),
-    ]
-
-    def __init__(self, lines: list[tuple[str, str]]) -> None:
-        super().__init__()
-        self.lines = lines
-
-    def compose(self) -> ComposeResult:
-        """A table of key and what it does."""
-        width = max((len(key) for key, _ in self.lines), default=1)
-        text = "\n".join(
-            f"[b]{escape(key.ljust(width))}[/b]  {escape(what)}" for key, what in self.lines
-        )
-        with Vertical(classes="dialog"):
-            yield Static("herd dashboard keys", classes="title")
-            yield Static(text)
-            yield Static("Escape closes", classes="hint")
-
-    def action_close(self) -> None:
-        """Close the help."""
-        self.dismiss(None)

@@ -34,6 +34,8 @@ class Behaviour:
     toml_extra: tuple[str, ...] = ()
     verify: tuple[str, ...] = (sys.executable, "-m", "compileall", "-q", ".")
     """herd runs this against every new commit, in a scratch worktree of exactly that commit."""
+    shows: str = ""
+    """What this agent is set up to show, in a sentence for the dashboard."""
 
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
@@ -52,6 +54,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Integration tests cover the v2 routes",
         ),
         ("--delay", "12"),
+        shows="steady: a feature every ~12s, each commit verified (✓)",
     ),
     Behaviour(
         "auth-refactor",
@@ -66,6 +69,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
         ("--delay", "11", "--crash-at", "3", "--crash-once"),
         ('restart_delay = "2s"',),
+        shows="crashes once mid-edit: herd rescues the edit, restarts it (RST 1) and it goes on",
     ),
     Behaviour(
         "search-index",
@@ -79,6 +83,8 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
         ("--delay", "5", "--stall-at", "2", "--stall-once"),
         ('budget = { stall = "30s" }', 'on_drift = { stalled = "restart" }'),
+        shows="stalls after feature 2: silent for 30s, herd raises a stall warning (⚠) and "
+        "on_drift restarts it from its last verified checkpoint",
     ),
     Behaviour(
         "billing-export",
@@ -98,6 +104,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "-c",
             "import sys; print('3 failed: tax lines missing'); sys.exit(1)",
         ),
+        shows="floods output; verification fails on every commit (✗): Checkpoints shows why",
     ),
     Behaviour(
         "docs-site",
@@ -113,6 +120,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         ),
         ("--delay", "6", "--one-per-run"),
         ('restart = "until-done"', 'restart_delay = "1s"'),
+        shows="one feature per run: herd restarts it until the plan passes (restart = until-done)",
     ),
     Behaviour(
         "mobile-sync",
@@ -127,6 +135,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Sync log can be exported",
         ),
         ("--delay", "12", "--tamper-at", "3"),
+        shows="tampers with its plan at feature 3 (yellow PLAN, ⚠): A approves, X rejects",
     ),
 )
 
@@ -220,6 +229,11 @@ def demo_names(sessions: int) -> list[tuple[str, Behaviour]]:
         name = behaviour.name if round_number == 1 else f"{behaviour.name}-{round_number}"
         named.append((name, behaviour))
     return named
+
+
+def demo_notes(sessions: int) -> dict[str, str]:
+    """What each demo session's agent is set up to show, by session name."""
+    return {name: behaviour.shows for name, behaviour in demo_names(sessions)}
 
 
 def create_demo(root: Path, sessions: int = 6) -> Path:

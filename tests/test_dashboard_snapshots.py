@@ -1,0 +1,117 @@
+"""Pictures of the dashboard on a fixed fleet (tests/snapshot_fleet.py), compared with the
+stored SVGs under tests/__snapshots__/. `pytest --snapshot-update` rewrites them; look at
+each changed picture before committing it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from snapshot_fleet import ReplayClient, write_logs
+from textual.pilot import Pilot
+
+from agentherd.tui.app import HerdApp
+from agentherd.tui.widgets import SessionTable
+
+SIZE = (120, 34)
+NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}
+
+
+def app_for(tmp_path: Path) -> HerdApp:
+    """The dashboard on the replayed fleet."""
+    return HerdApp(
+        client=ReplayClient(write_logs(tmp_path / "logs")), config_label="snapshot", notes=NOTES
+    )
+
+
+async def rows_shown(pilot: Pilot[Any]) -> None:
+    """Wait until the snapshot became rows, and let the screen settle."""
+    app = pilot.app
+    for _ in range(200):
+        if app.query_one(SessionTable).row_count == 6:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def open_tab(pilot: Pilot[Any], key: str) -> None:
+    """Open billing-export's session screen on tab `key` and wait for its reads."""
+    await rows_shown(pilot)
+    await pilot.press("enter", key)
+    for _ in range(200):
+        calls = [op for op, _ in pilot.app.client.calls]
+        if "report" in calls and "events" in calls:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause(0.3)
+
+
+def test_fleet_view(snap_compare: Any, tmp_path: Path) -> None:
+    """The fleet ordered by need: billing-export (failed, crash-loop, red, ✗, ⚠1) first, then
+    mobile-sync (⚠1, yellow PLAN) and search-index (⚠1 stall); the header counts the states and
+    "3 need a person"; the details under the table are billing-export's failing verification."""
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=rows_shown)
+
+
+def test_fleet_view_at_80_columns(snap_compare: Any, tmp_path: Path) -> None:
+    """At 80x24 PID, COST, UP and CHECKPOINT give way; SESSION, STATE, RST, PLAN and the last
+    output stay readable."""
+    assert snap_compare(app_for(tmp_path), terminal_size=(80, 24), run_before=rows_shown)
+
+
+def test_fleet_filtered_by_warning(snap_compare: Any, tmp_path: Path) -> None:
+    """`/` then "stall": the filter line shows the words, only search-index is listed, and the
+    header says "filter 'stall': 1 shown"; the details include the demo note."""
+
+    async def filtered(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        await pilot.press("slash", *"stall")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=filtered)
+
+
+def test_help_lists_keys_and_the_legend(snap_compare: Any, tmp_path: Path) -> None:
+    """`?`: every key as bound (K kills, j/k move) and the legend of ⚠N ✓ ✗ … RST PLAN."""
+
+    async def help_open(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=(120, 50), run_before=help_open)
+
+
+def test_kill_confirmation_names_the_session(snap_compare: Any, tmp_path: Path) -> None:
+    """`K` on mobile-sync: a red-bordered dialog "Kill mobile-sync?" saying SIGKILL, no grace
+    period, and that uncommitted work stays; y / n."""
+
+    async def kill_asked(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        await pilot.press("j", "K")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=kill_asked)
+
+
+@pytest.mark.parametrize(
+    ("key", "shows"),
+    [
+        ("1", "Output: the stream-json run log summarised, one readable line per event"),
+        ("2", "Progress: says there is no progress file in this fleet"),
+        ("3", "Plan: 1/4 passing, ✓ CSV export then ✗ for the three failing items"),
+        ("4", "Checkpoints: newest first, the newest ✗; below it the failing verify lines"),
+        ("5", "Events: the open verify-failed warning above the session's events with times"),
+        ("6", "Report: herd's report rendered as markdown"),
+    ],
+    ids=["output", "progress", "plan", "checkpoints", "events", "report"],
+)
+def test_session_screen_tabs(snap_compare: Any, tmp_path: Path, key: str, shows: str) -> None:
+    """Enter on billing-export, then a tab: the headline says failed (crash-loop), run 6,
+    plan 1/4, ⚠1, $0.88; the tab shows what `shows` says."""
+
+    async def on_tab(pilot: Pilot[Any]) -> None:
+        await open_tab(pilot, key)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=on_tab), shows

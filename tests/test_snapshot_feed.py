@@ -1,0 +1,23 @@
+"""The dashboard's snapshot feed: failures come out as the one error the banner names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentherd.supervisor.client import AsyncClient
+from agentherd.supervisor.protocol import ApiError
+from agentherd.tui.feeds import _relay_snapshots
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_no_daemon_is_a_plain_api_error_so_the_feed_keeps_retrying(tmp_path: Path) -> None:
+    """An exception group here would escape follow_snapshots' handlers and end the retries."""
+    with pytest.raises(ApiError):
+        await _relay_snapshots(AsyncClient(tmp_path / "none.sock"), lambda message: True)

@@ -1,0 +1,209 @@
+"""The fleet view: header with totals, the session table (sorted, filtered), details, output."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.events import Resize
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Log, Static
+
+from agentherd.sessions.status import SessionStatus
+from agentherd.tui.ordering import SORTS, needs_person, shown
+from agentherd.tui.rows import COLUMNS, cut, detail_lines, fleet_summary
+from agentherd.tui.widgets import SessionTable
+
+LOG_MAX_LINES = 2000
+"""The output pane keeps this many lines; the session screen reads any part of the file."""
+
+GIVE_WAY: tuple[tuple[str, int], ...] = (
+    ("pid", 110),
+    ("cost", 100),
+    ("uptime", 90),
+    ("checkpoint", 72),
+    ("restarts", 64),
+)
+"""A column and the terminal width below which it gives way (least useful first)."""
+
+SORT_KEYS = tuple(key for key, _ in SORTS)
+SORT_LABELS = dict(SORTS)
+
+
+def columns_for(width: int) -> tuple[str, ...]:
+    """The columns that fit a terminal `width` characters wide."""
+    dropped = {key for key, below in GIVE_WAY if width < below}
+    return tuple(key for key, _ in COLUMNS if key not in dropped)
+
+
+class FleetView(Vertical):
+    """Every session at a glance; what is shown follows `sort_key` and `filter_text`."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+        Binding("slash", "filter", "Filter", id="filter", tooltip="Filter by name, state, ⚠"),
+        Binding(
+            "o", "sort", "Sort", id="sort", tooltip="Next order: needs a person, name, state..."
+        ),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    sort_key: reactive[str] = reactive("attention")
+    filter_text: reactive[str] = reactive("")
+
+    class Selected(Message):
+        """The cursor moved to another session (or the table became empty)."""
+
+        def __init__(self, session: str | None) -> None:
+            super().__init__()
+            self.session = session
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.statuses: list[SessionStatus] = []
+        self.notes: dict[str, str] = {}
+        """A line per session shown under the details (the demo says what each agent shows)."""
+        self._summary = ""
+        self._details = ""
+        self._table = SessionTable(id="sessions")
+
+    def compose(self) -> ComposeResult:
+        """Header, banner, filter (hidden until `/`), table, details, the output pane."""
+        yield Static("herd: connecting…", id="summary", markup=False)
+        yield Static("", id="banner", markup=False)
+        yield Input(
+            placeholder="filter: words of name, state, ⚠ kind; ! = needs a person", id="filter"
+        )
+        with Vertical(id="body"):
+            yield self._table
+            yield Static("", id="details", markup=False)
+            with Vertical(id="output-pane"):
+                yield Static("", id="output-title", markup=False)
+                yield Log(id="output", max_lines=LOG_MAX_LINES)
+
+    @property
+    def table(self) -> SessionTable:
+        """The session table (kept, so a late message during shutdown finds it detached)."""
+        return self._table
+
+    def on_mount(self) -> None:
+        """Fit the columns to the terminal."""
+        self.table.set_columns(columns_for(self.app.size.width))
+
+    def on_resize(self, event: Resize) -> None:
+        """Columns give way on a narrow terminal, least useful first."""
+        self.table.set_columns(columns_for(event.size.width))
+
+    # ----- what is shown ------------------------------------------------------------------
+
+    def show(self, statuses: list[SessionStatus]) -> None:
+        """New statuses from the daemon: rows, header and details."""
+        self.statuses = statuses
+        self._rows()
+
+    def _rows(self) -> None:
+        rows = shown(self.statuses, self.sort_key, self.filter_text)
+        self.table.show(rows)
+        self._header(len(rows))
+        self.refresh_details()
+
+    def _header(self, rows: int) -> None:
+        summary = f"herd  {fleet_summary(self.statuses)}"
+        attention = sum(1 for s in self.statuses if needs_person(s))
+        if attention:
+            summary += f"  ·  {attention} need a person"
+        if self.sort_key != "config":
+            summary += f"  ·  by {SORT_LABELS[self.sort_key]}"
+        if self.filter_text:
+            summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
+        if summary != self._summary:
+            self._summary = summary
+            self.query_one("#summary", Static).update(summary)
+
+    def refresh_details(self) -> None:
+        """The few lines on where the selected session stands."""
+        name = self.table.selected_session
+        selected = next((s for s in self.statuses if s.session == name), None)
+        lines = detail_lines(selected)
+        if name in self.notes and lines:
+            lines.insert(1, f"  demo: {self.notes[name]}")
+        width = max(20, self.app.size.width - 2)
+        details = "\n".join(cut(line, width) for line in lines)
+        if details != self._details:
+            self._details = details
+            self.query_one("#details", Static).update(details)
+
+    def tick(self) -> None:
+        """Once a second: the uptimes on screen."""
+        self.table.tick()
+
+    def set_stale(self, reason: str | None) -> None:
+        """Dim the table under a banner while the daemon is unreachable (None: it is back)."""
+        banner = self.query_one("#banner", Static)
+        banner.set_class(reason is not None, "-visible")
+        self.table.set_class(reason is not None, "-stale")
+        if reason is not None:
+            banner.update(reason)
+
+    def watch_sort_key(self) -> None:
+        """Re-order the rows."""
+        if self.is_mounted:
+            self._rows()
+
+    def watch_filter_text(self) -> None:
+        """Re-filter the rows."""
+        if self.is_mounted:
+            self._rows()
+
+    # ----- events and actions -------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_details()
+        self.post_message(self.Selected(self.table.selected_session))
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_cursor(self, step: int) -> None:
+        """j/k: move the cursor like the arrow keys."""
+        table = self.table
+        if table.row_count:
+            table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
+
+    def action_filter(self) -> None:
+        """Show the filter line and type into it; Enter returns to the table."""
+        field = self.query_one("#filter", Input)
+        field.add_class("-visible")
+        field.focus()
+
+    def action_sort(self) -> None:
+        """The next order: needs a person, herd.toml, name, state, restarts, plan, cost."""
+        index = SORT_KEYS.index(self.sort_key)
+        self.sort_key = SORT_KEYS[(index + 1) % len(SORT_KEYS)]
+
+    def action_back(self) -> None:
+        """Escape: close the output pane, else clear the filter."""
+        field = self.query_one("#filter", Input)
+        if self.has_class("-output"):
+            self.app.call_later(self.app.run_action, "hide_output")
+        elif self.filter_text or field.has_class("-visible"):
+            field.value = ""
+            field.remove_class("-visible")
+            self.table.focus()
+
+    @on(DataTable.HeaderSelected)
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORT_LABELS:
+            self.sort_key = key
