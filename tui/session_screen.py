@@ -28,6 +28,7 @@ from agentherd.tui.messages import Loaded, LogLines
 from agentherd.tui.output_view import BACKLOG_BYTES, OutputView
 from agentherd.tui.render import state_text
 from agentherd.tui.rows import VERIFIED_MARKS, cut
+from agentherd.tui.spend import usage_money
 
 if TYPE_CHECKING:
     from agentherd.tui.app import HerdApp
@@ -223,8 +224,8 @@ class SessionScreen(Screen[None]):
         view.latest_run = status.run or 0
         plan = f"plan {status.plan.passing}/{status.plan.total}" if status.plan else "no plan"
         warnings = f"  ⚠{len(status.warnings)}" if status.warnings else ""
-        cost = status.usage.cost_usd if status.usage else None
-        spend = f"  ${cost:.2f}" if cost is not None else ""
+        known = status.usage is not None and status.usage.cost_usd is not None
+        spend = f"  {usage_money(status.usage)}" if known else ""
         head = (
             f"{status.session}  {state_text(status)}  ·  {status.handle or 'no task'}"
             f"  ·  run {status.run or '-'}  ·  {plan}{warnings}{spend}"
