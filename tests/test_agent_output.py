@@ -190,7 +190,10 @@ def test_invalid_utf8_and_huge_line_do_not_raise() -> None:
     feed(parser, b'{"type":"assistant","message":{"content":"' + b"\xc3" * 1_000_000)
     feed(parser, b"\x00\x01\x1b[2J" * 250_000)
     assert time.perf_counter() - started < 2.0
-    assert parser.usage.total_tokens == 2
+    # Reported: 1 in, 1 out. Until its true figure comes, the 1 MiB message's output is
+    # estimated from its length (4 characters a token) and marked as an estimate.
+    assert parser.usage.total_tokens - parser.usage.output_estimate_tokens == 2
+    assert parser.usage.output_estimate_tokens == len(huge_text) // 4 - 1
     assert parser.last_text is not None and len(parser.last_text) <= 4000
     assert parser.skipped_lines == 2
 
