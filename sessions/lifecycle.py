@@ -348,6 +348,8 @@ class Recovery(StrEnum):
     """A restart was pending: relaunch at once."""
     FAIL_LOST = "fail-lost"
     """Active, but no live run is recorded: the daemon died mid-launch."""
+    RELAUNCH = "relaunch"
+    """A task (or restart) began but no run was recorded yet: nothing ran, so launch it now."""
 
 
 def without_live_run(state: State, stop_requested: bool) -> Recovery:
@@ -356,7 +358,11 @@ def without_live_run(state: State, stop_requested: bool) -> Recovery:
         return Recovery.END_STOPPED
     if state == State.BACKOFF:
         return Recovery.REARM_BACKOFF
-    if state in (State.STARTING, State.RUNNING, State.STOPPING, State.PAUSED):
+    if state == State.STARTING:
+        # A run is recorded before its spawn, so with none recorded no agent of it can exist:
+        # starting it now cannot make a second copy.
+        return Recovery.RELAUNCH
+    if state in (State.RUNNING, State.STOPPING, State.PAUSED):
         return Recovery.FAIL_LOST
     return Recovery.NOTHING
 

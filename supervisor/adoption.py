@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 
 import anyio
@@ -18,6 +19,8 @@ from agentherd.supervisor import agentusage, procs
 from agentherd.supervisor.liverun import LiveRun
 from agentherd.supervisor.parts import SessionParts
 from agentherd.supervisor.paths import run_dir
+
+log = logging.getLogger("herd.session")
 
 
 class Adoption(SessionParts):
@@ -116,6 +119,13 @@ class Adoption(SessionParts):
                 self._arm_restart(left_s, False, self.record.run, None, config, "resume")
             elif then is lifecycle.Recovery.REARM_BACKOFF:
                 self._arm_restart(0.0, True, self.record.run, None, self._config_of(last))
+            elif then is lifecycle.Recovery.RELAUNCH:
+                # The daemon died between beginning the task and recording its run.
+                log.info(
+                    "%s: no run was recorded before the daemon stopped; launching it",
+                    self.config.name,
+                )
+                await self._launch(mode="command", env_extra={})
             elif then is lifecycle.Recovery.FAIL_LOST:
                 # The store says active but no live run is recorded: the daemon died mid-launch.
                 self._end_task(

@@ -538,3 +538,45 @@ def test_a_log_deleted_or_replaced_while_written_does_not_stop_the_reading(tmp_p
         writer.write(b"four\n")
     assert tailer.read_new() == b"four\n" and tailer.truncations == 1
     tailer.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_task_begun_but_never_recorded_as_a_run_is_launched_by_the_next_daemon(
+    herd: Herd,
+) -> None:
+    """The daemon died after `starting` was written and before the run was: nothing ran, so the
+    next daemon launches it (it used to end the task `failed (lost)`: 6 of 8 sessions in a long
+    chaos run once start-up ran four sessions at once)."""
+    from agentherd.sessions.records import SessionRecord, TaskRecord
+    from agentherd.sessions.states import State
+    from agentherd.sessions.times import iso, utc_now
+    from agentherd.supervisor.paths import prepare_state_dir
+    from agentherd.supervisor.store import Change, Store
+
+    marker = herd.root / "ran"
+    agent = script(f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(60)")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {agent}
+        autostart = false
+    """)
+    state = herd.root / ".herd"
+    prepare_state_dir(state)
+    store = Store(state / "state.db")
+    now = iso(utc_now())
+    store.commit(
+        Change(
+            session=SessionRecord(
+                name="api", state=State.STARTING, handle="api/1", task_started_at=now
+            ),
+            task=TaskRecord(handle="api/1", session="api", first_run=1, started_at=now),
+        )
+    )
+    store.close()
+    herd.start()
+    status = herd.wait_state("api", "running", "failed", timeout_s=30)
+    assert status["state"] == "running", status
+    assert status["handle"] == "api/1" and status["run"] == 1
+    wait_until(marker.exists, 20, "the agent to run")
+    assert [e["data"]["mode"] for e in herd.events("api", "run-started")] == ["command"]

@@ -267,7 +267,7 @@ def test_up_finishes_only_a_stop_that_down_began() -> None:
         (State.STOPPING, True, Recovery.END_STOPPED),
         (State.STOPPING, False, Recovery.FAIL_LOST),
         (State.BACKOFF, False, Recovery.REARM_BACKOFF),
-        (State.STARTING, False, Recovery.FAIL_LOST),
+        (State.STARTING, False, Recovery.RELAUNCH),
         (State.RUNNING, False, Recovery.FAIL_LOST),
         (State.PAUSED, False, Recovery.FAIL_LOST),
         (State.IDLE, False, Recovery.NOTHING),
