@@ -350,11 +350,15 @@ class Recovery(StrEnum):
     """Active, but no live run is recorded: the daemon died mid-launch."""
     RELAUNCH = "relaunch"
     """A task (or restart) began but no run was recorded yet: nothing ran, so launch it now."""
+    JUDGE_AGAIN = "judge-again"
+    """The run's end is recorded but the daemon died before the exit rules moved the task."""
 
 
-def without_live_run(state: State, stop_requested: bool) -> Recovery:
-    """A new daemon finds this stored state and no run that has not ended: what now?"""
-    if state == State.STOPPING and stop_requested:
+def without_live_run(state: State, stop_requested: bool, run_ended: bool = False) -> Recovery:
+    """A new daemon finds this stored state and no run that has not ended: what now?
+
+    `run_ended`: the task's last run is recorded with its end (not merely absent)."""
+    if state == State.STOPPING and (stop_requested or run_ended):
         return Recovery.END_STOPPED
     if state == State.BACKOFF:
         return Recovery.REARM_BACKOFF
@@ -362,6 +366,10 @@ def without_live_run(state: State, stop_requested: bool) -> Recovery:
         # A run is recorded before its spawn, so with none recorded no agent of it can exist:
         # starting it now cannot make a second copy.
         return Recovery.RELAUNCH
+    if state in (State.RUNNING, State.PAUSED) and run_ended:
+        # Its end (exit code, output) is on record: judging it now is what the dead daemon
+        # was about to do, so nothing is lost and nothing runs twice.
+        return Recovery.JUDGE_AGAIN
     if state in (State.RUNNING, State.STOPPING, State.PAUSED):
         return Recovery.FAIL_LOST
     return Recovery.NOTHING

@@ -106,7 +106,8 @@ class Adoption(SessionParts):
                 await self._judge_again(last)
                 return
             stop_requested = last is not None and last.stop_requested
-            then = lifecycle.without_live_run(state, stop_requested)
+            run_ended = last is not None and last.ended_at is not None
+            then = lifecycle.without_live_run(state, stop_requested, run_ended)
             if then is lifecycle.Recovery.END_STOPPED:
                 # The daemon died after recording the run's end, before ending the task.
                 reason = (last.stop_reason if last is not None else None) or "user"
@@ -126,6 +127,9 @@ class Adoption(SessionParts):
                     self.config.name,
                 )
                 await self._launch(mode="command", env_extra={})
+            elif then is lifecycle.Recovery.JUDGE_AGAIN and last is not None:
+                # The daemon died between recording the run's end and moving the task.
+                await self._judge_again(last)
             elif then is lifecycle.Recovery.FAIL_LOST:
                 # The store says active but no live run is recorded: the daemon died mid-launch.
                 self._end_task(
@@ -133,11 +137,14 @@ class Adoption(SessionParts):
                 )
 
     async def _judge_again(self, last: RunRecord) -> None:
-        """Apply the exit rules again to an ended run whose task was `verifying`."""
+        """Apply the exit rules again to an ended run whose task was not moved on yet."""
         folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
         parser = make_parser(self.config.agent, session_id=last.agent_session_id)
         live = LiveRun(last, self._identity_of(last), folder, parser, None, self._config_of(last))
         live.exit = procs.ExitInfo(last.exit_code, last.signal)
+        began, ended = parse_iso(last.started_at), parse_iso(last.ended_at)
+        if began is not None and ended is not None:  # how long it ran, for the crash rules
+            live.started_monotonic -= max(0.0, (ended - began).total_seconds())
         live.last_line = last.last_line or ""
         live.exited.set()
         live.drained.set()

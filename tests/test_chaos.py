@@ -512,6 +512,11 @@ def run_chaos(root: Path, plan: Plan) -> None:
             daemon.kill()
     chaos.problems += [f"duplicate agents: {d}" for d in watch.duplicates[:20]]
     chaos.problems += git_problems(chaos, events) + event_problems(events)
+    chaos.problems += [  # every kill leaves enough on record for the next daemon to go on
+        f"{s['name']}: ended failed (lost)"
+        for s in statuses
+        if s["state"] == "failed" and s["reason"] == "lost"
+    ]
     with closing(sqlite3.connect(root / ".herd" / "state.db")) as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     if integrity != "ok":

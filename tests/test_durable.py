@@ -580,3 +580,58 @@ def test_a_task_begun_but_never_recorded_as_a_run_is_launched_by_the_next_daemon
     assert status["handle"] == "api/1" and status["run"] == 1
     wait_until(marker.exists, 20, "the agent to run")
     assert [e["data"]["mode"] for e in herd.events("api", "run-started")] == ["command"]
+
+
+@pytest.mark.timeout(60)
+def test_a_run_whose_end_was_recorded_but_not_judged_is_judged_by_the_next_daemon(
+    herd: Herd,
+) -> None:
+    """The daemon died after recording the run's end (a crash, exit 3) and before the exit rules
+    moved the task on: the next daemon applies them (a restart), never `failed (lost)` (2 of 8
+    sessions of a long chaos run ended so)."""
+    from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
+    from agentherd.sessions.states import State
+    from agentherd.sessions.times import iso, utc_now
+    from agentherd.supervisor.paths import prepare_state_dir
+    from agentherd.supervisor.store import Change, Store
+
+    agent = script("import time; time.sleep(60)")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        command = {agent}
+        autostart = false
+        restart = "on-failure"
+        restart_delay = 0
+    """)
+    state = herd.root / ".herd"
+    prepare_state_dir(state)
+    store = Store(state / "state.db")
+    now = iso(utc_now())
+    run = RunRecord(
+        session="api",
+        run=1,
+        handle="api/1",
+        argv=["agent"],
+        started_at=now,
+        ended_at=now,
+        exit_code=3,
+        outcome="exit 3",
+    )
+    store.commit(
+        Change(
+            session=SessionRecord(
+                name="api", state=State.RUNNING, handle="api/1", run=1, task_started_at=now
+            ),
+            task=TaskRecord(handle="api/1", session="api", first_run=1, started_at=now),
+            run=run,
+        )
+    )
+    store.close()
+    herd.start()
+    wait_until(lambda: herd.status("api")["run"] == 2 or herd.status("api")["state"] == "failed")
+    status = herd.wait_state("api", "running", "failed", timeout_s=30)
+    assert status["state"] == "running" and status["run"] == 2, status
+    assert status["handle"] == "api/1"
+    ended = herd.events("api", "run-ended")
+    assert [e["run"] for e in herd.events("api", "run-started")] == [2], ended

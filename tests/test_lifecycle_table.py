@@ -262,23 +262,28 @@ def test_up_finishes_only_a_stop_that_down_began() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state", "stop_requested", "then"),
+    ("state", "stop_requested", "run_ended", "then"),
     [
-        (State.STOPPING, True, Recovery.END_STOPPED),
-        (State.STOPPING, False, Recovery.FAIL_LOST),
-        (State.BACKOFF, False, Recovery.REARM_BACKOFF),
-        (State.STARTING, False, Recovery.RELAUNCH),
-        (State.RUNNING, False, Recovery.FAIL_LOST),
-        (State.PAUSED, False, Recovery.FAIL_LOST),
-        (State.IDLE, False, Recovery.NOTHING),
-        (State.COMPLETED, False, Recovery.NOTHING),
-        (State.WAITING_APPROVAL, False, Recovery.NOTHING),
+        (State.STOPPING, True, False, Recovery.END_STOPPED),
+        (State.STOPPING, False, True, Recovery.END_STOPPED),
+        (State.STOPPING, False, False, Recovery.FAIL_LOST),
+        (State.BACKOFF, False, True, Recovery.REARM_BACKOFF),
+        (State.STARTING, False, False, Recovery.RELAUNCH),
+        (State.STARTING, False, True, Recovery.RELAUNCH),
+        (State.RUNNING, False, False, Recovery.FAIL_LOST),
+        (State.RUNNING, False, True, Recovery.JUDGE_AGAIN),
+        (State.PAUSED, False, False, Recovery.FAIL_LOST),
+        (State.PAUSED, False, True, Recovery.JUDGE_AGAIN),
+        (State.IDLE, False, False, Recovery.NOTHING),
+        (State.COMPLETED, False, True, Recovery.NOTHING),
+        (State.WAITING_APPROVAL, False, False, Recovery.NOTHING),
     ],
 )
 def test_what_a_new_daemon_does_without_a_live_run(
-    state: State, stop_requested: bool, then: Recovery
+    state: State, stop_requested: bool, run_ended: bool, then: Recovery
 ) -> None:
-    assert lifecycle.without_live_run(state, stop_requested) is then
+    """`run_ended`: the last run's end is on record (the daemon died before moving the task)."""
+    assert lifecycle.without_live_run(state, stop_requested, run_ended) is then
 
 
 def test_what_a_new_daemon_does_with_a_run_that_ended_unwatched_or_lives() -> None:
