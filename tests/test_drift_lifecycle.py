@@ -1,0 +1,324 @@
+"""Each of the seven drift kinds opens once, repeats, is acknowledged and closes, end to end.
+
+One driver walks every kind through the same steps under the real daemon with the simulated
+agent: the kind's own event opens one warning; the cause seen again counts on that warning
+(no second opening); `herd ack NAME KIND` takes it off the badge while history and the report
+keep it; removing the cause writes `warning-closed`. The simulated agent waits on files the
+test creates (`--wait-at N:PATH`), so each step happens when the test says, not by timing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PY, SIMAGENT, Herd, sim_repo, wait_until
+
+PASS_FILE = "pass"
+"""Verification passes once the test creates this file in the gates folder."""
+
+def verify_argv(gates: Path) -> str:
+    """A TOML verify argv: fails the same way (one failing test) until `gates/pass` exists."""
+    code = (
+        "import os, sys\n"
+        f"if os.path.exists({str(gates / PASS_FILE)!r}): sys.exit(0)\n"
+        "print('FAILED tests/test_app.py::test_it - assert 0'); sys.exit(1)"
+    )
+    return json.dumps([PY, "-c", code])
+
+
+@dataclass
+class Ctx:
+    """What a case's steps act on."""
+
+    herd: Herd
+    repo: Path
+    gates: Path
+
+    def release(self, *names: str) -> None:
+        """Create gate files: the simulated agent waiting on one goes on."""
+        for name in names:
+            (self.gates / name).write_text("")
+
+
+Step = Callable[[Ctx], None]
+
+
+def nothing(ctx: Ctx) -> None:
+    """A step with nothing to do."""
+
+
+@dataclass
+class Case:
+    """One drift kind's scenario: how it opens, repeats and closes."""
+
+    kind: str
+    features: int
+    flags: list[str]
+    extra: str
+    repeat: Step
+    close: Step
+    closed_by: str
+    repeats: bool = True
+    """False: the cause is one continuing condition; it writes no second event while it lasts."""
+    after: Step = nothing
+    delay_s: float = 0.05
+    gated: list[int] = field(default_factory=list)
+    """Features the agent waits at (`--wait-at N:gates/N`) until the test releases them."""
+
+    def toml(self, ctx: Ctx) -> str:
+        waits = [f"--wait-at={n}:{ctx.gates / str(n)}" for n in self.gated]
+        agent = json.dumps([*SIMAGENT, "--delay", str(self.delay_s), *self.flags, *waits])
+        extra = self.extra.replace("{verify}", verify_argv(ctx.gates))
+        return f"""
+[[session]]
+name = "api"
+cwd = "{ctx.repo}"
+command = {agent}
+agent = "claude"
+plan = "feature_list.json"
+progress = "claude-progress.txt"
+stop_grace = "2s"
+restart_delay = "0"
+{extra}
+"""
+
+
+# ----- reading what the daemon says ------------------------------------------------------------
+
+
+def on_badge(herd: Herd, kind: str) -> dict[str, Any] | None:
+    """The open, unacknowledged warning of `kind` as `herd status` shows it, or None."""
+    found = [w for w in herd.status("api")["warnings"] if w["kind"] == kind]
+    return found[0] if found else None
+
+
+def naming(herd: Herd, event_kind: str, kind: str) -> list[dict[str, Any]]:
+    """`warning-acked` / `warning-closed` events that name warning `kind`."""
+    return [e for e in herd.events("api", event_kind) if e["data"].get("kind") == kind]
+
+
+def report_open(herd: Herd) -> list[str]:
+    report = herd.client.call("report", name="api")["report"]
+    return [w["kind"] for w in report["remains"]["open_warnings"]]
+
+
+def passes(ctx: Ctx, count: int) -> None:
+    """Let `count` more reconcile passes go by (a continuing cause would be judged again)."""
+    client = ctx.herd.client
+    first = client.call("info")["reconcile_passes"]
+    wait_until(lambda: client.call("info")["reconcile_passes"] >= first + count)
+
+
+def ended(*states: str) -> Step:
+    def step(ctx: Ctx) -> None:
+        done = ctx.herd.wait_state("api", *states, timeout_s=60)
+        assert done["state"] in states
+
+    return step
+
+
+# ----- the scenarios, one per kind -------------------------------------------------------------
+
+
+def retitle_first_item(ctx: Ctx) -> None:
+    """While the run is held at the gate, the plan changes again (a second tampering)."""
+    herd = ctx.herd
+    before = len(herd.events("api", "plan-tampered"))
+    plan_path = ctx.repo / "feature_list.json"
+    plan = json.loads(plan_path.read_text())
+    plan[0]["description"] = str(plan[0]["description"]) + " (dropped)"
+    plan_path.write_text(json.dumps(plan, indent=2) + "\n")
+    wait_until(lambda: len(herd.events("api", "plan-tampered")) > before, what="re-tampering")
+    assert herd.status("api")["state"] == "waiting-approval", "held at the gate still"
+
+
+def cli_ok(ctx: Ctx, *args: str) -> None:
+    done = ctx.herd.cli(*args)
+    assert done.returncode == 0, done.stderr
+
+
+TAMPER = dict(
+    kind="plan-tampered",
+    features=4,
+    flags=["--tamper-at", "2"],
+    extra='restart = "never"\non_drift = { plan-tampered = "pause" }',
+    repeat=retitle_first_item,
+    delay_s=0.3,
+)
+
+
+def wait_for_verdicts(ctx: Ctx, count: int) -> None:
+    wait_until(
+        lambda: len(ctx.herd.events("api", "verify-failed")) >= count,
+        timeout_s=30,
+        what=f"{count} failed verifications",
+    )
+
+
+CASES = [
+    Case(
+        **TAMPER,  # type: ignore[arg-type]
+        close=lambda ctx: cli_ok(ctx, "approve", "api"),
+        closed_by="plan-approved",
+        after=ended("completed"),
+    ),
+    Case(
+        **TAMPER,  # type: ignore[arg-type]
+        close=lambda ctx: cli_ok(ctx, "reject", "api"),
+        closed_by="plan-rejected",
+        after=ended("completed"),
+    ),
+    Case(
+        # Every checkpoint flips an item but fails `verify` until the gates' pass file exists.
+        kind="claims-done-but-fails",
+        features=4,
+        flags=[],
+        extra='restart = "never"\nverify = {verify}',
+        gated=[2, 3],
+        repeat=lambda ctx: ctx.release("2"),
+        close=lambda ctx: ctx.release(PASS_FILE, "3"),
+        closed_by="verify-passed",
+        after=ended("completed"),
+    ),
+    Case(
+        # The same failing test at two checkpoints in a row (threshold 2: the starting commit,
+        # which is verified too, and feature 1), then again at feature 2.
+        kind="repeated-failure",
+        features=4,
+        flags=[],
+        extra='restart = "never"\nverify = {verify}\ndrift = { repeated_failure = 2 }',
+        gated=[2, 3],
+        repeat=lambda ctx: ctx.release("2"),
+        close=lambda ctx: ctx.release(PASS_FILE, "3"),
+        closed_by="verify-passed",
+        after=ended("completed"),
+    ),
+    Case(
+        # The agent falls silent before feature 2 until released; then it writes again.
+        kind="stalled",
+        features=3,
+        flags=[],
+        extra='restart = "never"\nbudget = { stall = "0.4s" }',
+        gated=[2],
+        repeat=lambda ctx: passes(ctx, 6),
+        repeats=False,
+        close=lambda ctx: ctx.release("2"),
+        closed_by="output",
+        after=ended("completed"),
+    ),
+    Case(
+        # Every checkpoint adds a test file while scope allows src/ only.
+        kind="out-of-scope",
+        features=3,
+        flags=[],
+        extra='restart = "never"\nscope = ["src/**"]',
+        gated=[2, 3],
+        repeat=lambda ctx: ctx.release("2"),
+        close=lambda ctx: restart_task(ctx),
+        closed_by="task-started",
+    ),
+    Case(
+        # Wall time spent since the last flip: 0.0003 of an hour is about a second.
+        kind="burn-without-progress",
+        features=3,
+        flags=[],
+        extra='restart = "never"\nbudget = { wall_time = "1h" }\n'
+        "drift = { burn_without_progress = 0.0003 }",
+        gated=[2, 3],
+        repeat=lambda ctx: passes(ctx, 6),
+        repeats=False,
+        close=lambda ctx: ctx.release("2", "3"),
+        closed_by="plan-progress",
+        after=ended("completed"),
+    ),
+    Case(
+        # until-done: run 1 passes feature 1 and quits (a normal step); runs 2 and 3 quit
+        # with nothing new passing (early exits); run 4 waits for the test, then works.
+        kind="early-exit",
+        features=3,
+        flags=["--quit-at", "2", "--quit-times", "3"],
+        extra='restart = "until-done"',
+        gated=[2],
+        repeat=nothing,
+        close=lambda ctx: ctx.release("2"),
+        closed_by="plan-progress",
+        after=ended("completed"),
+    ),
+]
+
+
+def restart_task(ctx: Ctx) -> None:
+    """out-of-scope has no cause that goes away mid-task: the committed files stay in history.
+
+    It stays open through the task's end (evidence in the report) and closes when the next
+    task starts.
+    """
+    herd = ctx.herd
+    ctx.release("3")
+    done = herd.wait_state("api", "completed", "failed", timeout_s=60)
+    assert done["state"] == "completed", done["reason"]
+    assert naming(herd, "warning-closed", "out-of-scope") == [], "the task's end keeps it"
+    assert "out-of-scope" in report_open(herd)
+    herd.client.call("start", name="api")
+
+
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"{c.kind}-by-{c.closed_by}" if c.kind == "plan-tampered" else c.kind for c in CASES]
+)
+def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Case) -> None:
+    kind = case.kind
+    gates = herd.root / "gates"
+    gates.mkdir()
+    ctx = Ctx(herd, sim_repo(herd.root / "repo", features=case.features), gates)
+    herd.write(case.toml(ctx))
+    client = herd.start()
+    client.call("start", name="api")
+
+    # Opens once, with its own event.
+    first = wait_until(lambda: on_badge(herd, kind), timeout_s=30, what=f"{kind} to open")
+    [opening] = herd.events("api", kind)[:1]
+    assert first["opened_seq"] == opening["seq"] and first["count"] >= 1
+
+    # The cause again: the same warning counts (or, for a continuing condition, stays one).
+    if case.repeats:
+        if first["count"] < 2:
+            case.repeat(ctx)
+        again = wait_until(
+            lambda: (w := on_badge(herd, kind)) and w["count"] >= 2 and w,
+            timeout_s=30,
+            what=f"{kind} seen again",
+        )
+        assert again["opened_seq"] == first["opened_seq"], "a repeat is no second opening"
+        assert again["seq"] > opening["seq"] and again["at"] >= first["opened_at"]
+        assert len(herd.events("api", kind)) == again["count"]
+    else:
+        case.repeat(ctx)
+        still = on_badge(herd, kind)
+        assert still is not None and still["count"] == 1 and still["seq"] == opening["seq"]
+        assert len(herd.events("api", kind)) == 1, "a continuing cause writes one event"
+
+    # Acknowledged through the real CLI: off the badge, still in history and the report.
+    acked = herd.cli("ack", "api", kind)
+    assert acked.returncode == 0, acked.stderr
+    assert f"acknowledged {kind}" in acked.stdout
+    assert len(naming(herd, "warning-acked", kind)) == 1
+    assert on_badge(herd, kind) is None, "an acknowledged warning leaves the badge"
+    assert kind in report_open(herd), "acknowledged is not closed: the report keeps it"
+    assert herd.events("api", kind), "history keeps it"
+
+    # The cause goes away: one `warning-closed` naming the kind and what settled it.
+    case.close(ctx)
+    [closing] = wait_until(
+        lambda: naming(herd, "warning-closed", kind), timeout_s=30, what=f"{kind} to close"
+    )
+    assert closing["data"]["by"] == case.closed_by, closing
+    assert closing["seq"] > opening["seq"]
+    assert kind not in report_open(herd)
+    case.after(ctx)
+    assert len(naming(herd, "warning-closed", kind)) == 1, "closed once"
+    client.call("stop", name="api", socket_timeout_s=None)
