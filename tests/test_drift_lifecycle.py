@@ -10,6 +10,7 @@ test creates (`--wait-at N:PATH`), so each step happens when the test says, not 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,11 @@ from typing import Any
 import pytest
 from conftest import PY, SIMAGENT, Herd, sim_repo, wait_until
 
+from agentherd.sessions.times import parse_iso
+
 PASS_FILE = "pass"
 """Verification passes once the test creates this file in the gates folder."""
+
 
 def verify_argv(gates: Path) -> str:
     """A TOML verify argv: fails the same way (one failing test) until `gates/pass` exists."""
@@ -142,37 +146,24 @@ def cli_ok(ctx: Ctx, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-TAMPER = dict(
-    kind="plan-tampered",
-    features=4,
-    flags=["--tamper-at", "2"],
-    extra='restart = "never"\non_drift = { plan-tampered = "pause" }',
-    repeat=retitle_first_item,
-    delay_s=0.3,
-)
-
-
-def wait_for_verdicts(ctx: Ctx, count: int) -> None:
-    wait_until(
-        lambda: len(ctx.herd.events("api", "verify-failed")) >= count,
-        timeout_s=30,
-        what=f"{count} failed verifications",
+def tampering(answer: str) -> Case:
+    """The agent drops and rewords plan items; on_drift holds it until `herd <answer>`."""
+    return Case(
+        kind="plan-tampered",
+        features=4,
+        flags=["--tamper-at", "2"],
+        extra='restart = "never"\non_drift = { plan-tampered = "pause" }',
+        repeat=retitle_first_item,
+        delay_s=0.3,
+        close=lambda ctx: cli_ok(ctx, answer, "api"),
+        closed_by={"approve": "plan-approved", "reject": "plan-rejected"}[answer],
+        after=ended("completed"),
     )
 
 
 CASES = [
-    Case(
-        **TAMPER,  # type: ignore[arg-type]
-        close=lambda ctx: cli_ok(ctx, "approve", "api"),
-        closed_by="plan-approved",
-        after=ended("completed"),
-    ),
-    Case(
-        **TAMPER,  # type: ignore[arg-type]
-        close=lambda ctx: cli_ok(ctx, "reject", "api"),
-        closed_by="plan-rejected",
-        after=ended("completed"),
-    ),
+    tampering("approve"),
+    tampering("reject"),
     Case(
         # Every checkpoint flips an item but fails `verify` until the gates' pass file exists.
         kind="claims-done-but-fails",
@@ -268,7 +259,9 @@ def restart_task(ctx: Ctx) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", CASES, ids=[f"{c.kind}-by-{c.closed_by}" if c.kind == "plan-tampered" else c.kind for c in CASES]
+    "case",
+    CASES,
+    ids=[f"{c.kind}-by-{c.closed_by}" if c.kind == "plan-tampered" else c.kind for c in CASES],
 )
 def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Case) -> None:
     kind = case.kind
@@ -322,3 +315,96 @@ def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Cas
     case.after(ctx)
     assert len(naming(herd, "warning-closed", kind)) == 1, "closed once"
     client.call("stop", name="api", socket_timeout_s=None)
+
+
+# ----- and none of them from a run that behaves --------------------------------------------------
+
+CLEAN_STALL_S = 1.5
+CLEAN_BURN_SHARE = 0.0008
+"""Of a one-hour wall_time budget: 2.88 s without a plan item passing would be a burn."""
+
+
+def test_a_clean_run_with_every_threshold_armed_raises_none_of_them(herd: Herd) -> None:
+    """The thresholds of the scenarios above, all armed, and an agent that does its work:
+    until-done runs that each pass one item (the normal step, not an early exit), checkpoints
+    that pass verification, files inside scope, a plan only flipped, output all along; the run
+    lasts longer than the stall and burn thresholds."""
+    gates = herd.root / "gates"
+    gates.mkdir()
+    (gates / PASS_FILE).write_text("")
+    repo = sim_repo(herd.root / "repo", features=6)
+    agent = json.dumps([*SIMAGENT, "--delay", "0.5", "--one-per-run"])
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {agent}
+        agent = "claude"
+        restart = "until-done"
+        restart_delay = "0"
+        plan = "feature_list.json"
+        progress = "claude-progress.txt"
+        scope = ["src/**", "tests/**"]
+        verify = {verify_argv(gates)}
+        budget = {{ wall_time = "1h", stall = "{CLEAN_STALL_S}s" }}
+        drift = {{ repeated_failure = 2, burn_without_progress = {CLEAN_BURN_SHARE} }}
+        on_drift = {{ plan-tampered = "pause", stalled = "stop" }}
+        stop_grace = "2s"
+    """)
+    herd.start().call("start", name="api")
+    done = herd.wait_state("api", "completed", "failed", timeout_s=90)
+    assert done["state"] == "completed", done["reason"]
+    events = herd.events("api")
+    seen = [e["kind"] for e in events]
+    assert not set(seen) & {c.kind for c in CASES}, seen
+    assert "waiting-approval" not in seen and "warning-closed" not in seen
+    assert seen.count("run-started") == 6, "one run per item: until-done's normal step"
+    assert done["checkpoint"]["verified"] is True
+    began, finished = parse_iso(events[0]["at"]), parse_iso(done["ended_at"] or events[-1]["at"])
+    assert began is not None and finished is not None
+    lasted_s = (finished - began).total_seconds()
+    assert lasted_s > max(CLEAN_STALL_S, CLEAN_BURN_SHARE * 3600), f"too short to judge: {lasted_s}"
+
+
+# ----- the burn baseline outlives the daemon -----------------------------------------------------
+
+RESTART_BURN_SHARE = 0.0015
+"""Of a one-hour wall_time budget: 5.4 s since the last flip."""
+
+
+def test_a_new_daemon_measures_burn_from_the_same_flip(herd: Herd) -> None:
+    """Most of the burn threshold passes under one daemon, the rest under the next: the warning
+    comes when the threshold is reached since the flip, not a whole threshold after the restart."""
+    threshold_s = RESTART_BURN_SHARE * 3600
+    gates = herd.root / "gates"
+    gates.mkdir()
+    ctx = Ctx(herd, sim_repo(herd.root / "repo", features=2), gates)
+    case = Case(
+        kind="burn-without-progress",
+        features=2,
+        flags=[],
+        extra='restart = "never"\nbudget = { wall_time = "1h" }\n'
+        f"drift = {{ burn_without_progress = {RESTART_BURN_SHARE} }}",
+        repeat=nothing,
+        close=nothing,
+        closed_by="",
+        gated=[2],
+    )
+    herd.write(case.toml(ctx))
+    herd.start().call("start", name="api")
+    wait_until(lambda: (herd.status("api")["plan"] or {}).get("passing") == 1, timeout_s=30)
+    flipped_at = time.monotonic()
+    wait_until(lambda: time.monotonic() - flipped_at >= 0.8 * threshold_s, timeout_s=30)
+    assert herd.events("api", "burn-without-progress") == []
+    herd.stop_daemon()
+    herd.start()
+    restarted_at = time.monotonic()
+    wait_until(lambda: herd.events("api", "burn-without-progress"), timeout_s=30)
+    waited_s = time.monotonic() - restarted_at
+    assert waited_s < 0.5 * threshold_s, (
+        f"burn came {waited_s:.1f}s after the restart: measured from the restart, not the flip"
+    )
+    ctx.release("2")
+    closing = wait_until(lambda: naming(herd, "warning-closed", "burn-without-progress"))
+    assert closing[0]["data"]["by"] == "plan-progress"
+    assert herd.wait_state("api", "completed", "failed", timeout_s=30)["state"] == "completed"
