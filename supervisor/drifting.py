@@ -286,7 +286,17 @@ class DriftHandling(SessionParts):
         """A `repeated-failure` when runs crash with the same tail N times in a row."""
         streak = self.drift.crash_streak
         if outcome == "success":
+            raised = streak.length >= self.config.drift.repeated_failure
             streak.passed()
+            if raised and self.warnings.is_open("repeated-failure"):
+                # The crash that kept coming back is gone: a run ended cleanly.
+                closing = self._event(
+                    "warning-closed",
+                    f"repeated-failure closed (run {run} ended cleanly)",
+                    run,
+                    by="run-succeeded",
+                )
+                return [_naming(closing, "repeated-failure")]
             return []
         length = streak.failed(outcome + "\n" + failure_signature(last_line))
         if length < self.config.drift.repeated_failure:

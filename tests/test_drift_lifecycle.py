@@ -67,6 +67,7 @@ class Case:
     repeat: Step
     close: Step
     closed_by: str
+    """What settles it (`data.by` of its `warning-closed`); `a|b`: either, whichever is first."""
     repeats: bool = True
     """False: the cause is one continuing condition; it writes no second event while it lasts."""
     after: Step = nothing
@@ -74,18 +75,23 @@ class Case:
     gated: list[int] = field(default_factory=list)
     """Features the agent waits at (`--wait-at N:gates/N`) until the test releases them."""
 
+    command: Callable[[Ctx], str] | None = None
+    """A TOML argv instead of the simulated agent (which then has no plan to work)."""
+    id: str = ""
+
     def toml(self, ctx: Ctx) -> str:
         waits = [f"--wait-at={n}:{ctx.gates / str(n)}" for n in self.gated]
         agent = json.dumps([*SIMAGENT, "--delay", str(self.delay_s), *self.flags, *waits])
+        sim = 'agent = "claude"\nplan = "feature_list.json"\nprogress = "claude-progress.txt"'
+        if self.command is not None:
+            agent, sim = self.command(ctx), ""
         extra = self.extra.replace("{verify}", verify_argv(ctx.gates))
         return f"""
 [[session]]
 name = "api"
 cwd = "{ctx.repo}"
 command = {agent}
-agent = "claude"
-plan = "feature_list.json"
-progress = "claude-progress.txt"
+{sim}
 stop_grace = "2s"
 restart_delay = "0"
 {extra}
@@ -132,6 +138,7 @@ def ended(*states: str) -> Step:
 def retitle_first_item(ctx: Ctx) -> None:
     """While the run is held at the gate, the plan changes again (a second tampering)."""
     herd = ctx.herd
+    herd.wait_state("api", "waiting-approval", timeout_s=30)
     before = len(herd.events("api", "plan-tampered"))
     plan_path = ctx.repo / "feature_list.json"
     plan = json.loads(plan_path.read_text())
@@ -194,12 +201,12 @@ CASES = [
         kind="stalled",
         features=3,
         flags=[],
-        extra='restart = "never"\nbudget = { stall = "0.4s" }',
+        extra='restart = "never"\nbudget = { stall = "1s" }',
         gated=[2],
-        repeat=lambda ctx: passes(ctx, 6),
+        repeat=lambda ctx: passes(ctx, 8),
         repeats=False,
         close=lambda ctx: ctx.release("2"),
-        closed_by="output",
+        closed_by="output|progress",  # its first line or its commit, whichever is seen first
         after=ended("completed"),
     ),
     Case(
@@ -243,6 +250,34 @@ CASES = [
 ]
 
 
+def crashing(ctx: Ctx) -> str:
+    """A TOML argv: a run that crashes the same way until `gates/fixed` exists."""
+    fixed = str(ctx.gates / "fixed")
+    code = (
+        "import os, sys\n"
+        f"if os.path.exists({fixed!r}): print('all good', flush=True); sys.exit(0)\n"
+        "print('boom: database is locked', flush=True); sys.exit(3)"
+    )
+    return json.dumps([PY, "-c", code])
+
+
+CASES.append(
+    Case(
+        # The same crash tail three runs in a row (crash source), again, then a clean run.
+        kind="repeated-failure",
+        id="repeated-failure-crash",
+        features=1,
+        flags=[],
+        command=crashing,
+        extra='restart = "on-failure"\nmax_crashes = 100000\nrestart_delay_max = "0.1s"',
+        repeat=nothing,
+        close=lambda ctx: ctx.release("fixed"),
+        closed_by="run-succeeded",
+        after=ended("completed"),
+    )
+)
+
+
 def restart_task(ctx: Ctx) -> None:
     """out-of-scope has no cause that goes away mid-task: the committed files stay in history.
 
@@ -261,7 +296,10 @@ def restart_task(ctx: Ctx) -> None:
 @pytest.mark.parametrize(
     "case",
     CASES,
-    ids=[f"{c.kind}-by-{c.closed_by}" if c.kind == "plan-tampered" else c.kind for c in CASES],
+    ids=[
+        c.id or (f"{c.kind}-by-{c.closed_by}" if c.kind == "plan-tampered" else c.kind)
+        for c in CASES
+    ],
 )
 def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Case) -> None:
     kind = case.kind
@@ -274,8 +312,11 @@ def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Cas
 
     # Opens once, with its own event.
     first = wait_until(lambda: on_badge(herd, kind), timeout_s=30, what=f"{kind} to open")
-    [opening] = herd.events("api", kind)[:1]
-    assert first["opened_seq"] == opening["seq"] and first["count"] >= 1
+    [opening] = [e for e in herd.events("api", kind) if e["seq"] == first["opened_seq"]]
+    assert first["count"] >= 1
+
+    def since_opening() -> list[dict[str, Any]]:
+        return [e for e in herd.events("api", kind) if e["seq"] >= opening["seq"]]
 
     # The cause again: the same warning counts (or, for a continuing condition, stays one).
     if case.repeats:
@@ -288,12 +329,12 @@ def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Cas
         )
         assert again["opened_seq"] == first["opened_seq"], "a repeat is no second opening"
         assert again["seq"] > opening["seq"] and again["at"] >= first["opened_at"]
-        assert len(herd.events("api", kind)) == again["count"]
+        assert len(since_opening()) == again["count"]
     else:
         case.repeat(ctx)
         still = on_badge(herd, kind)
         assert still is not None and still["count"] == 1 and still["seq"] == opening["seq"]
-        assert len(herd.events("api", kind)) == 1, "a continuing cause writes one event"
+        assert len(since_opening()) == 1, "a continuing cause writes one event"
 
     # Acknowledged through the real CLI: off the badge, still in history and the report.
     acked = herd.cli("ack", "api", kind)
@@ -309,7 +350,7 @@ def test_a_drift_warning_opens_repeats_is_acked_and_closes(herd: Herd, case: Cas
     [closing] = wait_until(
         lambda: naming(herd, "warning-closed", kind), timeout_s=30, what=f"{kind} to close"
     )
-    assert closing["data"]["by"] == case.closed_by, closing
+    assert closing["data"]["by"] in case.closed_by.split("|"), closing
     assert closing["seq"] > opening["seq"]
     assert kind not in report_open(herd)
     case.after(ctx)
