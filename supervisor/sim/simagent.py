@@ -559,6 +559,7 @@ def run(args: argparse.Namespace) -> int:
         raise SimError(f"{plan_path}: no feature list; create it or pass --init N")
     if args.init is not None and args.init < 1:
         raise SimError(f"--init {args.init}: the number of features must be at least 1")
+    waits = gates(args.wait_at)
     agent = Agent(args, args.resume or args.session_id or str(uuid.uuid4()))
     rescue = os.environ.get("HERD_RESCUE_REF", "")
     init: dict[str, Any] = {
@@ -584,7 +585,6 @@ def run(args: argparse.Namespace) -> int:
         if args.one_per_run:
             agent.result(f"Initialized the project with {args.init} features.")
             return 0
-    waits = gates(args.wait_at)
     done = 0
     while True:
         plan = load_plan(plan_path)
