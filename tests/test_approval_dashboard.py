@@ -16,7 +16,7 @@ from test_dashboard import cell, select, until, until_daemon
 from test_person_in_the_loop import gated
 
 from agentherd.tui.app import HerdApp
-from agentherd.tui.widgets import ConfirmScreen
+from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
 
 @pytest.fixture
@@ -47,6 +47,8 @@ async def test_the_dashboard_answers_the_approval_gate(herd: Herd, key: str, ans
         await until_daemon(
             pilot, client, "api", lambda s: s["state"] == "waiting-approval", "the gate"
         )
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 1, "the row")
         await until(
             pilot, lambda: cell(app, "api", "state").startswith("waiting"), "the row: waiting"
         )
