@@ -440,7 +440,12 @@ def test_a_new_daemon_measures_burn_from_the_same_flip(herd: Herd) -> None:
     herd.stop_daemon()
     herd.start()
     restarted_at = time.monotonic()
-    wait_until(lambda: herd.events("api", "burn-without-progress"), timeout_s=30)
+    try:
+        wait_until(lambda: herd.events("api", "burn-without-progress"), timeout_s=30)
+    except AssertionError as exc:
+        status = herd.status("api")
+        tail = [e["kind"] for e in herd.events("api")][-8:]
+        raise AssertionError(f"{exc}; {status['state']} ({status['reason']}), {tail}") from None
     waited_s = time.monotonic() - restarted_at
     assert waited_s < 0.5 * threshold_s, (
         f"burn came {waited_s:.1f}s after the restart: measured from the restart, not the flip"
