@@ -205,6 +205,10 @@ class SessionRecord(BaseModel):
     passing_at_run_start: int | None = None
     idle_runs: int = 0
     """until-done: consecutive clean runs that made no new plan item pass."""
+    drift_spent_at_flip: dict[str, float] | None = None
+    """burn-without-progress: the task's spend when a plan item last flipped to passing."""
+    drift_passing_seen: int | None = None
+    """Plan items passing at that flip, so a new daemon measures burn from the same point."""
     budget_warned: list[str] = Field(default_factory=list)
     """Budget dimensions that gave their `budget-warning` (once each per task, or per life)."""
     budget_warned_for: str | None = None

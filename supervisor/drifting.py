@@ -65,6 +65,21 @@ class DriftHandling(SessionParts):
 
     drift: DriftState
 
+    def restored_drift(self) -> DriftState:
+        """What the drift rules remember, with the burn baseline a previous daemon saved.
+
+        Without it a new daemon would measure burn from its own start (issue 12).
+        """
+        saved = self.record.drift_spent_at_flip
+        if saved is None:
+            return DriftState(spent_at_flip=self._spent())
+        return DriftState(passing_seen=self.record.drift_passing_seen, spent_at_flip=dict(saved))
+
+    def _keep_burn_baseline(self) -> None:
+        """Put the burn baseline on the session record, which every commit writes."""
+        self.record.drift_spent_at_flip = dict(self.drift.spent_at_flip)
+        self.record.drift_passing_seen = self.drift.passing_seen
+
     # ----- after every commit ----------------------------------------------------------------
 
     def _after_written(self, written: list[Event]) -> None:
@@ -73,6 +88,7 @@ class DriftHandling(SessionParts):
             kind = event.kind
             if kind == "task-started":
                 self.drift = DriftState(spent_at_flip=self._spent())
+                self._keep_burn_baseline()  # written with the next commit
             opening = True
             if kind in WARNING_KINDS:
                 record = self.warnings.get(kind)
@@ -270,7 +286,17 @@ class DriftHandling(SessionParts):
         """A `repeated-failure` when runs crash with the same tail N times in a row."""
         streak = self.drift.crash_streak
         if outcome == "success":
+            raised = streak.length >= self.config.drift.repeated_failure
             streak.passed()
+            if raised and self.warnings.is_open("repeated-failure"):
+                # The crash that kept coming back is gone: a run ended cleanly.
+                closing = self._event(
+                    "warning-closed",
+                    f"repeated-failure closed (run {run} ended cleanly)",
+                    run,
+                    by="run-succeeded",
+                )
+                return [_naming(closing, "repeated-failure")]
             return []
         length = streak.failed(outcome + "\n" + failure_signature(last_line))
         if length < self.config.drift.repeated_failure:
@@ -294,11 +320,15 @@ class DriftHandling(SessionParts):
         passing = plan.passing if plan is not None else None
         state = self.drift
         if passing is not None and (state.passing_seen is None or passing > state.passing_seen):
-            if state.passing_seen is not None:
+            flipped = state.passing_seen is not None
+            if flipped:
                 state.spent_at_flip = self._spent()
+            state.passing_seen = passing
+            self._keep_burn_baseline()
+            if flipped:
                 for kind in CLOSED_BY_PROGRESS:
                     self.close_warning(kind, f"{passing} plan items pass now", "plan-progress")
-            state.passing_seen = passing
+            self._commit()  # the new baseline outlives this daemon
         if self.record.state not in (State.RUNNING, State.BACKOFF, State.STARTING):
             return
         if self.warnings.is_open("burn-without-progress"):

@@ -234,7 +234,8 @@ class Observer:
             raise ValueError("no baseline plan to restore")
         data = restore_plan(raw.encode(), self.plan_current)
         await anyio.to_thread.run_sync(_write_atomically, path, data)
-        await self.refresh_plan()
+        # The caller reads the plan again once `plan-rejected` is written: that event, not
+        # the re-read, is what closes `plan-tampered`.
 
     def accept_plan(self) -> tuple[str, str] | None:
         """Take the current plan as the new baseline; return its JSON and text to record."""

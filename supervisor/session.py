@@ -40,7 +40,7 @@ from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
 from agentherd.supervisor.adoption import Adoption
 from agentherd.supervisor.budgets import SessionSpend
 from agentherd.supervisor.context import Context
-from agentherd.supervisor.drifting import DriftHandling, DriftState
+from agentherd.supervisor.drifting import DriftHandling
 from agentherd.supervisor.following import RunFollowing
 from agentherd.supervisor.launching import Launching
 from agentherd.supervisor.liverun import LiveRun
@@ -79,7 +79,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
         self.observer = Observer(self)
-        self.drift = DriftState(spent_at_flip=self._spent())
+        self.drift = self.restored_drift()
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
 
@@ -515,6 +515,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                     f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
                 )
             )
+            await self.observer.refresh_plan()
             await self.continue_after_approval("rejected")
 
     async def acknowledge(self, kind: str | None) -> list[str]:

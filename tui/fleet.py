@@ -123,7 +123,7 @@ class FleetView(Vertical):
             summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
         if summary != self._summary:
             self._summary = summary
-            self.query_one("#summary", Static).update(summary)
+            self._update("#summary", summary)
 
     def refresh_details(self) -> None:
         """The few lines on where the selected session stands."""
@@ -136,7 +136,16 @@ class FleetView(Vertical):
         details = "\n".join(cut(line, width) for line in lines)
         if details != self._details:
             self._details = details
-            self.query_one("#details", Static).update(details)
+            self._update("#details", details)
+
+    def _update(self, selector: str, text: str) -> None:
+        """Put `text` in a Static child; none is left while the app is torn down.
+
+        A snapshot can arrive after the children are gone (seen under load as a NoMatches
+        crash at exit): it is then shown nowhere, not raised.
+        """
+        for widget in self.query(selector).results(Static):
+            widget.update(text)
 
     def tick(self) -> None:
         """Once a second: the uptimes on screen."""

@@ -471,6 +471,35 @@ class Agent:
         )
 
 
+def wait_for(path: Path) -> None:
+    """Hang silently until ``path`` exists (a test or a person releases the agent)."""
+    while not path.exists():
+        time.sleep(SLEEP_STEP)
+
+
+def gates(specs: Sequence[str]) -> dict[int, Path]:
+    """Parse ``--wait-at N:PATH`` options into feature number -> file to wait for."""
+    found: dict[int, Path] = {}
+    for spec in specs:
+        number, sep, path = spec.partition(":")
+        if not sep or not number.isdigit() or not path:
+            raise SimError(f"--wait-at {spec!r}: expected N:PATH, e.g. 2:go")
+        found[int(number)] = Path(path)
+    return found
+
+
+def quits(n: int, at: int | None, times: int) -> bool:
+    """Tell whether the agent gives up at feature ``n`` now (the first ``times`` times)."""
+    if at != n:
+        return False
+    marker = git_dir() / f"simagent-quit-{n}"
+    done = int(marker.read_text(encoding="utf-8")) if marker.exists() else 0
+    if done >= times:
+        return False
+    marker.write_text(f"{done + 1}\n", encoding="utf-8")
+    return True
+
+
 def once_marker(name: str, n: int) -> Path:
     """Return the marker file (inside the git dir) that makes a ``--*-once`` fault fire once."""
     return git_dir() / f"simagent-{name}-{n}"
@@ -504,6 +533,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--stall-at", type=int, metavar="N", help="hang silently at feature N")
     p.add_argument("--stall-once", action="store_true", help="stall only on the first try")
     p.add_argument("--tamper-at", type=int, metavar="N", help="edit the plan at feature N")
+    p.add_argument(
+        "--wait-at",
+        action="append",
+        default=[],
+        metavar="N:PATH",
+        help="before feature N, hang silently until PATH exists (repeatable)",
+    )
+    p.add_argument("--quit-at", type=int, metavar="N", help="at feature N, exit 0 claiming done")
+    p.add_argument("--quit-times", type=int, default=1, metavar="K", help="quit the first K times")
     p.add_argument("--flood", type=int, default=0, metavar="N", help="noise lines per feature")
     p.add_argument("--resume", metavar="ID", help="continue session ID (keeps the id)")
     p.add_argument("--session-id", metavar="ID", help="pin the id of a new session")
@@ -521,6 +559,7 @@ def run(args: argparse.Namespace) -> int:
         raise SimError(f"{plan_path}: no feature list; create it or pass --init N")
     if args.init is not None and args.init < 1:
         raise SimError(f"--init {args.init}: the number of features must be at least 1")
+    waits = gates(args.wait_at)
     agent = Agent(args, args.resume or args.session_id or str(uuid.uuid4()))
     rescue = os.environ.get("HERD_RESCUE_REF", "")
     init: dict[str, Any] = {
@@ -564,6 +603,12 @@ def run(args: argparse.Namespace) -> int:
             agent.crash(n)
         if fires(n, args.stall_at, args.stall_once, "stalled"):
             agent.stall(n)
+        if quits(n, args.quit_at, args.quit_times):
+            # An early exit: success reported while this item (and maybe others) still fails.
+            agent.result(f"All done: feature {n} is good enough as it is.")
+            return 0
+        if n in waits:
+            wait_for(waits.pop(n))
         agent.flood(n)
         if n == args.tamper_at:
             args.tamper_at = None
