@@ -437,7 +437,10 @@ def test_a_new_daemon_measures_burn_from_the_same_flip(herd: Herd) -> None:
     flipped_at = time.monotonic()
     wait_until(lambda: time.monotonic() - flipped_at >= 0.8 * threshold_s, timeout_s=30)
     assert herd.events("api", "burn-without-progress") == []
+    old_daemon = herd.thread
     herd.stop_daemon()
+    assert old_daemon is not None
+    wait_until(lambda: not old_daemon.is_alive(), timeout_s=30, what="the first daemon to exit")
     herd.start()
     restarted_at = time.monotonic()
     try:
