@@ -22,8 +22,9 @@ from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.feeds import follow_output, follow_snapshots, quiet_cancelled_wakeups
+from agentherd.tui.feeds import follow_output, quiet_cancelled_wakeups
 from agentherd.tui.fleet import FleetView
+from agentherd.tui.fleetfeed import follow_snapshots
 from agentherd.tui.help import HelpScreen, KeyLine
 from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
 from agentherd.tui.palette import SessionCommands
@@ -198,6 +199,7 @@ class HerdApp(App[None]):
         self.worktrees = dict(worktrees or {})
         self.notes = dict(notes or {})
         self.statuses: list[SessionStatus] = []
+        self._by_name: dict[str, SessionStatus] = {}
         self.output_session: str | None = None
         self._connected = False
 
@@ -246,16 +248,19 @@ class HerdApp(App[None]):
     # ----- messages from the workers ------------------------------------------------------
 
     def on_snapshot(self, message: Snapshot) -> None:
-        """Show the newest statuses in the fleet view and on an open session screen."""
+        """Show the newest statuses in the fleet view and on an open session screen; only the
+        rows of the sessions that changed are touched."""
         self.statuses = message.sessions
+        self._by_name = {s.session: s for s in self.statuses}
+        changed = message.changed
         if not self.table.is_attached:
             return  # the app is shutting down
         if not self._connected:
             self._connected = True
             self.fleet.set_stale(READ_ONLY_NOTE if self.read_only else None)
-        self.fleet.show(self.statuses)
+        self.fleet.show(self.statuses, changed)
         for screen in self.screen_stack:
-            if isinstance(screen, SessionScreen):
+            if isinstance(screen, SessionScreen) and (changed is None or screen.session in changed):
                 screen.show_status(self.status_of(screen.session))
 
     def on_daemon_lost(self, message: DaemonLost) -> None:
@@ -313,7 +318,7 @@ class HerdApp(App[None]):
 
     def status_of(self, name: str | None) -> SessionStatus | None:
         """The newest status of session `name`, or None."""
-        return next((s for s in self.statuses if s.session == name), None)
+        return self._by_name.get(name) if name is not None else None
 
     def shown_names(self) -> list[str]:
         """The sessions in the fleet view's current order and filter."""

@@ -101,14 +101,15 @@ class FleetView(Vertical):
 
     # ----- what is shown ------------------------------------------------------------------
 
-    def show(self, statuses: list[SessionStatus]) -> None:
-        """New statuses from the daemon: rows, header and details."""
+    def show(self, statuses: list[SessionStatus], changed: set[str] | None = None) -> None:
+        """New statuses from the daemon: rows (those of `changed` only, None: all), header and
+        details."""
         self.statuses = statuses
-        self._rows()
+        self._rows(changed)
 
-    def _rows(self) -> None:
+    def _rows(self, changed: set[str] | None = None) -> None:
         rows = shown(self.statuses, self.sort_key, self.filter_text)
-        self.table.show(rows)
+        self.table.show(rows, changed=changed)
         self._header(len(rows))
         self.refresh_details()
 
