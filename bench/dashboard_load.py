@@ -70,6 +70,9 @@ FLOOD_AGENT = (
 LAG_PROBE_S = 0.02
 """The loop-lag probe sleeps this long and measures how late it wakes."""
 
+SETTLE_S = 10.0
+"""After `up`, the fleet settles this long before anything is measured."""
+
 KEY_GAP_S = 0.2
 """Time between two key presses: a person moving through the table briskly."""
 
@@ -232,7 +235,22 @@ async def measure_flood(socket_path: Path, seconds: float) -> dict[str, float]:
     }
 
 
-def run(kind: str, sessions: int, seconds: float) -> dict[str, float]:
+def profile(folder: Path | None, name: str, pid: int, seconds: float) -> Any:
+    """`py-spy record` of a process into `folder` (collapsed stacks), or None without one."""
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        ["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "100", "-f", "raw"]
+        + ["-o", str(folder / f"{name}.txt"), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def run(
+    kind: str, sessions: int, seconds: float, profile_dir: Path | None = None
+) -> dict[str, float]:
     """One fleet of `kind` under a daemon process; the dashboard measured against it."""
     root = Path(tempfile.mkdtemp(prefix=f"herd-bench-{kind}-"))
     agent = {"busy": BUSY_AGENT, "quiet": QUIET_AGENT, "flood": FLOOD_AGENT}[kind]
@@ -252,10 +270,22 @@ def run(kind: str, sessions: int, seconds: float) -> dict[str, float]:
         time.sleep(5.0)  # every agent started
         if kind == "flood":
             return asyncio.run(measure_flood(socket_path, seconds))
+        # The daemon alone before and after the dashboard, so a drift in the fleet's own
+        # cost (restarts come and go) does not pass for the dashboard's.
+        time.sleep(SETTLE_S)
         alone = CpuWindow(daemon.pid)
         time.sleep(seconds)
+        before = alone.share()
+        profilers = [profile(profile_dir, "dashboard", os.getpid(), 2 * seconds)]
+        profilers.append(profile(profile_dir, "daemon", daemon.pid, 2 * seconds))
         found = asyncio.run(measure(socket_path, sessions, seconds, daemon.pid))
-        found["daemon_alone"] = alone.share()
+        for profiler in profilers:
+            if profiler is not None:
+                profiler.wait(60)
+        alone = CpuWindow(daemon.pid)
+        time.sleep(seconds)
+        found["daemon_alone"] = (before + alone.share()) / 2
+        found["daemon_alone_before"], found["daemon_alone_after"] = before, alone.share()
         return found
     finally:
         client.call("down", socket_timeout_s=None)
@@ -279,7 +309,9 @@ def report(kind: str, sessions: int, found: dict[str, float]) -> str:
         f"  loop lag p95 {found['lag_p95_ms']:.0f} ms, p99 {found['lag_p99_ms']:.0f} ms\n"
         f"  dashboard CPU {found['cpu_with_keys']:.1f} % of a core while keys are pressed, "
         f"{found['cpu_no_keys']:.1f} % without ({found['frames_s']:.1f} screen updates/s)\n"
-        f"  daemon CPU {found['daemon_alone']:.1f} % alone, "
+        f"  daemon CPU {found['daemon_alone']:.1f} % alone "
+        f"({found['daemon_alone_before']:.1f} before the dashboard, "
+        f"{found['daemon_alone_after']:.1f} after), "
         f"{found['daemon_no_keys']:.1f} % with the dashboard subscribed "
         f"({found['daemon_with_keys']:.1f} % while keys are pressed)"
     )
@@ -290,11 +322,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--only", choices=("busy", "quiet", "flood"), default=None)
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy both sides into here")
     args = parser.parse_args()
     for kind in ("busy", "quiet", "flood"):
         if args.only not in (None, kind):
             continue
-        found = run(kind, args.sessions, args.seconds)
+        profile_dir = args.profile / kind if args.profile else None
+        found = run(kind, args.sessions, args.seconds, profile_dir)
         print(report(kind, args.sessions, found), flush=True)
 
 

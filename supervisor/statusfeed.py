@@ -94,9 +94,8 @@ class Subscriber:
         changed = []
         for name, supervisor in sessions.items():
             seen = self.versions.get(name)
-            if not sweep and seen is not None and seen[0] is supervisor:
-                if seen[1] == supervisor.version:
-                    continue
+            if not sweep and seen == (supervisor, supervisor.version):
+                continue
             self.versions[name] = (supervisor, supervisor.version)
             status = self.cache.get(supervisor, fresh=sweep)
             last = self.sent.get(name)

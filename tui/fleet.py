@@ -124,7 +124,8 @@ class FleetView(Vertical):
             summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
         if summary != self._summary:
             self._summary = summary
-            self.query_one("#summary", Static).update(summary)
+            # One line at full width: no new layout (a layout repaints the whole screen).
+            self.query_one("#summary", Static).update(summary, layout=False)
 
     def refresh_details(self) -> None:
         """The few lines on where the selected session stands."""
@@ -136,8 +137,11 @@ class FleetView(Vertical):
         width = max(20, self.app.size.width - 2)
         details = "\n".join(cut(line, width) for line in lines)
         if details != self._details:
+            # A new layout (which repaints the whole screen) only when the height changes: the
+            # details change with every move of the cursor.
+            layout = len(details.splitlines()) != len(self._details.splitlines())
             self._details = details
-            self.query_one("#details", Static).update(details)
+            self.query_one("#details", Static).update(details, layout=layout)
 
     def tick(self) -> None:
         """Once a second: the uptimes on screen."""

@@ -1,4 +1,4 @@
-"""The dashboard's fleet feed: the daemon's changes applied to a mirror, posted a few times a second.
+"""The dashboard's fleet feed: the daemon's changes kept in a mirror, posted a few times a second.
 
 The feed subscribes with `changes` (supervisor/statusfeed.py): one full snapshot, then only the
 sessions whose status changed. Only those are validated, and the app is told which rows to

@@ -53,6 +53,7 @@ class RowCachedTable(DataTable[Text]):
             raise CellDoesNotExist(f"No cell exists for row_key={row!r}, column_key={column!r}.")
         self._data[row][column] = value
         index = self._row_locations.get(row)
+        assert index is not None  # checked above
         self._row_renderable_cache.discard((self._update_count, index))
         self._stale_cells.add((row, column))
         if update_width:
@@ -65,10 +66,11 @@ class RowCachedTable(DataTable[Text]):
         their rows (the other cells of a row are put together again from their cache)."""
         cells = self._stale_cells
         rows = {row for row, _ in cells}
-        for key in [key for key in self._cell_render_cache.keys() if key[:2] in cells]:
-            self._cell_render_cache.discard(key)
-        for key in [key for key in self._row_render_cache.keys() if key[0] in rows]:
-            self._row_render_cache.discard(key)
+        cell_keys, row_keys = self._cell_render_cache.keys(), self._row_render_cache.keys()
+        for cell_key in [key for key in cell_keys if key[:2] in cells]:
+            self._cell_render_cache.discard(cell_key)
+        for row_key in [key for key in row_keys if key[0] in rows]:
+            self._row_render_cache.discard(row_key)
         self._line_cache.clear()  # keyed by line, rebuilt from the row caches
         cells.clear()
 

@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.rowtable import RowCachedTable
 from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
+from agentherd.tui.rowtable import RowCachedTable
 
 
 class SessionTable(RowCachedTable):
@@ -103,8 +103,10 @@ class SessionTable(RowCachedTable):
                 self.move_cursor(row=order.index(selected), animate=False)
             self.call_after_refresh(self.fit_last)
             return
-        every = changed is None or width != self._fitted_width  # a new width cuts every row
-        self._dirty.update(order if every else changed.intersection(self._statuses))
+        if changed is None or width != self._fitted_width:  # a new width cuts every row
+            self._dirty.update(order)
+        else:
+            self._dirty.update(changed.intersection(self._statuses))
         self._fitted_width = width
         self.sync_visible()
 
