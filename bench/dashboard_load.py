@@ -269,7 +269,11 @@ def run(
         client.call("up", socket_timeout_s=None)
         time.sleep(5.0)  # every agent started
         if kind == "flood":
-            return asyncio.run(measure_flood(socket_path, seconds))
+            profiler = profile(profile_dir, "dashboard", os.getpid(), seconds + 5)
+            found = asyncio.run(measure_flood(socket_path, seconds))
+            if profiler is not None:
+                profiler.wait(60)
+            return found
         # The daemon alone before and after the dashboard, so a drift in the fleet's own
         # cost (restarts come and go) does not pass for the dashboard's.
         time.sleep(SETTLE_S)
