@@ -203,3 +203,28 @@ async def test_rows_named_in_queued_snapshots_all_show_their_change(tmp_path: Pa
         app.post_message(Snapshot(list(now.values()), {second}))
         await until(pilot, lambda: "second is new" in cell(app, second, "last"), "second")
         assert "first is new" in cell(app, first, "last")
+
+
+@pytest.mark.anyio
+async def test_a_narrower_terminal_leaves_no_table_to_scroll_sideways(tmp_path: Path) -> None:
+    """The last output column widens as lines come and does not narrow for each shorter one;
+    when the terminal narrows, it narrows too, so the whole row still fits on screen."""
+    from snapshot_fleet import ReplayClient, write_logs
+    from test_dashboard import until
+
+    from agentherd.tui.app import HerdApp
+    from agentherd.tui.widgets import SessionTable
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(200, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        await until(pilot, lambda: table._fitted_width == table._last_width(), "fitted")
+        wide = table.virtual_size.width
+        await pilot.resize_terminal(130, 40)
+        await until(
+            pilot,
+            lambda: table.virtual_size.width <= table.scrollable_content_region.width,
+            f"the table to fit in 130 columns (it was {wide} wide)",
+        )
+        assert table.max_scroll_x == 0

@@ -31,12 +31,27 @@ class RowCachedTable(DataTable[Text]):
         self._painted_widths: tuple[int, ...] = ()
         """Column widths of the last paint: cached cells are only valid at those widths."""
 
-    def set_cell(self, row: str, column: str, text: str, style: str = "") -> None:
-        """Put `text` in a cell; its column widens to fit, but never narrows for it (narrowing
-        means measuring every cell of the column, and a steady column reads better)."""
+    def set_cell(
+        self, row: str, column: str, text: str, style: str = "", grow_only: bool = False
+    ) -> None:
+        """Put `text` in a cell and fit its column to it; with `grow_only` the column widens to
+        fit but does not narrow (narrowing measures every cell of the column: too dear for
+        cells that change every second; `narrow_column` does it when it matters)."""
         key = ColumnKey(column)
-        width = self.columns[key].content_width if key in self.columns else 0
-        self.update_cell(row, column, Text(text, style=style), update_width=cell_len(text) > width)
+        widen = cell_len(text) > self.columns[key].content_width if key in self.columns else True
+        self.update_cell(row, column, Text(text, style=style), update_width=widen or not grow_only)
+
+    def narrow_column(self, column: str, most: int) -> None:
+        """Fit a grow-only column to what its cells hold now, counting none wider than `most`
+        (rows off screen are cut to it when scrolled to)."""
+        key = ColumnKey(column)
+        found = self.columns.get(key)
+        if found is None:
+            return
+        widths = [min(most, cell_len(cells[key].plain)) for cells in self._data.values()]
+        found.content_width = max([cell_len(found.label.plain), *widths])
+        self._require_update_dimensions = True
+        self.refresh()
 
     def update_cell(
         self,

@@ -15,6 +15,10 @@ from agentherd.sessions.status import SessionStatus
 from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
 from agentherd.tui.rowtable import RowCachedTable
 
+GROW_ONLY = frozenset({"last", "uptime"})
+"""Columns whose cells change all the time: they widen to fit and do not narrow for each
+shorter line (measuring the whole column each time); the last output narrows on a resize."""
+
 
 class SessionTable(RowCachedTable):
     """One row per session, keyed by name; `show` touches only the cells that changed.
@@ -133,7 +137,7 @@ class SessionTable(RowCachedTable):
             old = self._cells.get(name, {})
             for key, cell in cells.items():
                 if old.get(key) != cell:
-                    self.set_cell(name, key, *cell)
+                    self.set_cell(name, key, *cell, grow_only=key in GROW_ONLY)
             self._cells[name] = cells
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -148,6 +152,7 @@ class SessionTable(RowCachedTable):
         width = self._last_width()
         if width == self._fitted_width or "last" not in self.column_keys:
             return
+        narrower = width < self._fitted_width
         self._fitted_width = width
         visible = set(self._visible_names())
         self._dirty.update(set(self._statuses) - visible)  # cut again when scrolled to
@@ -159,7 +164,9 @@ class SessionTable(RowCachedTable):
             cell = row_cells(status, width)["last"]
             if cells.get("last") != cell:
                 cells["last"] = cell
-                self.set_cell(name, "last", *cell)
+                self.set_cell(name, "last", *cell, grow_only=True)
+        if narrower:  # the room shrank: so does the column, or the table would scroll sideways
+            self.narrow_column("last", width)
 
     def on_resize(self) -> None:
         """A new width: the last outputs get the room there is."""
@@ -179,7 +186,7 @@ class SessionTable(RowCachedTable):
             cell = (uptime_cell(status), "")
             if cells.get("uptime") != cell:
                 cells["uptime"] = cell
-                self.set_cell(name, "uptime", *cell)
+                self.set_cell(name, "uptime", *cell, grow_only=True)
 
 
 class ConfirmScreen(ModalScreen[bool]):
