@@ -170,6 +170,8 @@ async def measure(
     """Run the dashboard headless; press j/k throughout; probe the loop; count CPU."""
     app = HerdApp(socket_path)
     key_ms: list[float] = []
+    key_cpu_ms: list[float] = []
+    """The dashboard's CPU time from a key to the screen: what a loaded machine multiplies."""
     lag_ms: list[float] = []
     async with app.run_test(size=(160, 50)) as pilot:
         clock = ScreenClock(app)
@@ -186,7 +188,9 @@ async def measure(
             row = table.cursor_row
             if row in (0, table.row_count - 1):  # turn at either end of the table
                 down = row == 0
+            cpu = time.process_time()
             key_ms.append(await press_and_time(app, table, clock, "j" if down else "k"))
+            key_cpu_ms.append((time.process_time() - cpu) * 1000)
             await asyncio.sleep(KEY_GAP_S)
         await prober
         with_keys, daemon_with_keys = own.share(), daemon.share()
@@ -200,6 +204,8 @@ async def measure(
         "key_p50_ms": statistics.median(key_ms) if key_ms else 0.0,
         "key_p95_ms": percentile(key_ms, 0.95),
         "keys": len(key_ms),
+        "key_cpu_p50_ms": statistics.median(key_cpu_ms) if key_cpu_ms else 0.0,
+        "key_cpu_p95_ms": percentile(key_cpu_ms, 0.95),
         "lag_p95_ms": percentile(lag_ms, 0.95),
         "lag_p99_ms": percentile(lag_ms, 0.99),
         "cpu_with_keys": with_keys,
@@ -309,7 +315,8 @@ def report(kind: str, sessions: int, found: dict[str, float]) -> str:
     return (
         f"{kind} fleet of {sessions}:\n"
         f"  key -> screen p50 {found['key_p50_ms']:.0f} ms, p95 {found['key_p95_ms']:.0f} ms "
-        f"({found['keys']:.0f} keys)\n"
+        f"({found['keys']:.0f} keys; the dashboard's CPU time per key p50 "
+        f"{found['key_cpu_p50_ms']:.0f} ms, p95 {found['key_cpu_p95_ms']:.0f} ms)\n"
         f"  loop lag p95 {found['lag_p95_ms']:.0f} ms, p99 {found['lag_p99_ms']:.0f} ms\n"
         f"  dashboard CPU {found['cpu_with_keys']:.1f} % of a core while keys are pressed, "
         f"{found['cpu_no_keys']:.1f} % without ({found['frames_s']:.1f} screen updates/s)\n"

@@ -10,6 +10,7 @@ the mirror takes as they are.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -154,3 +155,8 @@ async def _relay(client: Any, post: Post, changes: bool) -> None:
             group.cancel_scope.cancel()
     except BaseExceptionGroup as grouped:  # the caller says why the stream broke: one reason
         raise grouped.exceptions[0] from None
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:  # hang up now (a re-sync), not when the collector finds it
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await close()
