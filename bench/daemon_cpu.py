@@ -3,7 +3,7 @@
     python bench/daemon_cpu.py [--sessions 50] [--seconds 10]
 
 The daemon runs in this process (default timings) on its real socket; the agents are separate
-processes printing 20 lines a second each, so this process's CPU time is the daemon's plus,
+processes printing 20 lines a second each, so this process's CPU time is the daemon's (plus,
 in the second measurement, the subscriber's decoding of each message). The subscriber asks for
 changes, as the dashboard does: a full snapshot, then the sessions that changed.
 """
