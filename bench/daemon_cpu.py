@@ -4,7 +4,8 @@
 
 The daemon runs in this process (default timings) on its real socket; the agents are separate
 processes printing 20 lines a second each, so this process's CPU time is the daemon's (plus,
-in the second measurement, the subscriber's decoding of each snapshot).
+in the second measurement, the subscriber's decoding of each message). The subscriber asks for
+changes, as the dashboard does: a full snapshot, then the sessions that changed.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def main() -> None:
         snapshots = [0]
 
         def subscribe() -> None:
-            for _ in Client(daemon.socket_path).stream("subscribe"):
+            for _ in Client(daemon.socket_path).stream("subscribe", changes=True):
                 snapshots[0] += 1
 
         threading.Thread(target=subscribe, daemon=True).start()
@@ -60,7 +61,7 @@ def main() -> None:
         )
         print(
             f"  with a subscriber:     {watched * 100:5.1f} % of a core "
-            f"({snapshots[0] / args.seconds:.1f} snapshots/s, decoding included)"
+            f"({snapshots[0] / args.seconds:.1f} messages/s, decoding included)"
         )
     finally:
         served.stop()

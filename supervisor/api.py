@@ -31,7 +31,7 @@ from agentherd.sessions.status import (
     WaitReply,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import fleetstart, server
+from agentherd.supervisor import fleetstart, server, statusfeed
 from agentherd.supervisor.context import Timings
 from agentherd.supervisor.opargs import checked
 from agentherd.supervisor.paths import run_dir
@@ -52,6 +52,8 @@ class ControlApi:
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
+        self.status_cache = statusfeed.StatusCache()
+        """Status JSON per session for `subscribe` with `changes`, shared by subscribers."""
 
     def _session(self, name: Any) -> SessionSupervisor:
         if not isinstance(name, str) or name not in self.daemon.sessions:
@@ -211,7 +213,13 @@ class ControlApi:
                 await changed.wait()
 
     async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
-        """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S."""
+        """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S.
+
+        With `changes`, one snapshot and then only what changed (supervisor/statusfeed.py).
+        """
+        if request.get("changes"):
+            await statusfeed.stream_changes(self.daemon, self.status_cache, send)
+            return
         last_version = -1
         while True:
             version = sum(s.version for s in self.daemon.sessions.values())

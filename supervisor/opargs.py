@@ -30,13 +30,18 @@ class _Args(BaseModel):
 
 
 class NoArgs(_Args):
-    """ls, subscribe, down, shutdown, reload, info."""
+    """ls, down, shutdown, reload, info."""
 
 
 class NameArgs(_Args):
     """start, pause, resume, approve, reject, report."""
 
     name: Text
+
+
+class SubscribeArgs(_Args):
+    changes: bool = False
+    """A full snapshot, then only the sessions that changed (supervisor/statusfeed.py)."""
 
 
 class StatusArgs(_Args):
@@ -91,7 +96,7 @@ ARGS: dict[str, type[_Args]] = {
     "resume": NameArgs,
     "wait": WaitArgs,
     "events": EventsArgs,
-    "subscribe": NoArgs,
+    "subscribe": SubscribeArgs,
     "log_info": LogInfoArgs,
     "approve": NameArgs,
     "reject": NameArgs,

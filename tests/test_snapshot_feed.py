@@ -8,7 +8,7 @@ import pytest
 
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.feeds import _relay_snapshots
+from agentherd.tui.fleetfeed import _relay
 
 
 @pytest.fixture
@@ -18,6 +18,8 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_no_daemon_is_a_plain_api_error_so_the_feed_keeps_retrying(tmp_path: Path) -> None:
-    """An exception group here would escape follow_snapshots' handlers and end the retries."""
+    """An exception group here would escape follow_snapshots' handlers and end the retries.
+
+    (The feed moved from feeds.py to fleetfeed.py when it began to take changes.)"""
     with pytest.raises(ApiError):
-        await _relay_snapshots(AsyncClient(tmp_path / "none.sock"), lambda message: True)
+        await _relay(AsyncClient(tmp_path / "none.sock"), lambda message: True, changes=True)

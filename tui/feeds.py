@@ -1,4 +1,4 @@
-"""The dashboard's producers: the daemon's snapshot stream and one session's output file.
+"""The dashboard's producers: one session's output file (the fleet's feed is fleetfeed.py).
 
 They run as workers and only post messages; batching and pacing happen here, so the app
 handles at most a few messages per frame whatever the agents print.
@@ -13,25 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import ValidationError
 from textual.message import Message
 
 from agentherd.sessions.adapters.summary import summarize
 from agentherd.sessions.sanitize import inert_line
 from agentherd.sessions.status import parse_reply
-from agentherd.supervisor.client import AsyncClient, stream_item
-from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.tailer import LogTailer
-from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
+from agentherd.tui.messages import LogLines
 
 Post = Callable[[Message], bool]
-
-RECONNECT_S = 1.0
-"""How often a lost daemon is tried again; quick enough that `herd up` elsewhere feels instant."""
-
-SNAPSHOT_EVERY_S = 0.25
-"""The fleet view takes the newest snapshot four times a second: lively, and far below the
-daemon's rate, so a busy fleet costs the dashboard a few parses a second."""
 
 LOG_POLL_S = 0.1
 """The output view reads the file at most ten times a second: smooth, and cheap when idle."""
@@ -45,8 +36,10 @@ LOG_READ_MAX_BYTES = 256 << 10
 LOG_BACKLOG_BYTES = 64 << 10
 """Opening the view shows the end of the run's output, not a multi-megabyte history."""
 
-LOG_BATCH_MAX_LINES = 500
-"""More new lines than this in one read is a flood: the view shows the newest and a count."""
+LOG_BATCH_MAX_LINES = 200
+"""More new lines than this in one read is a flood: the view shows the newest and a count
+(ten times what the pane shows, read ten times a second; a 50,000 lines/s flood summarised
+500 at a time kept the dashboard's loop busy past 100 ms)."""
 
 LOG_LINE_CHARS = 1000
 """A longer line is cut; the full text stays in the file for `herd logs`."""
@@ -86,71 +79,6 @@ def quiet_cancelled_wakeups(loop: asyncio.AbstractEventLoop) -> None:
 
     handler.herd_quiet = True  # type: ignore[attr-defined]
     loop.set_exception_handler(handler)
-
-
-async def follow_snapshots(client: AsyncClient, post: Post) -> None:
-    """Post snapshots of the fleet, the newest at most every SNAPSHOT_EVERY_S; on a broken or
-    refused stream, say why and retry."""
-    while True:
-        try:
-            await _relay_snapshots(client, post)
-            reason = "the daemon closed the connection"
-        except ApiError as exc:
-            reason = exc.message
-        except ValidationError as exc:  # a daemon of another herd version
-            reason = f"a snapshot this herd cannot read ({exc.error_count()} problem(s))"
-        except (OSError, anyio.BrokenResourceError) as exc:
-            reason = str(exc) or type(exc).__name__
-        post(DaemonLost(reason))
-        await anyio.sleep(RECONNECT_S)
-
-
-async def _relay_snapshots(client: AsyncClient, post: Post) -> None:
-    """Read every streamed snapshot but decode and post only the newest, on a steady beat.
-
-    The daemon may send twenty a second; decoding and parsing 200 statuses each time kept the
-    dashboard's loop busy, and a person cannot read faster than a few frames a second anyway.
-    """
-    newest: list[Any] = []
-    posted = anyio.Event()
-    lines = getattr(client, "stream_lines", None)  # a client reading .herd/ has no raw lines
-    source = lines("subscribe") if lines is not None else client.stream("subscribe")
-    decoded = stream_item if lines is not None else _as_is
-
-    def relay(raw: Any) -> bool:
-        """Post one snapshot; False when the stream ended."""
-        item = decoded(raw)
-        if item is None:
-            return False
-        post(Snapshot(parse_reply("subscribe", item).sessions))
-        return True
-
-    async def flush() -> None:
-        """Post the newest unsent snapshot every SNAPSHOT_EVERY_S."""
-        while True:
-            await anyio.sleep(SNAPSHOT_EVERY_S)
-            if newest:
-                raw = newest.pop()
-                relay(raw)
-
-    try:
-        async with anyio.create_task_group() as group:
-            async for raw in source:
-                if not posted.is_set():  # the first one at once: the table fills on opening
-                    if not relay(raw):
-                        break
-                    posted.set()
-                    group.start_soon(flush)
-                    continue
-                newest[:] = [raw]
-            group.cancel_scope.cancel()
-    except BaseExceptionGroup as grouped:  # the caller says why the stream broke: one reason
-        raise grouped.exceptions[0] from None
-
-
-def _as_is(item: Any) -> Any:
-    """A streamed item that is already decoded."""
-    return item
 
 
 def _file_size(path: Path) -> int:

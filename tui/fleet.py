@@ -101,14 +101,15 @@ class FleetView(Vertical):
 
     # ----- what is shown ------------------------------------------------------------------
 
-    def show(self, statuses: list[SessionStatus]) -> None:
-        """New statuses from the daemon: rows, header and details."""
+    def show(self, statuses: list[SessionStatus], changed: set[str] | None = None) -> None:
+        """New statuses from the daemon: rows (those of `changed` only, None: all), header and
+        details."""
         self.statuses = statuses
-        self._rows()
+        self._rows(changed)
 
-    def _rows(self) -> None:
+    def _rows(self, changed: set[str] | None = None) -> None:
         rows = shown(self.statuses, self.sort_key, self.filter_text)
-        self.table.show(rows)
+        self.table.show(rows, changed=changed)
         self._header(len(rows))
         self.refresh_details()
 
@@ -123,7 +124,8 @@ class FleetView(Vertical):
             summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
         if summary != self._summary:
             self._summary = summary
-            self._update("#summary", summary)
+            # One line at full width: no new layout (a layout repaints the whole screen).
+            self._update("#summary", summary, layout=False)
 
     def refresh_details(self) -> None:
         """The few lines on where the selected session stands."""
@@ -135,17 +137,20 @@ class FleetView(Vertical):
         width = max(20, self.app.size.width - 2)
         details = "\n".join(cut(line, width) for line in lines)
         if details != self._details:
+            # A new layout (which repaints the whole screen) only when the height changes: the
+            # details change with every move of the cursor.
+            layout = len(details.splitlines()) != len(self._details.splitlines())
             self._details = details
-            self._update("#details", details)
+            self._update("#details", details, layout=layout)
 
-    def _update(self, selector: str, text: str) -> None:
+    def _update(self, selector: str, text: str, layout: bool) -> None:
         """Put `text` in a Static child; none is left while the app is torn down.
 
         A snapshot can arrive after the children are gone (seen under load as a NoMatches
         crash at exit): it is then shown nowhere, not raised.
         """
         for widget in self.query(selector).results(Static):
-            widget.update(text)
+            widget.update(text, layout=layout)
 
     def tick(self) -> None:
         """Once a second: the uptimes on screen."""

@@ -10,13 +10,22 @@ from agentherd.sessions.status import SessionStatus
 class Snapshot(Message):
     """The daemon's latest view of every session; a newer one replaces one not yet handled."""
 
-    def __init__(self, sessions: list[SessionStatus]) -> None:
+    def __init__(self, sessions: list[SessionStatus], changed: set[str] | None = None) -> None:
         super().__init__()
         self.sessions = sessions
+        self.changed = changed
+        """The sessions whose status changed since the last snapshot; None: maybe every one."""
 
     def can_replace(self, message: Message) -> bool:
-        """Only the newest snapshot matters, so a queued one is dropped for it."""
-        return isinstance(message, Snapshot)
+        """Only the newest snapshot matters, so a queued one is dropped for it (the newer one
+        takes over the names this one changed, so no row misses its update)."""
+        if not isinstance(message, Snapshot):
+            return False
+        if self.changed is None or message.changed is None:
+            message.changed = None
+        else:
+            message.changed = message.changed | self.changed
+        return True
 
 
 class DaemonLost(Message):

@@ -139,14 +139,20 @@ def resumes_in(status: SessionStatus) -> str:
     return f" resumes in {format_duration(max(0.0, (when - utc_now()).total_seconds()))}"
 
 
+UPTIME_STEP_S = 10
+"""In its first minute a run's uptime moves in steps of this many seconds: a fleet that
+restarts often has most of its rows there, and each step redraws a cell."""
+
+
 def uptime_cell(status: SessionStatus) -> str:
-    """`45s`, `12m`, `3h05m`: seconds only in the first minute, so a cell changes at most once
-    a minute (a fleet's uptimes ticking every second kept the whole table redrawing)."""
+    """`40s`, `12m`, `3h05m`: seconds (in steps of ten) only in the first minute, so a cell
+    changes at most once a minute after it (a fleet's uptimes ticking every second kept the
+    whole table redrawing)."""
     seconds = run_seconds(status)
     if seconds is None:
         return "-"
     if seconds < 60:
-        return f"{int(seconds)}s"
+        return f"{int(seconds) // UPTIME_STEP_S * UPTIME_STEP_S}s"
     minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes}m"

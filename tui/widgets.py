@@ -9,13 +9,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
+from agentherd.tui.rowtable import RowCachedTable
+
+GROW_ONLY = frozenset({"last", "uptime"})
+"""Columns whose cells change all the time: they widen to fit and do not narrow for each
+shorter line (measuring the whole column each time); the last output narrows on a resize."""
 
 
-class SessionTable(DataTable[Text]):
+class SessionTable(RowCachedTable):
     """One row per session, keyed by name; `show` touches only the cells that changed.
 
     Rows are rebuilt only when the order or the set of columns changes; the clock-driven
@@ -76,8 +81,14 @@ class SessionTable(DataTable[Text]):
         cells = row_cells(status, width)
         return {key: cells[key] for key in self.column_keys if key in cells}
 
-    def show(self, statuses: list[SessionStatus], keep_selected: str | None = None) -> None:
-        """Bring the rows up to date with these statuses (in this order), changing what differs."""
+    def show(
+        self,
+        statuses: list[SessionStatus],
+        keep_selected: str | None = None,
+        changed: set[str] | None = None,
+    ) -> None:
+        """Bring the rows up to date with these statuses (in this order), changing what differs;
+        with `changed`, only those sessions' rows are looked at (the others are as they were)."""
         width = self._last_width()
         self._statuses = {s.session: s for s in statuses}
         order = [s.session for s in statuses]
@@ -91,11 +102,15 @@ class SessionTable(DataTable[Text]):
                 self.add_row(*(Text(t, style=s) for t, s in cells.values()), key=status.session)
                 self._cells[status.session] = cells
             self._order = order
+            self._fitted_width = width  # every row was cut to it
             if selected in self._statuses:
                 self.move_cursor(row=order.index(selected), animate=False)
             self.call_after_refresh(self.fit_last)
             return
-        self._dirty.update(order)
+        if changed is None or width != self._fitted_width:  # a new width cuts every row
+            self._dirty.update(order)
+        else:
+            self._dirty.update(changed.intersection(self._statuses))
         self._fitted_width = width
         self.sync_visible()
 
@@ -122,7 +137,7 @@ class SessionTable(DataTable[Text]):
             old = self._cells.get(name, {})
             for key, cell in cells.items():
                 if old.get(key) != cell:
-                    self.update_cell(name, key, Text(cell[0], style=cell[1]), update_width=True)
+                    self.set_cell(name, key, *cell, grow_only=key in GROW_ONLY)
             self._cells[name] = cells
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -137,6 +152,7 @@ class SessionTable(DataTable[Text]):
         width = self._last_width()
         if width == self._fitted_width or "last" not in self.column_keys:
             return
+        narrower = width < self._fitted_width
         self._fitted_width = width
         visible = set(self._visible_names())
         self._dirty.update(set(self._statuses) - visible)  # cut again when scrolled to
@@ -148,7 +164,9 @@ class SessionTable(DataTable[Text]):
             cell = row_cells(status, width)["last"]
             if cells.get("last") != cell:
                 cells["last"] = cell
-                self.update_cell(name, "last", Text(cell[0], style=cell[1]), update_width=True)
+                self.set_cell(name, "last", *cell, grow_only=True)
+        if narrower:  # the room shrank: so does the column, or the table would scroll sideways
+            self.narrow_column("last", width)
 
     def on_resize(self) -> None:
         """A new width: the last outputs get the room there is."""
@@ -167,9 +185,8 @@ class SessionTable(DataTable[Text]):
                 continue
             cell = (uptime_cell(status), "")
             if cells.get("uptime") != cell:
-                width_changed = len(cell[0]) != len(cells.get("uptime", ("", ""))[0])
                 cells["uptime"] = cell
-                self.update_cell(name, "uptime", Text(cell[0]), update_width=width_changed)
+                self.set_cell(name, "uptime", *cell, grow_only=True)
 
 
 class ConfirmScreen(ModalScreen[bool]):

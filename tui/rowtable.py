@@ -1,0 +1,101 @@
+"""A DataTable whose cell updates re-render only themselves.
+
+Textual's DataTable counts every `update_cell` into the key of every cached rendering, so one
+new last-output line made it render every visible cell of the table again through Rich, and a
+cell narrower than its column made it measure the whole column again. With 200 busy sessions
+that was most of the dashboard's time and what a key press waited behind. Here an update drops
+only its own cell's cached renderings (and its row's, put together again from the cells'); a
+change of column widths still re-renders everything, as
+DataTable does. textual is pinned (pyproject.toml): the cache names used here are its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
+
+
+class RowCachedTable(DataTable[Text]):
+    """A DataTable of Text cells; `set_cell` changes one cell at the cost of that cell only."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._stale_cells: set[tuple[RowKey, ColumnKey]] = set()
+        """Cells whose cached renderings (and their rows') are dropped before the next paint."""
+        self._painted_widths: tuple[int, ...] = ()
+        """Column widths of the last paint: cached cells are only valid at those widths."""
+
+    def set_cell(
+        self, row: str, column: str, text: str, style: str = "", grow_only: bool = False
+    ) -> None:
+        """Put `text` in a cell and fit its column to it; with `grow_only` the column widens to
+        fit but does not narrow (narrowing measures every cell of the column: too dear for
+        cells that change every second; `narrow_column` does it when it matters)."""
+        key = ColumnKey(column)
+        widen = cell_len(text) > self.columns[key].content_width if key in self.columns else True
+        self.update_cell(row, column, Text(text, style=style), update_width=widen or not grow_only)
+
+    def narrow_column(self, column: str, most: int) -> None:
+        """Fit a grow-only column to what its cells hold now, counting none wider than `most`
+        (rows off screen are cut to it when scrolled to)."""
+        key = ColumnKey(column)
+        found = self.columns.get(key)
+        if found is None:
+            return
+        widths = [min(most, cell_len(cells[key].plain)) for cells in self._data.values()]
+        found.content_width = max([cell_len(found.label.plain), *widths])
+        self._require_update_dimensions = True
+        self.refresh()
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: Text,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        """DataTable's `update_cell`, dropping only this cell's cached renderings."""
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        if row not in self._row_locations or column not in self._column_locations:
+            raise CellDoesNotExist(f"No cell exists for row_key={row!r}, column_key={column!r}.")
+        self._data[row][column] = value
+        index = self._row_locations.get(row)
+        assert index is not None  # checked above
+        self._row_renderable_cache.discard((self._update_count, index))
+        self._stale_cells.add((row, column))
+        if update_width:
+            self._updated_cells.add(CellKey(row, column))
+            self._require_update_dimensions = True
+        self.refresh_row(index)
+
+    def _drop_stale_cells(self) -> None:
+        """Forget the cached renderings of the cells updated since the last paint, and of
+        their rows (the other cells of a row are put together again from their cache)."""
+        cells = self._stale_cells
+        rows = {row for row, _ in cells}
+        cell_keys, row_keys = self._cell_render_cache.keys(), self._row_render_cache.keys()
+        for cell_key in [key for key in cell_keys if key[:2] in cells]:
+            self._cell_render_cache.discard(cell_key)
+        for row_key in [key for key in row_keys if key[0] in rows]:
+            self._row_render_cache.discard(row_key)
+        self._line_cache.clear()  # keyed by line, rebuilt from the row caches
+        cells.clear()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Paint, re-rendering the updated rows, or every row when a column's width moved."""
+        widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
+        if widths != self._painted_widths:
+            self._painted_widths = widths
+            self._update_count += 1  # DataTable's own way to drop every cached rendering
+            self._stale_cells.clear()
+        elif self._stale_cells:
+            self._drop_stale_cells()
+        return super().render_lines(crop)
