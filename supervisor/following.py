@@ -14,9 +14,6 @@ from agentherd.supervisor import agentusage, logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.parts import SessionParts
 
-LAST_LINE_CHARS = 400
-"""The dashboard shows one line per session; longer lines are cut before they are stored."""
-
 TAIL_READS_PER_WAKE = 128
 """At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
 
@@ -112,10 +109,8 @@ class RunFollowing(SessionParts):
             self.version += 1
 
     def _take_line(self, live: LiveRun, *lines: bytes) -> None:
-        """Parse lines, each decoded once; keep the last one's summary a person can read."""
-        shown = live.parser.feed_lines(lines, LAST_LINE_CHARS)
-        if shown:
-            live.last_line = shown
+        """Parse lines, each decoded once; the summary a person reads is made when read."""
+        live.shown.offer(lines, live.parser.decode_lines(lines))
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
