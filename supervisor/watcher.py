@@ -89,6 +89,8 @@ class FleetWatcher:
         self._stop = anyio.Event()
         self._settled = anyio.Event()
         self._targets_version = 0
+        self._reporting = False
+        """True while a watch runs that will report its own folders going (no event lost)."""
 
     @property
     def watched_dirs(self) -> tuple[str, ...]:
@@ -113,10 +115,21 @@ class FleetWatcher:
         self._files, self._git_dirs = index
         files, git_dirs = index
         self._dirs = tuple(sorted({os.path.dirname(path) for path in files} | set(git_dirs)))
-        self.recheck()
+        self._recheck_all()
 
     def recheck(self) -> bool:
-        """Restart the watch if a wanted folder appeared, vanished or was replaced; True if so."""
+        """Restart the watch if a wanted folder appeared, vanished or was replaced; True if so.
+
+        A watched folder that is deleted or moved is reported by inotify itself, so while the
+        watch runs only the wanted folders not watched yet are looked at (none, mostly).
+        """
+        if self._reporting:
+            missing = (d for d in self._dirs if d not in self._watched)
+            if not any(os.path.isdir(d) for d in missing):
+                return False
+        return self._recheck_all()
+
+    def _recheck_all(self) -> bool:
         if self._existing() == self._watched:
             return False
         if self._settled.is_set():
@@ -169,6 +182,7 @@ class FleetWatcher:
             # The watches are in place before anyone waiting for them wakes up.
             self._settled.set()
             task_status.started()
+            self._reporting = True
             async with anyio.create_task_group() as tg:
 
                 async def restart_when_asked() -> None:
@@ -178,6 +192,7 @@ class FleetWatcher:
                 tg.start_soon(restart_when_asked)
                 await self._serve(notify)
         finally:
+            self._reporting = False
             notify.close()
         await anyio.lowlevel.checkpoint()  # a stop on shutdown is no restart: let the cancel in
         self.restarts += 1
@@ -208,7 +223,7 @@ class FleetWatcher:
                 paths += more
                 gone = gone or more_gone
             if gone:
-                self.recheck()  # a watched folder was deleted or moved: watch anew
+                self._recheck_all()  # a watched folder was deleted or moved: watch anew
             await self._dispatch(paths)
 
     def _read(self, notify: Inotify) -> tuple[list[str], bool]:
@@ -216,6 +231,7 @@ class FleetWatcher:
         paths, gone = notify.read()
         if notify.overflowed:  # the kernel dropped events: tell every target to look again
             notify.overflowed = False
+            gone = True  # and look at every folder again
             paths = [*self._files, *(os.path.join(d, "HEAD") for d in self._git_dirs)]
         return [path for path in paths if self._hits(path)], gone
 
