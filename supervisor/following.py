@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 
+from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import agentusage, logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
@@ -69,10 +70,16 @@ class RunFollowing(SessionParts):
                 live.tailer.close()
                 live.drained.set()
                 return
-            await anyio.sleep(self.ctx.timings.tail_min_gap_s)
+            await anyio.sleep(self._read_gap_s())
             with anyio.move_on_after(self.ctx.timings.tail_poll_s):
                 await live.wake.wait()
             live.wake = anyio.Event()
+
+    def _read_gap_s(self) -> float:
+        """How long a run's log rests after a read: short while a budget limit counts it."""
+        timings = self.ctx.timings
+        limited = limits(self.config.budget) or limits(self.ctx.fleet_budget)
+        return timings.tail_min_gap_s if limited else timings.tail_gap_s
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
