@@ -338,7 +338,10 @@ class BudgetKeeper:
     def check_one(self, session: SessionSupervisor) -> None:
         """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
         if not _has_limits(session.config.budget):
-            return  # no limit to cross; a report lower than before is told by the next pass
+            # No limit to cross; the guard still sees each step, so a report lower than the
+            # one before is noticed (the next pass tells of it).
+            session.spend._live_usage()
+            return
         try:
             self._check_session(session, time.time())
         except Exception:  # a bug here must not stop the reading of the agent's output
