@@ -17,6 +17,7 @@ import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import (
+    DIMENSIONS,
     CostGuard,
     DimensionUse,
     Sample,
@@ -25,7 +26,6 @@ from agentherd.sessions.budget import (
     budget_json,
     crossings,
     evaluate,
-    limits,
     project,
     raised_since_stop,
 )
@@ -68,7 +68,7 @@ def _seconds_between(start: str | None, end: str | None, now_unix_s: float) -> f
 
 def _has_limits(budget: Budget) -> bool:
     """True when the budget sets any limit (most sessions set none)."""
-    return bool(limits(budget))
+    return any(getattr(budget, dimension) is not None for dimension in DIMENSIONS)
 
 
 def _dimension_text(use: DimensionUse) -> str:
@@ -349,7 +349,6 @@ class BudgetKeeper:
 
     def _check_session(self, session: SessionSupervisor, now: float) -> None:
         record = session.record
-        session.spend._live_usage()  # a report lower than before is noticed, limits or not
         for run in sorted(session.spend.backwards_unsaid):
             session.commit_events(
                 session.make_event(
