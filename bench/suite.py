@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -383,9 +384,9 @@ def main() -> None:
         )
 
 
-def as_init() -> None:
+def as_init(main: Callable[[], None] = main) -> None:
     """As PID 1 of a fresh PID namespace, reap every orphan (a daemon whose `herd up` exited
-    is one) while the suite runs in a child; otherwise just run it."""
+    is one) while `main` runs in a child; otherwise just run it."""
     if os.getpid() != 1:
         main()
         return

@@ -9,6 +9,7 @@ estimate of that session), else its agent's usual model. An estimate is always m
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, replace
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -81,6 +82,12 @@ def lookup(name: str, table: dict[str, Price]) -> Price | None:
     """A price by model name: herd.toml's and this table's entries, then the adapters' list."""
     if name in table:
         return table[name]
+    return _listed(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _listed(name: str) -> Price | None:
+    """The adapters' list price as a `Price` (made once: every budget check asks for it)."""
     listed = price_of(name)
     return Price(**asdict(listed)) if listed is not None else None
 

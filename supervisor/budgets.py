@@ -6,6 +6,7 @@ the store, and acts: a `budget-warning` once per dimension, a graceful stop at 1
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import replace
@@ -16,6 +17,7 @@ import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import (
+    DIMENSIONS,
     CostGuard,
     DimensionUse,
     Sample,
@@ -47,14 +49,26 @@ STOPPABLE = ACTIVE_STATES - {State.STOPPING}
 """States a budget stop applies to (a stopping session is already on its way out)."""
 
 
+@functools.lru_cache(maxsize=1024)
+def _unix_s(moment: str | None) -> float | None:
+    """An ISO time as unix seconds (remembered: every check reads the same task starts)."""
+    parsed = parse_iso(moment)
+    return parsed.timestamp() if parsed is not None else None
+
+
 def _seconds_between(start: str | None, end: str | None, now_unix_s: float) -> float:
     """Seconds from an ISO start to an ISO end (or to now when the end is unknown)."""
-    began = parse_iso(start)
+    began = _unix_s(start)
     if began is None:
         return 0.0
-    ended = parse_iso(end)
-    end_s = ended.timestamp() if ended is not None else now_unix_s
-    return max(end_s - began.timestamp(), 0.0)
+    ended = _unix_s(end)
+    end_s = ended if ended is not None else now_unix_s
+    return max(end_s - began, 0.0)
+
+
+def _has_limits(budget: Budget) -> bool:
+    """True when the budget sets any limit (most sessions set none)."""
+    return any(getattr(budget, dimension) is not None for dimension in DIMENSIONS)
 
 
 def _dimension_text(use: DimensionUse) -> str:
@@ -82,6 +96,11 @@ class SessionSpend:
         self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
         """(current run, its usage recorded) -> usage, wall s, runs, tasks of recorded runs."""
         self._ended_task: tuple[str, str] | None = None
+        self._priced: tuple[tuple[Any, ...], Usage] | None = None
+        """(run, the parser's usage, the price's inputs) -> run_usage's answer: a status, a
+        budget check and a sample ask it many times between two changes of the output."""
+        self._sampled: tuple[str | None, int] = (None, 0)
+        """The task and run of the last sample: a new one is sampled at once (it starts afresh)."""
 
     # ----- figures --------------------------------------------------------------------------
 
@@ -94,14 +113,22 @@ class SessionSpend:
         """A run's usage as budgets and status count it: never lower, a missing cost estimated."""
         if live.record.run not in self.guards:
             self.guards = {}  # only the current run's figures are still moving
+            self._priced = None
+        reported = live.parser.usage
+        config, ctx = self.session.config, self.session.ctx
+        key = (live.record.run, reported, config.agent, config.price, ctx.prices)
+        if self._priced is not None and self._priced[0] == key:
+            return self._priced[1]  # the guard would take the same figures to the same answer
         guard = self.guards.setdefault(live.record.run, CostGuard())
-        raw = guard.take(live.parser.usage)
+        raw = guard.take(reported)
         if guard.went_backwards and live.record.run not in self.warned_backwards:
             self.warned_backwards.add(live.record.run)
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
         if raw.cost_estimated and self.session.config.price is not None:
             raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
-        return with_estimate(raw, self.price())
+        priced = with_estimate(raw, self.price())
+        self._priced = (key, priced)
+        return priced
 
     def _unrecorded(self) -> LiveRun | None:
         """The watched run while its usage is not yet written with its end (it counts live).
@@ -212,7 +239,18 @@ class SessionSpend:
         return [sample.to_json(offset_s) for sample in self.history.samples]
 
     def sample(self, now_unix_s: float) -> None:
-        """Record a point of the spend the budget counts, for the chart and the projection."""
+        """Record a point of the spend the budget counts, for the chart and the projection.
+
+        Only when one is due (or a new task or run began): the spend is not even summed for a
+        pass that would not keep it.
+        """
+        record = self.session.record
+        begun = (record.handle, record.run)
+        samples = self.history.samples
+        due = not samples or time.monotonic() - samples[-1].at_s >= self.history.every_s
+        if not due and begun == self._sampled:
+            return
+        self._sampled = begun
         covers = self.session.config.budget.covers
         plan = self.session.observer.plan_current
         passing = plan.passing if plan is not None else None
@@ -256,10 +294,24 @@ class BudgetKeeper:
         """The status JSON's `fleet` object, rebuilt each pass (cheap for every status)."""
         self._stopping: dict[str, str] = {}
         """Session name -> handle of a budget stop asked and not yet done."""
+        self._fleet_at = -float("inf")
+        """When `fleet` was last summed for a status (monotonic s), without fleet limits."""
 
     def fleet_json(self) -> dict[str, Any] | None:
-        """The status JSON's `fleet` object as of the last pass (None before the first)."""
+        """The status JSON's `fleet` object, at most `budget_check_s` old.
+
+        A fleet budget with limits is summed by every pass; one without is summed only when a
+        status asks, so a quiet fleet costs no pass over every session.
+        """
+        if not self._fleet_limited():
+            now = time.monotonic()
+            if now - self._fleet_at >= self.daemon.timings.budget_check_s:
+                self._fleet_at = now
+                self._check_fleet(list(self.daemon.sessions.values()), time.time())
         return self.fleet or None
+
+    def _fleet_limited(self) -> bool:
+        return _has_limits(self.daemon.config.fleet.budget)
 
     async def run(self) -> None:
         """Check budgets until cancelled; one failing pass never ends the loop."""
@@ -278,10 +330,18 @@ class BudgetKeeper:
             spend = session.spend
             spend.sample(now)
             self._check_session(session, now)
-        self._check_fleet(sessions, now)
+        if self._fleet_limited():
+            self._check_fleet(sessions, now)
+        elif self.fleet_warned is None:
+            self.fleet_warned = set()  # limits a reload adds warn for what is already past
 
     def check_one(self, session: SessionSupervisor) -> None:
         """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
+        if not _has_limits(session.config.budget):
+            # No limit to cross; the guard still sees each step, so a report lower than the
+            # one before is noticed (the next pass tells of it).
+            session.spend._live_usage()
+            return
         try:
             self._check_session(session, time.time())
         except Exception:  # a bug here must not stop the reading of the agent's output
@@ -304,8 +364,8 @@ class BudgetKeeper:
         if record.budget_warned_for != scope:
             record.budget_warned = []
             record.budget_warned_for = scope
-        if record.state not in STOPPABLE or not record.handle:
-            return
+        if record.state not in STOPPABLE or not record.handle or not _has_limits(budget):
+            return  # without a limit nothing can cross: the spend is not even summed
         spend = session.spend.spend(budget.covers, now)
         found = crossings(
             budget, spend, set(record.budget_warned), restarting=session.restart_pending

@@ -26,8 +26,12 @@ class Timings:
     """A run's log is re-read at least this often even when no watcher event arrives (the watcher
     wakes the reader on every change, and the slow pass wakes it when a log grew unseen)."""
     tail_min_gap_s: float = 0.1
-    """A run's log is read at most this often: enough for a person, and it bounds the cost of a
-    chatty agent (each line flushed on its own) to ten reads a second."""
+    """A run's log is read at most this often while a budget limit counts its spend (a stop
+    comes between two of the agent's steps): it bounds a chatty agent to ten reads a second."""
+    tail_gap_s: float = 0.5
+    """A run's log is read at most this often when no budget limit needs its spend at once:
+    enough for a person, and a chatty agent's lines are read five at a time (a quiet one's
+    first line is still read as soon as the watcher sees it)."""
     watch_debounce_ms: int = 30
     """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
     watch_step_ms: int = 10

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import anyio
 
+from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import agentusage, logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.parts import SessionParts
-
-LAST_LINE_CHARS = 400
-"""The dashboard shows one line per session; longer lines are cut before they are stored."""
 
 TAIL_READS_PER_WAKE = 128
 """At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
@@ -72,10 +70,16 @@ class RunFollowing(SessionParts):
                 live.tailer.close()
                 live.drained.set()
                 return
-            await anyio.sleep(self.ctx.timings.tail_min_gap_s)
+            await anyio.sleep(self._read_gap_s())
             with anyio.move_on_after(self.ctx.timings.tail_poll_s):
                 await live.wake.wait()
             live.wake = anyio.Event()
+
+    def _read_gap_s(self) -> float:
+        """How long a run's log rests after a read: short while a budget limit counts it."""
+        timings = self.ctx.timings
+        limited = limits(self.config.budget) or limits(self.ctx.fleet_budget)
+        return timings.tail_min_gap_s if limited else timings.tail_gap_s
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
@@ -112,10 +116,8 @@ class RunFollowing(SessionParts):
             self.version += 1
 
     def _take_line(self, live: LiveRun, *lines: bytes) -> None:
-        """Parse lines, each decoded once; keep the last one's summary a person can read."""
-        shown = live.parser.feed_lines(lines, LAST_LINE_CHARS)
-        if shown:
-            live.last_line = shown
+        """Parse lines, each decoded once; the summary a person reads is made when read."""
+        live.shown.offer(lines, live.parser.decode_lines(lines))
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""

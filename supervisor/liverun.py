@@ -10,11 +10,15 @@ import anyio
 from anyio.abc import Process
 
 from agentherd.sessions.adapters import OutputParser
+from agentherd.sessions.adapters.lastline import LastLine
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord
 from agentherd.supervisor import logcap, procs
 from agentherd.supervisor.tailer import LogTailer
+
+LAST_LINE_CHARS = 400
+"""The dashboard shows one line per session; longer lines are cut before they are stored."""
 
 
 class LiveRun:
@@ -44,7 +48,8 @@ class LiveRun:
         """Dropped bytes the last `log-capped` event told of."""
         self.log_capped_at = 0.0
         self.splitter = LineSplitter()
-        self.last_line = ""
+        self.shown = LastLine(parser.summarize, LAST_LINE_CHARS)
+        """The run's last line a person can read, summarised only when asked."""
         self.exit: procs.ExitInfo | None = None
         self.exited = anyio.Event()
         self.drained = anyio.Event()
@@ -52,6 +57,15 @@ class LiveRun:
         self.started_monotonic = time.monotonic()
         self.handled = False
         self.paused = False
+
+    @property
+    def last_line(self) -> str:
+        """The summary of the run's newest output line that shows anything."""
+        return self.shown.text
+
+    @last_line.setter
+    def last_line(self, value: str) -> None:
+        self.shown.text = value
 
 
 RESUME_REFUSED_PHRASES = ("No conversation found",)

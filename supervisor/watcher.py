@@ -1,4 +1,7 @@
-"""One watchfiles watcher for the whole fleet: plan, progress and log files and git metadata."""
+"""One inotify watch for the whole fleet: plan, progress and log files and git metadata.
+
+The inotify descriptor sits in the event loop's epoll, so a quiet fleet costs no wake-up at
+all (watchfiles' notify thread looked at its stop event every step, 100 times a second)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from typing import Literal
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
-from watchfiles import Change, awatch
+
+from agentherd.supervisor.inotify import Inotify
 
 log = logging.getLogger(__name__)
 
@@ -21,10 +25,8 @@ WatchKind = Literal["plan", "progress", "git", "log"]
 Hit = tuple[str, WatchKind]
 DirId = tuple[int, int]
 
-RUST_TIMEOUT_MS = 500
-"""The notify thread returns to the loop at least this often, so it never holds a thread long."""
 FAILURE_RETRY_S = 5.0
-"""After awatch fails (e.g. inotify limits) wait this long to retry; reconcile covers the gap."""
+"""After watching fails (e.g. inotify limits) wait this long to retry; reconcile covers the gap."""
 DISPATCH_STEP = 8
 """Changes handed on per loop step when a batch concerns many sessions."""
 GIT_NOISE_SUFFIX = ".lock"
@@ -66,7 +68,8 @@ def _index(targets: Iterable[WatchTarget]) -> _Index:
 
 
 class FleetWatcher:
-    """A single non-recursive `awatch` over every target's folder, restarted when they change."""
+    """A single non-recursive inotify watch over every target's folder, restarted when they
+    change; a batch of changes ends after a quiet `step_ms` or at `debounce_ms`."""
 
     def __init__(
         self, on_change: Callable[[str, WatchKind], None], debounce_ms: int = 30, step_ms: int = 10
@@ -86,10 +89,12 @@ class FleetWatcher:
         self._stop = anyio.Event()
         self._settled = anyio.Event()
         self._targets_version = 0
+        self._reporting = False
+        """True while a watch runs that will report its own folders going (no event lost)."""
 
     @property
     def watched_dirs(self) -> tuple[str, ...]:
-        """The folders the current `awatch` covers."""
+        """The folders the current watch covers."""
         return tuple(self._watched)
 
     def set_targets(self, targets: Iterable[WatchTarget]) -> None:
@@ -110,10 +115,21 @@ class FleetWatcher:
         self._files, self._git_dirs = index
         files, git_dirs = index
         self._dirs = tuple(sorted({os.path.dirname(path) for path in files} | set(git_dirs)))
-        self.recheck()
+        self._recheck_all()
 
     def recheck(self) -> bool:
-        """Restart the watch if a wanted folder appeared, vanished or was replaced; True if so."""
+        """Restart the watch if a wanted folder appeared, vanished or was replaced; True if so.
+
+        A watched folder that is deleted or moved is reported by inotify itself, so while the
+        watch runs only the wanted folders not watched yet are looked at (none, mostly).
+        """
+        if self._reporting:
+            missing = (d for d in self._dirs if d not in self._watched)
+            if not any(os.path.isdir(d) for d in missing):
+                return False
+        return self._recheck_all()
+
+    def _recheck_all(self) -> bool:
         if self._existing() == self._watched:
             return False
         if self._settled.is_set():
@@ -141,40 +157,83 @@ class FleetWatcher:
             self._stop.set()
 
     async def _watch_once(self, task_status: TaskStatus[None]) -> None:
-        """Run one `awatch` over the folders that exist now, until asked to restart."""
+        """Run one watch over the folders that exist now, until asked to restart."""
         stop = self._stop = anyio.Event()
         dirs = self._watched = self._existing()
-        # awatch installs its watches synchronously on first iteration, before it first yields
-        # to the loop, so whoever these wake up finds the watch in place.
-        self._settled.set()
-        task_status.started()
         if not dirs:
+            self._settled.set()
+            task_status.started()
             await stop.wait()
             return
         self.starts += 1
+        notify = Inotify()
         try:
-            async for changes in awatch(
-                *dirs,
-                watch_filter=self._wanted,
-                debounce=self.debounce_ms,
-                step=self.step_ms,
-                stop_event=stop,
-                rust_timeout=RUST_TIMEOUT_MS,
-                recursive=False,
-            ):
-                await self._dispatch(changes)
-        except Exception as exc:
-            if self._existing() != dirs:
-                return  # a folder vanished or appeared while starting: just start again
-            self.failures += 1
-            level = logging.DEBUG if self._warned else logging.WARNING
-            log.log(level, "file watching failed, retrying in %ss: %s", FAILURE_RETRY_S, exc)
-            self._warned = True
-            with anyio.move_on_after(FAILURE_RETRY_S):
-                await stop.wait()
-            return
+            try:
+                for directory in dirs:
+                    notify.add(directory)
+            except OSError as exc:
+                # Whoever waits for the watch is told it is in place or has failed.
+                self._settled.set()
+                task_status.started()
+                if self._existing() != dirs:
+                    return  # a folder vanished or appeared while starting: just start again
+                await self._failed(exc, stop)
+                return
+            # The watches are in place before anyone waiting for them wakes up.
+            self._settled.set()
+            task_status.started()
+            self._reporting = True
+            async with anyio.create_task_group() as tg:
+
+                async def restart_when_asked() -> None:
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(restart_when_asked)
+                await self._serve(notify)
+        finally:
+            self._reporting = False
+            notify.close()
         await anyio.lowlevel.checkpoint()  # a stop on shutdown is no restart: let the cancel in
         self.restarts += 1
+
+    async def _failed(self, exc: Exception, stop: anyio.Event) -> None:
+        self.failures += 1
+        level = logging.DEBUG if self._warned else logging.WARNING
+        log.log(level, "file watching failed, retrying in %ss: %s", FAILURE_RETRY_S, exc)
+        self._warned = True
+        with anyio.move_on_after(FAILURE_RETRY_S):
+            await stop.wait()
+
+    async def _serve(self, notify: Inotify) -> None:
+        """Wait for changes on the loop; hand each batch on (never returns)."""
+        step_s = self.step_ms / 1000
+        while True:
+            await anyio.wait_readable(notify.fd)
+            paths, gone = self._read(notify)
+            if not paths and not gone:
+                continue  # only files no session cares about changed
+            # A batch: more changes follow a write closely; gather them until a quiet step.
+            deadline = anyio.current_time() + self.debounce_ms / 1000
+            while anyio.current_time() < deadline:
+                await anyio.sleep(step_s)
+                more, more_gone = self._read(notify)
+                if not more and not more_gone:
+                    break
+                paths += more
+                gone = gone or more_gone
+            if gone:
+                self._recheck_all()  # a watched folder was deleted or moved: watch anew
+            await self._dispatch(paths)
+
+    def _read(self, notify: Inotify) -> tuple[list[str], bool]:
+        """The changed paths some target cares about, and whether a watched folder went."""
+        paths, gone = notify.read()
+        if notify.overflowed:  # the kernel dropped events: tell every target to look again
+            notify.overflowed = False
+            gone = True  # and look at every folder again
+            paths = [*self._files, *(os.path.join(d, "HEAD") for d in self._git_dirs)]
+        return [path for path in paths if self._hits(path)], gone
 
     def _existing(self) -> dict[str, DirId]:
         """The wanted folders that exist now, with their identity (device, inode)."""
@@ -197,14 +256,10 @@ class FleetWatcher:
             hits = [*hits, *git]
         return hits
 
-    def _wanted(self, change: Change, path: str) -> bool:
-        """The watch filter: keep a change only if some target cares (`.git` included)."""
-        return bool(self._hits(path))
-
-    async def _dispatch(self, changes: set[tuple[Change, str]]) -> None:
-        """Call `on_change` once per (session, kind) this batch concerns."""
+    async def _dispatch(self, paths: list[str]) -> None:
+        """Call `on_change` once per (session, kind) this batch concerns, in order of change."""
         self.batches += 1
-        hits = dict.fromkeys(hit for _, path in sorted(changes) for hit in self._hits(path))
+        hits = dict.fromkeys(hit for path in paths for hit in self._hits(path))
         for number, (session, kind) in enumerate(hits, 1):
             try:
                 self._on_change(session, kind)

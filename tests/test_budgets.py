@@ -18,8 +18,11 @@ from agentherd.sessions.status import SessionStatus
 from agentherd.supervisor.context import Timings
 from agentherd.tui.rows import row_cells
 
-BUDGET_FAST = Timings(**{**FAST.__dict__, "budget_check_s": 0.05, "spend_sample_s": 0.2})
-"""Test timings with budgets checked every 50 ms."""
+BUDGET_FAST = Timings(
+    **{**FAST.__dict__, "budget_check_s": 0.05, "spend_sample_s": 0.2, "tail_gap_s": 0.1}
+)
+"""Test timings with budgets checked every 50 ms, and every log read at least every 0.1 s (a
+figure that dips and recovers 0.3 s later is seen between two reads)."""
 
 
 def spender(step_s: float = 0.05, tokens: int = 100, cost: float | None = 0.01) -> str:

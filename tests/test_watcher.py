@@ -1,4 +1,4 @@
-"""The fleet watcher on real files and git repos: one awatch, callbacks per session and kind."""
+"""The fleet watcher on real files and git repos: one inotify watch, callbacks per session."""
 
 from __future__ import annotations
 
@@ -291,3 +291,46 @@ async def test_one_watch_serves_fifty_sessions(tmp_path: Path) -> None:
     assert watcher.starts == 1
     assert watcher.restarts == 0
     assert watcher.failures == 0
+
+
+@pytest.mark.anyio
+async def test_the_watch_holds_no_thread(tmp_path: Path) -> None:
+    """The inotify descriptor waits in the event loop: a quiet fleet wakes nothing (a notify
+    thread polling its stop event woke 100 times a second)."""
+    import threading
+
+    progress = tmp_path / "progress.md"
+    progress.write_text("")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "progress", progress)])
+    threads = {t.ident for t in threading.enumerate()}
+    async with running(watcher):
+        await watcher.wait_watching()
+        append(progress)
+        await got.wait_for("s1", "progress")
+        assert {t.ident for t in threading.enumerate()} <= threads
+
+
+@pytest.mark.anyio
+async def test_a_watched_folder_deleted_and_made_again_is_watched_anew(tmp_path: Path) -> None:
+    """inotify says when a watched folder goes; the next recheck looks only for missing ones."""
+    import shutil
+
+    run = tmp_path / "run-1"
+    run.mkdir()
+    target = WatchTarget("s1", "log", run / "output.log")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([target])
+    async with running(watcher):
+        shutil.rmtree(run)
+        with anyio.fail_after(WAIT_S):
+            while watcher.watched_dirs:  # restarted on its own, without the folder
+                await anyio.sleep(0.01)
+        run.mkdir()
+        assert watcher.recheck() is True
+        await watcher.wait_watching()
+        append(target.path)
+        await got.wait_for("s1", "log")
+    assert watcher.starts == 2

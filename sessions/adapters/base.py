@@ -80,12 +80,17 @@ class OutputParser:
         Each line is decoded once: its summary is made from the value the adapter decoded, and
         only for the lines at the end that are shown (a burst of output shows its last line).
         """
-        values = [self._feed(line) for line in lines]
+        values = self.decode_lines(lines)
         for line, value in zip(reversed(lines), reversed(values), strict=True):
             shown = self.summarize(line, value, max_chars)
             if shown.strip():
                 return shown
         return ""
+
+    def decode_lines(self, lines: Sequence[bytes]) -> list[object | None]:
+        """Read stdout lines; return the JSON value each decoded to (None: not JSON), for a
+        summary made later (`LastLine`) without decoding them again."""
+        return [self._feed(line) for line in lines]
 
     def summarize(self, line: bytes, value: object | None, max_chars: int) -> str:
         """One line a person can read for an output line that decoded to value (None: not JSON)."""

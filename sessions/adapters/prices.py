@@ -7,6 +7,7 @@ An estimate is always marked ``cost_estimated``; a model not in the table gives 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -47,8 +48,10 @@ PRICE_TABLE: tuple[tuple[re.Pattern[str], Price], ...] = (
 _SUFFIX = re.compile(r"\[[^\]]*\]$")
 
 
+@functools.lru_cache(maxsize=256)
 def price_of(model: str) -> Price | None:
-    """The list price of a model id, or None when herd does not know it."""
+    """The list price of a model id, or None when herd does not know it (remembered: a run's
+    usage is priced by its one model on every read of its output)."""
     name = _SUFFIX.sub("", model.strip().lower())
     for pattern, price in PRICE_TABLE:
         if pattern.match(name):

@@ -1,0 +1,68 @@
+"""The one line a person sees for a run: its last output line that shows anything, summarised
+only when it is read (a status, a snapshot), not for every line the agent prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from agentherd.sessions.adapters.summary import load_json
+
+Summarize = Callable[[bytes, object | None, int], str]
+"""An adapter's `summarize`: an output line and the value it decoded to -> one readable line."""
+
+PENDING_LINES = 64
+"""At most this many lines wait for a reader; past it they are summarised at once."""
+
+PENDING_BYTES = 32 * 1024
+"""At most this many bytes of lines wait, so memory stays small (their decoded values are
+not kept: the one line summarised is decoded again, once per read instead of per line)."""
+
+
+class LastLine:
+    """The summary of the last line that shows anything, made lazily and exactly.
+
+    Lines are held until `text` is read or the bound is passed; then they are summarised from
+    the newest back until one shows something, as an eager reader of every line would have
+    found. A line the adapter decoded is decoded again for its summary (the adapters' value
+    is `load_json`'s); one it did not (not JSON, part of a document) is summarised as such.
+    """
+
+    def __init__(self, summarize: Summarize, max_chars: int, text: str = "") -> None:
+        """Start from `text` (an adopted run's stored last line)."""
+        self._summarize = summarize
+        self._max_chars = max_chars
+        self._text = text
+        self._pending: list[tuple[bytes, bool]] = []
+        self._pending_bytes = 0
+
+    def offer(self, lines: Sequence[bytes], values: Sequence[object | None]) -> None:
+        """Take lines the adapter read, with the values they decoded to."""
+        self._pending.extend(
+            (line, value is not None) for line, value in zip(lines, values, strict=True)
+        )
+        self._pending_bytes += sum(len(line) for line in lines)
+        if len(self._pending) > PENDING_LINES or self._pending_bytes > PENDING_BYTES:
+            self._resolve()
+
+    @property
+    def text(self) -> str:
+        """The summary of the newest line that shows anything ("" before any)."""
+        if self._pending:
+            self._resolve()
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._text = value
+
+    def _resolve(self) -> None:
+        for line, decoded in reversed(self._pending):
+            value = load_json(line) if decoded else None
+            shown = self._summarize(line, value, self._max_chars)
+            if shown.strip():
+                self._text = shown
+                break
+        self._pending.clear()
+        self._pending_bytes = 0
