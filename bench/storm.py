@@ -4,17 +4,16 @@
         --herd base=/tmp/base/.venv/bin/herd --rounds 2
 
 Per cycle: seconds from `herd up --no-tui` to every agent running, the daemon's CPU seconds
-by then (user + system, its process only), the worst control-socket answer during the start
-(a ping every 10 ms), the CPU seconds of the git processes the daemon ran meanwhile (they are
-its children: counted once they are reaped), then the seconds from `herd down` until no agent
-is left and the daemon's CPU seconds spent on it. Builds alternate round by round.
+by then (user + system, its process only: its boot included), the worst control-socket answer
+during the start (a ping every 10 ms); after a pause, `herd status s0 --json` (median of 5,
+wall and CPU milliseconds); then the seconds from `herd down` until it returned and no agent is
+left, and the daemon's CPU seconds spent on it. Builds alternate round by round.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ class Storm:
     ping_max_ms: float = 0.0
     pings: int = 0
     up_cli_s: float = 0.0
+    verb_wall_ms: float = 0.0
+    verb_cpu_ms: float = 0.0
     stop_s: float = 0.0
     stop_cpu_s: float = 0.0
 
@@ -51,7 +52,9 @@ def daemon_cpu_s(pid: int) -> float:
     return times.user + times.system
 
 
-def one(herd: suite.Herd, root: Path, repos: list[Path], load: suite.Load, settle_s: float) -> Storm:
+def one(
+    herd: suite.Herd, root: Path, repos: list[Path], load: suite.Load, settle_s: float
+) -> Storm:
     """A cold start, a pause, and `herd down`."""
     mark = f"m{time.monotonic_ns()}"
     herd.prepare(root, repos, mark, load)
@@ -80,6 +83,9 @@ def one(herd: suite.Herd, root: Path, repos: list[Path], load: suite.Load, settl
     got.ping_max_ms = max(pings, default=0.0)
     got.pings = len(pings)
     time.sleep(settle_s)
+    verbs = [suite.run_verb(herd.verb()) for _ in range(suite.VERB_REPEATS)]
+    got.verb_wall_ms = statistics.median(v[0] for v in verbs)
+    got.verb_cpu_ms = statistics.median(v[1] for v in verbs)
     cpu_before = daemon_cpu_s(pid)
     last_cpu = [cpu_before]
 

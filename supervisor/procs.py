@@ -454,16 +454,21 @@ def send_checked(proc: psutil.Process, signum: int) -> bool:
 
 
 def signal_run(
-    identity: RunIdentity, signum: int, known: Known | None = None, group_done: int | None = None
+    identity: RunIdentity,
+    signum: int,
+    known: Known | None = None,
+    group_done: int | None = None,
+    not_before: float | None = None,
 ) -> int:
     """Send `signum` to every process of the run (each re-checked by psutil); returns how many.
 
     Processes still in `group_done`, a group `signal_group` signalled as a whole, are skipped:
-    a second SIGINT or SIGTERM makes some agents quit at once instead of cleanly.
+    a second SIGINT or SIGTERM makes some agents quit at once instead of cleanly. The process
+    scan began no earlier than `not_before` (default: now).
     """
     return sum(
         send_checked(proc, signum)
-        for proc in run_processes(identity, known)
+        for proc in run_processes(identity, known, not_before)
         if group_done is None or not _in_pgid(proc.pid, group_done)
     )
 
@@ -547,9 +552,12 @@ async def stop_tree(
     A process proven to be the run's stays so for the whole stop, even once its leader is gone.
     """
     known: Known = {}
+    asked = time.monotonic()
     if stop_signal != signal.SIGKILL:
         group = signal_group(identity, stop_signal)  # a few /proc reads: fine on the loop
-        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group)
+        # Any scan begun since the stop was asked for finds what escaped the group: runs
+        # stopping together share it, instead of each waiting for a scan begun after its turn.
+        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
         if continue_first:
             await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT, known)
         if await _wait_empty(identity, known, grace_s, poll_s):
