@@ -5,7 +5,9 @@
 
 Per cycle: seconds from `herd up --no-tui` to every agent running, the daemon's CPU seconds
 by then (user + system, its process only: its boot included), the worst control-socket answer
-during the start (a ping every 10 ms); after a pause, `herd status s0 --json` (median of 5,
+during the start (bench/pinger.py, a process of its own, so the GIL of this one, busy counting
+agents, is not in the figure), and the same pinger's worst for 3 s once all run (the floor
+the machine's load sets); after a pause, `herd status s0 --json` (median of 5,
 wall and CPU milliseconds); then the seconds from `herd down` until it returned and no agent is
 left, and the daemon's CPU seconds spent on it. Builds alternate round by round.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,8 +30,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite  # noqa: E402  (the suite's fleet, agents and counting)
 
-PING_EVERY_S = 0.01
-"""How often the control socket is asked during the start: its worst answer is the figure."""
+IDLE_PINGS_S = 3.0
+"""How long the socket is pinged again once every agent runs, for the machine's own floor."""
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Storm:
     start_cpu_s: float = 0.0
     ping_max_ms: float = 0.0
     pings: int = 0
+    ping_idle_max_ms: float = 0.0
     up_cli_s: float = 0.0
     verb_wall_ms: float = 0.0
     verb_cpu_ms: float = 0.0
@@ -52,6 +56,17 @@ def daemon_cpu_s(pid: int) -> float:
     return times.user + times.system
 
 
+def start_pinger(herd: suite.Herd) -> subprocess.Popen[str]:
+    """bench/pinger.py on this build's socket, until its stdin closes."""
+    assert herd.config is not None
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve().parent / "pinger.py"), str(herd.config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
 def one(
     herd: suite.Herd, root: Path, repos: list[Path], load: suite.Load, settle_s: float
 ) -> Storm:
@@ -59,30 +74,21 @@ def one(
     mark = f"m{time.monotonic_ns()}"
     herd.prepare(root, repos, mark, load)
     got = Storm()
-    pings: list[float] = []
-    done = threading.Event()
-
-    def ping_all_along() -> None:
-        while not done.is_set():
-            took = herd.ping_ms()
-            if took is not None:
-                pings.append(took)
-            time.sleep(PING_EVERY_S)
-
-    pinger = threading.Thread(target=ping_all_along, daemon=True)
+    pinger = start_pinger(herd)
     began = time.monotonic()
-    pinger.start()
     herd.start()
     got.up_cli_s = time.monotonic() - began
     suite.wait_agents(mark, load.agents)
     got.start_s = time.monotonic() - began
     pid = herd.pid()
     got.start_cpu_s = daemon_cpu_s(pid)
-    done.set()
-    pinger.join()
+    pings = [float(x) for x in pinger.communicate("", timeout=30)[0].split()]
     got.ping_max_ms = max(pings, default=0.0)
     got.pings = len(pings)
     time.sleep(settle_s)
+    pinger = start_pinger(herd)  # the same pings at rest: what this machine's load alone costs
+    time.sleep(IDLE_PINGS_S)
+    got.ping_idle_max_ms = max(float(x) for x in pinger.communicate("", timeout=30)[0].split())
     verbs = [suite.run_verb(herd.verb()) for _ in range(suite.VERB_REPEATS)]
     got.verb_wall_ms = statistics.median(v[0] for v in verbs)
     got.verb_cpu_ms = statistics.median(v[1] for v in verbs)

@@ -200,7 +200,7 @@ async def launch(
     finally:
         os.close(lock_fd)
     create_time = _create_time(process.pid) or time.time()
-    await anyio.to_thread.run_sync(_wait_agent_exec, process.pid)
+    await _wait_agent_exec(process.pid)
     return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
 
 
@@ -236,12 +236,15 @@ def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> No
         raise FileNotFoundError(2, "not found on PATH", program)
 
 
-def _wait_agent_exec(pid: int) -> None:
+async def _wait_agent_exec(pid: int) -> None:
     """Return once the wrapper `pid` has exec'd the agent, or ended, or AGENT_EXEC_WAIT_S passed.
 
     Until the exec a signal lands in the wrapper: its trap swallows a stop signal meant for the
     agent (which then starts anyway), and a SIGSTOP freezes dash's vfork child before its exec,
     so the wrapper can never show as stopped. A run counts as running only after this.
+    The quick looks run on the loop (a few /proc reads each): a worker thread per start, each
+    polling every few milliseconds, took the GIL from the loop so often that a client's
+    request waited hundreds of milliseconds during a fleet's start.
     """
     deadline = time.monotonic() + AGENT_EXEC_WAIT_S
     try:
@@ -250,31 +253,33 @@ def _wait_agent_exec(pid: int) -> None:
         polls = 0
         while time.monotonic() < deadline and wrapper.status() != psutil.STATUS_ZOMBIE:
             polls += 1
-            for child in _children(wrapper, every_pid=polls % CHILD_FULL_SCAN_EVERY == 0):
+            if polls % CHILD_FULL_SCAN_EVERY == 0:
+                children = await anyio.to_thread.run_sync(wrapper.children)
+            else:
+                children = _newer_children(wrapper)
+            for child in children:
                 with contextlib.suppress(psutil.Error):
                     argv = child.cmdline()  # a vfork child shares the wrapper's until its exec
                     if argv and argv != own:
                         return
-            time.sleep(AGENT_EXEC_POLL_S)
+            await anyio.sleep(AGENT_EXEC_POLL_S)
     except psutil.Error:
         return  # the wrapper is gone: nothing is left to wait for
 
 
-def _children(parent: psutil.Process, every_pid: bool) -> list[psutil.Process]:
-    """The children of `parent` among the PIDs above its own, or among all when `every_pid`.
+def _newer_children(parent: psutil.Process) -> list[psutil.Process]:
+    """The children of `parent` among the PIDs above its own.
 
     A fork takes the next free PID, so a new wrapper's child is nearly always above it; reading
     only those spares the stat file of every process on the machine at each poll (psutil's
     `children()`), which was a tenth of a fleet's cold start. The PIDs wrap around at the
     limit: the full look every few polls finds a child below its parent.
     """
-    if every_pid:
-        return parent.children()
     found = []
     try:
         names = os.listdir("/proc")
     except OSError:
-        return parent.children()
+        return []
     for name in names:
         if not name.isdigit() or int(name) <= parent.pid:
             continue
