@@ -90,3 +90,21 @@ def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path
     assert fastpath._process_gone(pid)
     again = run([*HERD, "down"])  # no daemon now: the full command line's own error
     assert again.returncode == 2 and "no herd daemon is running" in again.stderr
+
+
+def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) -> None:
+    """Its own copy of `socket_path_for` (pathlib and typing cost a verb ~10 ms of CPU)."""
+    from agentherd.supervisor.paths import socket_path_for
+
+    config = tmp_path / "herd.toml"
+    config.write_text("")
+    expected = socket_path_for(tmp_path / ".herd")  # makes the runtime folder, as a daemon does
+    assert fastpath._socket_path(str(config)) == str(expected)
+    assert fastpath._config_path(str(config)) == str(config.resolve())
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, agentherd.tui.fastpath; print(*sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "pathlib" not in loaded and "typing" not in loaded

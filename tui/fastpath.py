@@ -4,13 +4,16 @@ reply the same way; every other command, and every error, goes to the full comma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
 import sys
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pathlib and typing cost a verb ~10 ms of CPU: neither is imported to run
+    from typing import Any
 
 CONFIG_NAME = "herd.toml"
 STATE_DIR_NAME = ".herd"
@@ -56,27 +59,50 @@ def _split(argv: list[str]) -> tuple[str | None, list[str]] | None:
     return None
 
 
-def _config_path(explicit: str | None) -> Path | None:
+def _config_path(explicit: str | None) -> str | None:
     """herd.toml as `find_config` finds it (explicit, $HERD_CONFIG, nearest upward), or None."""
     chosen = explicit or os.environ.get("HERD_CONFIG")
     if chosen:
-        path = Path(chosen).expanduser()
-        return path.resolve() if path.is_file() else None
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_NAME).is_file():
-            return folder / CONFIG_NAME
-    return None
+        path = os.path.expanduser(chosen)
+        return os.path.realpath(path) if os.path.isfile(path) else None
+    folder = os.path.realpath(os.getcwd())
+    while True:
+        candidate = os.path.join(folder, CONFIG_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-def _call(socket_path: Path, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **args: Any) -> Any:
+def _socket_path(config_path: str) -> str | None:
+    """`paths.socket_path_for` the config's state folder, or None where that would first have
+    to make or mend the runtime folder (the full command line does)."""
+    state_dir = os.path.realpath(os.path.join(os.path.dirname(config_path), STATE_DIR_NAME))
+    digest = hashlib.sha256(state_dir.encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.path.isdir(base):
+        folder = os.path.join(base, "herd")
+    else:
+        folder = f"/tmp/herd-{os.getuid()}"
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return os.path.join(folder, f"{digest}.sock")
+
+
+def _call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **args: Any) -> Any:
     """One request on the control socket; raises LookupError on any error reply."""
     version = installed_version()
     if version is None:
         raise LookupError("no installed version: the full command line copes")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout_s)
-        sock.connect(str(socket_path))
+        sock.connect(socket_path)
         reader = sock.makefile("rb")
         hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
         sock.sendall(json.dumps(hello).encode() + b"\n")
@@ -100,17 +126,16 @@ def fast(argv: list[str]) -> bool:
         return False
     config, rest = split
     path = _config_path(config)
-    if path is None:
+    socket_path = _socket_path(path) if path is not None else None
+    if socket_path is None:
         return False
-    from agentherd.supervisor.paths import socket_path_for
-
     args = [a for a in rest[1:] if a != "--json"]
     try:
         if rest[0] == "ls":
-            result = _call(socket_path_for(path.parent / STATE_DIR_NAME), "ls")
+            result = _call(socket_path, "ls")
         else:
             target = args[0] if args else None
-            result = _call(socket_path_for(path.parent / STATE_DIR_NAME), "status", target=target)
+            result = _call(socket_path, "status", target=target)
     except (OSError, ValueError, LookupError):
         return False
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
@@ -140,11 +165,9 @@ def fast_down(argv: list[str]) -> bool:
     loaded machine's time before the first session stops); False to use the full CLI."""
     split = _down_config(argv)
     path = _config_path(split[0]) if split is not None else None
-    if path is None:
+    socket_path = _socket_path(path) if path is not None else None
+    if socket_path is None:
         return False
-    from agentherd.supervisor.paths import socket_path_for
-
-    socket_path = socket_path_for(path.parent / STATE_DIR_NAME)
     try:
         pid = int(_call(socket_path, "info")["pid"])
     except (OSError, ValueError, LookupError, KeyError, TypeError):
