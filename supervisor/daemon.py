@@ -38,6 +38,11 @@ log = logging.getLogger("herd.daemon")
 WATCH_UPDATE_DELAY_S = 0.05
 """New runs' logs join the watch after this pause, so fifty starts cost one watcher restart."""
 
+WATCH_UPDATE_COST_RATIO = 4.0
+"""After a watch update that took T, the next waits until 4 T have passed: while a fleet
+starts, updating the watch costs at most a fifth of the time (each update resolves and watches
+every folder of the fleet again, and reads every session's log once)."""
+
 MAX_CONCURRENT_VERIFICATIONS = 2
 """Verifications across the fleet at once: a test suite can use a core each, and we have few."""
 
@@ -69,8 +74,10 @@ class Daemon:
         self.queue: VerificationQueue | None = None
         self.reconcile_passes = 0
         self._targets_update_pending = False
+        self._next_watch_update = 0.0
         self.started_at = iso(utc_now())
         self.budgets = BudgetKeeper(self)
+        self.trees = worktree.Trees()
 
     # ----- life --------------------------------------------------------------------------
 
@@ -223,10 +230,10 @@ class Daemon:
 
     def worktree_user(self, name: str, cwd: Path) -> str | None:
         """The session other than `name` whose agent may be at work in the worktree of `cwd`."""
-        tree = worktree.tree_of(cwd)
+        tree = self.trees.fresh(name, cwd)
         for other in self.sessions.values():
             busy = other.config.name != name and other.holds_worktree()
-            if busy and worktree.tree_of(other.config.cwd) == tree:
+            if busy and self.trees.known(other.config.name, other.config.cwd) == tree:
                 return other.config.name
         return None
 
@@ -242,14 +249,19 @@ class Daemon:
         self._targets_update_pending = True
 
         async def later() -> None:
-            await anyio.sleep(WATCH_UPDATE_DELAY_S)
+            # A storm of starts updates the watch a few times, not once per 50 ms: each update
+            # re-resolves and re-watches every folder of the fleet and wakes every session.
+            await anyio.sleep(max(WATCH_UPDATE_DELAY_S, self._next_watch_update - time.monotonic()))
             self._targets_update_pending = False
             if self.watcher is not None:
+                began = time.monotonic()
                 await self.watcher.set_targets_off_loop(self.watch_targets())
                 await self.watcher.wait_watching()
                 # What a new run printed before its folder was watched raised no event.
                 for supervisor in list(self.sessions.values()):
                     supervisor.wake()
+                ended = time.monotonic()
+                self._next_watch_update = ended + WATCH_UPDATE_COST_RATIO * (ended - began)
 
         self.task_group.start_soon(later)
 

@@ -10,11 +10,12 @@ from agentherd.sessions.status import UpStarted
 from agentherd.supervisor import worktree
 from agentherd.supervisor.session import SessionError, SessionSupervisor
 
-STARTS_AT_ONCE = 4
+STARTS_AT_ONCE = 16
 """Sessions starting at the same time: each start waits milliseconds for its wrapper to exec
-the agent, so 200 one after another took seconds. Measured on 50 sessions (loaded 2 cores):
-1 at once 13-16 s and the socket answered within 190 ms; 4: 8-9 s and 235 ms; 16: 8-10 s
-but 580 ms (every start's forks and transactions queue ahead of a client's request)."""
+the agent and hops to worker threads, so starts one after another take seconds on a loaded
+machine. Measured on 200 quiet sessions (load average 10-12 on 2 cores), once a start no
+longer did work for every other session: 4 at once 18 s and the socket's worst answer 714 ms,
+16: 15 s and 428 ms, 48: 11 s but 900 ms (starts queue ahead of a client's request)."""
 
 
 async def start_all(
@@ -26,8 +27,11 @@ async def start_all(
     agent in a busy worktree sees the first one's start.
     """
     lanes: dict[Path, list[int]] = {}
-    for index, (_, supervisor) in enumerate(named):
-        lanes.setdefault(worktree.tree_of(supervisor.config.cwd), []).append(index)
+    cwds = [supervisor.config.cwd for _, supervisor in named]
+    # A fleet's worth of realpath walks held the loop 0.3 s on a loaded machine.
+    trees = await anyio.to_thread.run_sync(lambda: [worktree.tree_of(cwd) for cwd in cwds])
+    for index, tree in enumerate(trees):
+        lanes.setdefault(tree, []).append(index)
     started: dict[int, dict[str, object]] = {}
     refused: dict[int, str] = {}
     limiter = anyio.CapacityLimiter(STARTS_AT_ONCE)

@@ -44,6 +44,8 @@ _WRAPPER = (
 AGENT_EXEC_WAIT_S = 5.0
 """A launch waits at most this long for the wrapper to exec the agent (milliseconds normally)."""
 AGENT_EXEC_POLL_S = 0.005
+CHILD_FULL_SCAN_EVERY = 8
+"""Every this many polls for the agent's exec, look at every process, not just newer PIDs."""
 
 CREATE_TIME_SLACK_S = 0.05
 """psutil's start times are rounded to clock ticks: two readings of one process differ this much."""
@@ -198,7 +200,7 @@ async def launch(
     finally:
         os.close(lock_fd)
     create_time = _create_time(process.pid) or time.time()
-    await anyio.to_thread.run_sync(_wait_agent_exec, process.pid)
+    await _wait_agent_exec(process.pid)
     return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
 
 
@@ -234,26 +236,62 @@ def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> No
         raise FileNotFoundError(2, "not found on PATH", program)
 
 
-def _wait_agent_exec(pid: int) -> None:
+async def _wait_agent_exec(pid: int) -> None:
     """Return once the wrapper `pid` has exec'd the agent, or ended, or AGENT_EXEC_WAIT_S passed.
 
     Until the exec a signal lands in the wrapper: its trap swallows a stop signal meant for the
     agent (which then starts anyway), and a SIGSTOP freezes dash's vfork child before its exec,
     so the wrapper can never show as stopped. A run counts as running only after this.
+    The quick looks run on the loop (a few /proc reads each): a worker thread per start, each
+    polling every few milliseconds, took the GIL from the loop so often that a client's
+    request waited hundreds of milliseconds during a fleet's start.
     """
     deadline = time.monotonic() + AGENT_EXEC_WAIT_S
     try:
         wrapper = psutil.Process(pid)
         own = wrapper.cmdline()
+        polls = 0
         while time.monotonic() < deadline and wrapper.status() != psutil.STATUS_ZOMBIE:
-            for child in wrapper.children():
+            polls += 1
+            if polls % CHILD_FULL_SCAN_EVERY == 0:
+                children = await anyio.to_thread.run_sync(wrapper.children)
+            else:
+                children = _newer_children(wrapper)
+            for child in children:
                 with contextlib.suppress(psutil.Error):
                     argv = child.cmdline()  # a vfork child shares the wrapper's until its exec
                     if argv and argv != own:
                         return
-            time.sleep(AGENT_EXEC_POLL_S)
+            await anyio.sleep(AGENT_EXEC_POLL_S)
     except psutil.Error:
         return  # the wrapper is gone: nothing is left to wait for
+
+
+def _newer_children(parent: psutil.Process) -> list[psutil.Process]:
+    """The children of `parent` among the PIDs above its own.
+
+    A fork takes the next free PID, so a new wrapper's child is nearly always above it; reading
+    only those spares the stat file of every process on the machine at each poll (psutil's
+    `children()`), which was a tenth of a fleet's cold start. The PIDs wrap around at the
+    limit: the full look every few polls finds a child below its parent.
+    """
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) <= parent.pid:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                fields = stat_file.read().rpartition(b")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if len(fields) > 1 and int(fields[1]) == parent.pid:
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(int(name)))
+    return found
 
 
 def _create_time(pid: int) -> float | None:
@@ -420,9 +458,48 @@ def send_checked(proc: psutil.Process, signum: int) -> bool:
     return True
 
 
-def signal_run(identity: RunIdentity, signum: int, known: Known | None = None) -> int:
-    """Send `signum` to every process of the run (each re-checked by psutil); returns how many."""
-    return sum(send_checked(proc, signum) for proc in run_processes(identity, known))
+def signal_run(
+    identity: RunIdentity,
+    signum: int,
+    known: Known | None = None,
+    group_done: int | None = None,
+    not_before: float | None = None,
+) -> int:
+    """Send `signum` to every process of the run (each re-checked by psutil); returns how many.
+
+    Processes still in `group_done`, a group `signal_group` signalled as a whole, are skipped:
+    a second SIGINT or SIGTERM makes some agents quit at once instead of cleanly. The process
+    scan began no earlier than `not_before` (default: now).
+    """
+    return sum(
+        send_checked(proc, signum)
+        for proc in run_processes(identity, known, not_before)
+        if group_done is None or not _in_pgid(proc.pid, group_done)
+    )
+
+
+def signal_group(identity: RunIdentity, signum: int) -> int | None:
+    """Send `signum` to the run's process group at once, without a process scan, while its
+    leader is the very process herd started; return the group, or None if none was signalled.
+
+    A fleet's `herd down` signalled each run only after a scan of every process on the
+    machine, which 200 stops took seconds to share; the scan still follows, for what escaped.
+    """
+    group = _confirmed_group(identity)
+    if group is None:
+        return None
+    try:
+        os.killpg(group, signum)
+    except OSError:
+        return None
+    return group
+
+
+def _in_pgid(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
 
 
 def pause_run(identity: RunIdentity, timeout_s: float, poll_s: float) -> bool:
@@ -480,8 +557,12 @@ async def stop_tree(
     A process proven to be the run's stays so for the whole stop, even once its leader is gone.
     """
     known: Known = {}
+    asked = time.monotonic()
     if stop_signal != signal.SIGKILL:
-        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known)
+        group = signal_group(identity, stop_signal)  # a few /proc reads: fine on the loop
+        # Any scan begun since the stop was asked for finds what escaped the group: runs
+        # stopping together share it, instead of each waiting for a scan begun after its turn.
+        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
         if continue_first:
             await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT, known)
         if await _wait_empty(identity, known, grace_s, poll_s):

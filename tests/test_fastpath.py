@@ -49,3 +49,62 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
         assert missing.returncode == 2 and "nope" in missing.stderr
     finally:
         assert run([*FULL, "down"]).returncode == 0
+
+
+def test_only_a_plain_down_takes_the_fast_down() -> None:
+    assert fastpath._down_config(["down"]) == (None,)
+    assert fastpath._down_config(["-c", "h.toml", "down"]) == ("h.toml",)
+    assert fastpath._down_config(["--config=h.toml", "down"]) == ("h.toml",)
+    for argv in (["down", "--help"], ["up"], ["-c", "h.toml", "up"], ["--debug", "down"]):
+        assert fastpath._down_config(argv) is None
+
+
+@pytest.mark.pidns
+def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path) -> None:
+    """`herd down` started the stops only after importing click and pydantic: seconds on a
+    loaded machine. The fast one must print the same and leave nothing running."""
+    (tmp_path / "herd.toml").write_text(
+        "".join(
+            f'[[session]]\nname = "{name}"\ncwd = "{make_repo(tmp_path / name)}"\n'
+            f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
+            for name in ("api", "web")
+        )
+    )
+    run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
+    watch = (
+        "import sys; from agentherd.tui.fastpath import main; main(); "
+        "print(sorted(m for m in ('click', 'pydantic') if m in sys.modules))"
+    )
+    assert run([*FULL, "up", "--no-tui"]).returncode == 0
+    pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+    down = subprocess.run(
+        [sys.executable, "-c", watch, "down"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.splitlines() == [
+        "api: stopped",
+        "web: stopped",
+        "herd: daemon stopped",
+        "[]",
+    ]
+    assert fastpath._process_gone(pid)
+    again = run([*HERD, "down"])  # no daemon now: the full command line's own error
+    assert again.returncode == 2 and "no herd daemon is running" in again.stderr
+
+
+def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) -> None:
+    """Its own copy of `socket_path_for` (pathlib and typing cost a verb ~10 ms of CPU)."""
+    from agentherd.supervisor.paths import socket_path_for
+
+    config = tmp_path / "herd.toml"
+    config.write_text("")
+    expected = socket_path_for(tmp_path / ".herd")  # makes the runtime folder, as a daemon does
+    assert fastpath._socket_path(str(config)) == str(expected)
+    assert fastpath._config_path(str(config)) == str(config.resolve())
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, agentherd.tui.fastpath; print(*sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "pathlib" not in loaded and "typing" not in loaded
