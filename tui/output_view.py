@@ -87,10 +87,9 @@ class OutputView(Vertical):
         lines = self.lines
         if message.path != lines.path:
             return  # a late batch of the run shown before
-        at_end = lines.at_end
         added = lines.grow(message.starts, message.indexed_bytes, message.restart)
-        if at_end:
-            lines.scroll_end(animate=False, immediate=True)
+        if lines.following:
+            self.unseen = 0  # the person scrolled back down to the end
         elif added > 0:
             self.unseen += added
         self._title()
@@ -123,11 +122,12 @@ class OutputView(Vertical):
 
     def action_follow(self) -> None:
         """Back to the end, following new lines again."""
-        self.lines.scroll_end(animate=False, immediate=True)
+        self.lines.keep_end()
         self.unseen = 0
 
     def action_top(self) -> None:
         """The first line of the run."""
+        self.lines.following = False
         self.lines.scroll_home(animate=False, immediate=True)
 
     def action_toggle_wrap(self) -> None:
@@ -184,6 +184,7 @@ class OutputView(Vertical):
         lines.mark_line = found
         lines.refresh()
         if found is not None:
+            lines.following = False
             lines.scroll_to(y=max(0, found - 2), animate=False, immediate=True)
         self._title()
 

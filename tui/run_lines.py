@@ -65,6 +65,8 @@ class RunLines(ScrollView, can_focus=True):
         self.widest = 0
         self.mark_line: int | None = None
         """A line to highlight: the search's match."""
+        self.following = True
+        """The view sits at the end and keeps there as lines come (scrolling up lets go)."""
 
     # ----- the file -------------------------------------------------------------------------
 
@@ -85,7 +87,8 @@ class RunLines(ScrollView, can_focus=True):
         self.mark_line = None
         self._forget()
         self.virtual_size = Size(0, 0)
-        self.scroll_to(0, 0, animate=False)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.following = True
 
     def grow(self, starts: array[int], end_bytes: int, restart: bool) -> int:
         """More of the file is indexed; returns how many lines were added."""
@@ -101,7 +104,20 @@ class RunLines(ScrollView, can_focus=True):
                 self._rendered.pop(before - 1, None)  # the last line was still being written
         self.end_bytes = end_bytes
         self._resize()
+        if self.following:
+            self.keep_end()
         return self.line_count - before
+
+    def keep_end(self) -> None:
+        """To the end, now and once the new height is laid out."""
+        self.following = True
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.following = True
 
     def line_bytes(self, number: int) -> bytes:
         """The bytes of line `number` (read from the file)."""
@@ -153,7 +169,12 @@ class RunLines(ScrollView, can_focus=True):
     @property
     def at_end(self) -> bool:
         """The last line is on screen (new lines then scroll into view)."""
-        return self.scroll_offset.y >= self.max_scroll_y
+        return self.following or self.scroll_offset.y >= self.max_scroll_y
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """A person scrolling up lets go of the end; scrolling back down takes it again."""
+        super().watch_scroll_y(old_value, new_value)
+        self.following = round(new_value) >= self.max_scroll_y
 
     def render_line(self, y: int) -> Strip:
         """Row `y` of the view: a line, or a part of a wrapped one."""

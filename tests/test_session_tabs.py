@@ -1,0 +1,260 @@
+"""The session screen's Output and Spend tabs, driven by Pilot against a real daemon whose
+agents are real processes: the simulated agent, or small scripts that print what a test needs
+(hostile escapes, a log of several mebibytes, one marker per run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FAST, Herd, wait_until
+from test_dashboard import SIMAGENT, make_repo, until
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from agentherd.tui.app import HerdApp
+from agentherd.tui.output_view import OutputView
+from agentherd.tui.session_screen import SessionScreen
+from agentherd.tui.spend_chart import SpendCharts
+from agentherd.tui.widgets import SessionTable
+
+HOSTILE = (
+    b"\x1b[31mRED-TEXT\x1b[0m \x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b[10;5H"
+    b"moved \x1b[1;32mGREEN-TEXT\x1b[0m\n"
+)
+"""Colours, then a clipboard write (OSC 52), a window title, a screen clear and a cursor move."""
+
+BIG_LINES = 100_000
+"""Lines of the big log: 6.3 MB, far past what any view should read or render at once."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Textual runs on asyncio."""
+    return "asyncio"
+
+
+def script_session(root: Path, name: str, code: str, extra: str = "") -> str:
+    """A herd.toml block running `code` with this Python as a plain agent."""
+    make_repo(root / name)
+    (root / name / "agent.py").write_text(code)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "add", "agent.py"], cwd=root / name, check=True)
+    subprocess.run([*git, "commit", "-qm", "agent"], cwd=root / name, check=True)
+    command = [sys.executable, "agent.py"]
+    return (
+        f'[[session]]\nname = "{name}"\ncwd = "{name}"\nagent = "plain"\n'
+        f"command = {json.dumps(command)}\n{extra}"
+    )
+
+
+def write_toml(herd: Herd, *blocks: str) -> None:
+    """herd.toml: the blocks under defaults that never restart and stop quickly."""
+    herd.write('[defaults]\nrestart = "never"\nstop_grace = "5s"\n\n' + "\n".join(blocks))
+
+
+async def open_session(pilot: Pilot[Any], app: HerdApp, name: str) -> SessionScreen:
+    """Put the cursor on `name` and press Enter; return the session screen."""
+    table = app.query_one(SessionTable)
+    await until(pilot, lambda: name in table._order, f"{name}'s row")
+    table.move_cursor(row=table.get_row_index(name))
+    await pilot.pause()
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, SessionScreen), "the session screen")
+    screen = app.screen
+    assert isinstance(screen, SessionScreen)
+    return screen
+
+
+def row_texts(view: OutputView) -> list[str]:
+    """Every row of the output as drawn now, and fail if any holds an escape character."""
+    lines = view.lines
+    rows = []
+    for y in range(lines.scrollable_content_region.height):
+        strip = lines.render_line(y)
+        for segment in strip:
+            assert "\x1b" not in segment.text and "\x07" not in segment.text, segment.text
+        rows.append(strip.text)
+    return rows
+
+
+@pytest.mark.anyio
+async def test_colours_show_and_every_other_control_stays_inert(herd: Herd) -> None:
+    """A plain agent prints red and green text around OSC 52, a title, CSI 2J and a cursor
+    move: the readable view shows the words in colour with the rest dropped, the raw view
+    (`v`) shows the rest as ^[ text, still coloured; no drawn row holds an escape byte."""
+    code = f"import sys, time\nsys.stdout.buffer.write({HOSTILE!r})\nsys.stdout.flush()\n"
+    write_toml(herd, script_session(herd.root, "hostile", code + "time.sleep(60)\n"))
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_session(pilot, app, "hostile")
+        view = screen.query_one(OutputView)
+        await until(pilot, lambda: view.lines.line_count >= 1, "the line")
+        text = view.lines.line_text(0)
+        assert text.plain == "RED-TEXT moved GREEN-TEXT"
+        styles = {text.plain[s.start : s.end]: str(s.style) for s in text.spans}
+        assert "color(1)" in styles["RED-TEXT"] and "color(2)" in styles["GREEN-TEXT"]  # red, green
+        assert any("RED-TEXT" in row for row in row_texts(view))
+        await pilot.press("v")
+        await until(pilot, lambda: "raw" in str(screen.query_one("#output-title").render()), "raw")
+        raw = view.lines.line_text(0)
+        for shown in ("^[]52;c;ZXZpbA==^G", "^[]0;pwned^G", "^[[2J", "^[[10;5H"):
+            assert shown in raw.plain
+        assert any("color(1)" in str(s.style) for s in raw.spans)
+        assert any("^[[2J" in row for row in row_texts(view))
+
+
+@pytest.mark.anyio
+async def test_w_wraps_a_long_line_onto_the_next_rows_and_back(herd: Herd) -> None:
+    """A 300-character line is cut at the edge; `w` wraps it onto three rows (the title says
+    wrap); `w` again cuts it."""
+    code = "import time\nprint('W' * 300, flush=True)\nprint('after', flush=True)\ntime.sleep(60)\n"
+    write_toml(herd, script_session(herd.root, "wide", code))
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_session(pilot, app, "wide")
+        view = screen.query_one(OutputView)
+        await until(pilot, lambda: view.lines.line_count >= 2, "the lines")
+        cut = row_texts(view)
+        assert cut[0].count("W") < 300 and cut[1].startswith("after")
+        await pilot.press("w")
+        await until(pilot, lambda: view.lines.wrap, "wrap on")
+        assert "wrap" in str(screen.query_one("#output-title").render())
+        wrapped = [row.rstrip() for row in row_texts(view) if row.strip()]
+        assert "".join(wrapped[:-1]) == "W" * 300 and len(wrapped) >= 4
+        assert wrapped[-1] == "after"
+        await pilot.press("w")
+        await until(pilot, lambda: not view.lines.wrap, "wrap off")
+        assert row_texts(view)[1].startswith("after")
+
+
+@pytest.mark.anyio
+async def test_a_big_log_opens_scrolls_to_the_top_and_searches_reading_only_the_screen(
+    herd: Herd,
+) -> None:
+    """A 6.3 MB log of 100,000 lines: opening shows its end, `g` its first line, `/` finds a
+    line near the top and `G` returns to the end, each rendering and reading at most a few
+    screens of lines (counted, not timed), however long the log."""
+    code = (
+        "import sys, time\n"
+        f"for i in range({BIG_LINES}):\n"
+        "    tag = 'needle' if i == 17 else 'line'\n"
+        "    sys.stdout.write(f'{tag} {i:06d} ' + 'x' * 50 + '\\n')\n"
+        "sys.stdout.flush()\n"
+        "time.sleep(60)\n"
+    )
+    write_toml(herd, script_session(herd.root, "big", code))
+    client = herd.start()
+    client.call("up")
+    wait_until(lambda: client.call("status", target="big")["logs"]["bytes"] >= BIG_LINES * 63, 60)
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_session(pilot, app, "big")
+        view = screen.query_one(OutputView)
+        lines = view.lines
+        await until(pilot, lambda: lines.line_count == BIG_LINES, "the whole log indexed")
+        await pilot.pause(0.2)
+        height = lines.scrollable_content_region.height
+        screens = 3 * height
+        assert lines.shown_lines()[-1].startswith(f"line {BIG_LINES - 1:06d}")
+        assert lines.lines_rendered <= screens and lines.reader.lines_read <= screens
+
+        rendered, read = lines.lines_rendered, lines.reader.lines_read
+        await pilot.press("g")
+        await until(pilot, lambda: lines.scroll_offset.y == 0, "the top")
+        await pilot.pause(0.1)
+        assert lines.shown_lines()[0].startswith("line 000000")
+        assert lines.lines_rendered - rendered <= screens
+        assert lines.reader.lines_read - read <= screens
+
+        await pilot.press("G")
+        await until(pilot, lambda: lines.at_end, "the end")
+        rendered, read = lines.lines_rendered, lines.reader.lines_read
+        await pilot.press("slash", *"needle", "enter")
+        await until(pilot, lambda: view.match_line is not None, "a match")
+        await pilot.pause(0.1)
+        assert view.match_line == 17
+        assert any(line.startswith("needle 000017") for line in lines.shown_lines())
+        assert lines.lines_rendered - rendered <= screens
+        assert lines.reader.lines_read - read <= screens
+
+
+@pytest.mark.anyio
+async def test_every_run_of_the_session_can_be_shown(herd: Herd) -> None:
+    """A session that fails twice and then stays up has three runs: the tab follows run 3;
+    `[` shows run 2's output, again run 1's; `]` twice follows the newest again."""
+    code = (
+        "import os, sys, time\n"
+        "run = os.path.basename(os.environ['HERD_RUN_DIR'])\n"
+        "print(f'output of run {run}', flush=True)\n"
+        "sys.exit(1) if int(run) < 3 else time.sleep(60)\n"
+    )
+    extra = 'restart = "on-failure"\nrestart_delay = "0s"\n'
+    write_toml(herd, script_session(herd.root, "runs", code, extra))
+    client = herd.start()
+    client.call("up")
+    wait_until(lambda: client.call("status", target="runs")["run"] == 3, 30, "run 3")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_session(pilot, app, "runs")
+        view = screen.query_one(OutputView)
+
+        def shows(run: int) -> bool:
+            return view.shown_run == run and f"output of run {run}" in view.lines.shown_lines()
+
+        await until(pilot, lambda: shows(3), "run 3")
+        await pilot.press("left_square_bracket")
+        await until(pilot, lambda: shows(2), "run 2")
+        assert "run 2 of 3" in str(screen.query_one("#output-title").render())
+        await pilot.press("left_square_bracket")
+        await until(pilot, lambda: shows(1), "run 1")
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        await until(pilot, lambda: shows(3) and view.run is None, "the newest again")
+
+
+@pytest.mark.anyio
+async def test_spend_tab_charts_a_running_agents_spend_against_its_budget(tmp_path: Path) -> None:
+    """A simulated agent that spends $0.05 a feature under a $1 / 2M-token budget: the Spend
+    tab (6) shows cost_usd and tokens each with its limit rule and a time axis once samples
+    come, and says where the spend is heading."""
+    herd = Herd(tmp_path, replace(FAST, spend_sample_s=0.1, budget_check_s=0.1))
+    make_repo(tmp_path / "spender")
+    command = [*SIMAGENT, "--delay", "3", "--cost-per-feature", "0.05"]
+    herd.write(
+        '[defaults]\nrestart = "never"\nstop_grace = "5s"\n\n'
+        f'[[session]]\nname = "spender"\ncwd = "spender"\nagent = "claude"\n'
+        f'command = {json.dumps(command)}\nplan = "feature_list.json"\n'
+        "budget = { cost_usd = 1, tokens = 2000000 }\n"
+    )
+    try:
+        herd.start().call("up")
+        app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await open_session(pilot, app, "spender")
+            await pilot.press("6")
+            chart = screen.query_one("#spend-chart", Static)
+
+            def drawn() -> str:
+                charts = chart.content
+                if not isinstance(charts, SpendCharts):
+                    return str(charts)
+                return "\n".join(line.plain for line in charts.lines(110))
+
+            def charted() -> bool:
+                text = drawn()
+                return text.count("limit ─") >= 2 and ("···" in text or "runs out" in text)
+
+            await until(pilot, lambda: len(screen.samples or []) >= 3, "samples")
+            await until(pilot, charted, "the charts")
+            text = drawn()
+            assert "cost_usd  $" in text and "of $1.00" in text
+            assert "tokens " in text and "of 2.0M" in text
+    finally:
+        herd.down()
