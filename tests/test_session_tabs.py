@@ -15,13 +15,13 @@ import pytest
 from conftest import FAST, Herd, wait_until
 from test_dashboard import SIMAGENT, make_repo, until
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from agentherd.tui.app import HerdApp
 from agentherd.tui.output_view import OutputView
 from agentherd.tui.session_screen import SessionScreen
 from agentherd.tui.spend_chart import SpendCharts
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
 HOSTILE = (
     b"\x1b[31mRED-TEXT\x1b[0m \x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b[10;5H"
@@ -258,3 +258,64 @@ async def test_spend_tab_charts_a_running_agents_spend_against_its_budget(tmp_pa
             assert "tokens " in text and "of 2.0M" in text
     finally:
         herd.down()
+
+
+@pytest.mark.anyio
+async def test_restart_from_a_chosen_checkpoint_asks_and_is_rebindable(herd: Herd) -> None:
+    """`[keys] restart-from = "T"`: on the Checkpoints tab, the older checkpoint under the
+    cursor, T asks "Restart sim from <sha>?"; n sends nothing; T then y resets the worktree to
+    that checkpoint (a worktree-reset event naming it) and begins a new task."""
+    make_repo(herd.root / "sim")
+    command = [*SIMAGENT, "--delay", "0.2"]
+    write_toml(
+        herd,
+        f'[[session]]\nname = "sim"\ncwd = "sim"\nagent = "claude"\n'
+        f'command = {json.dumps(command)}\nplan = "feature_list.json"\n',
+    )
+    client = herd.start()
+    client.call("up")
+    herd.wait_state("sim", "completed", timeout_s=30)
+    app = HerdApp(herd.daemon.socket_path, keys={"restart-from": "T"})  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_session(pilot, app, "sim")
+        await pilot.press("4")
+        await until(pilot, lambda: len(screen.checkpoints) >= 2, "the checkpoints")
+        table = screen.query_one("#checkpoint-table", DataTable)
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.pause()
+        older = screen.checkpoints[1]["sha"]
+        await pilot.press("T")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        asked = str(app.screen.query_one("#question").render())
+        assert asked == f"Restart sim from {older[:10]}?"
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "the question closed")
+        assert not herd.events("sim", "worktree-reset")
+        await pilot.press("T")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question again")
+        await pilot.press("y")
+        await until(pilot, lambda: bool(herd.events("sim", "worktree-reset")), "the reset")
+        reset = herd.events("sim", "worktree-reset")[0]
+        assert reset["data"]["sha"] == older
+        assert herd.status("sim")["handle"] != "sim/1"
+
+
+@pytest.mark.anyio
+async def test_an_editor_that_cannot_run_is_a_notice_not_a_crash(
+    herd: Herd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`e` with $EDITOR naming no program: a notice says it cannot run; the dashboard stays."""
+    monkeypatch.setenv("VISUAL", str(tmp_path / "no-such-editor"))
+    write_toml(herd, script_session(herd.root, "quiet", "import time\ntime.sleep(60)\n"))
+    herd.start().call("up")
+    socket_path = herd.daemon.socket_path  # type: ignore[union-attr]
+    app = HerdApp(socket_path, worktrees={"quiet": herd.root / "quiet"})
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 1, "the row")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app._notifications), "a notice")
+        notice = next(iter(app._notifications)).message
+        assert notice.startswith("cannot run") and "no-such-editor" in notice
+        assert app.is_running

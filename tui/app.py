@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
@@ -38,6 +38,7 @@ ACTION_IDS = (
     "open",
     "start-stop",
     "restart",
+    "restart-from",
     "kill",
     "pause-resume",
     "approve",
@@ -51,6 +52,7 @@ ACTION_IDS = (
     "help",
     "quit",
     "stop-all",
+    "back",
 )
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
@@ -334,7 +336,7 @@ class HerdApp(App[None]):
     def act_on(self, action: str, name: str) -> None:
         """A command palette choice: select the session, then act on it."""
         self.select(name)
-        if action in ("output", "open", "report", "events", "checkpoints"):
+        if action in ("output", "open", "report", "events", "checkpoints", "spend"):
             self.open_session(name, "output" if action == "open" else action)
             return
         method = {
@@ -505,8 +507,11 @@ class HerdApp(App[None]):
         if folder is None:
             self.notify(f"the worktree of {status.session} is not known here", markup=False)
             return
-        with self.suspend():
-            subprocess.run([*argv], cwd=folder, check=False)
+        try:
+            with self.suspend():
+                subprocess.run([*argv], cwd=folder, check=False)
+        except (OSError, SuspendNotSupported) as exc:  # no such editor; no terminal to hand over
+            self.notify(f"cannot run {argv[0]} in {folder}: {exc}", severity="error", markup=False)
 
     def action_editor(self) -> None:
         """Open the worktree in $EDITOR."""

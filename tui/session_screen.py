@@ -102,7 +102,7 @@ class SessionScreen(Screen[None]):
     """Everything herd knows about one session; Escape goes back to the fleet."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", tooltip="Back to the fleet"),
+        Binding("escape", "back", "Back", id="back", tooltip="Back to the fleet"),
         *(
             Binding(str(n), f"tab('{tab}')", label, show=False, tooltip=f"The {label} tab")
             for n, (tab, label) in enumerate(TABS, start=1)
@@ -113,6 +113,7 @@ class SessionScreen(Screen[None]):
             "F",
             "restart_from",
             "Restart from",
+            id="restart-from",
             tooltip="Restart from the checkpoint under the cursor (Checkpoints tab; asks first)",
         ),
         Binding("ctrl+r", "reload", "Reload", show=False, tooltip="Read the tabs again"),
