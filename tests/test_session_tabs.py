@@ -319,3 +319,29 @@ async def test_an_editor_that_cannot_run_is_a_notice_not_a_crash(
         notice = next(iter(app._notifications)).message
         assert notice.startswith("cannot run") and "no-such-editor" in notice
         assert app.is_running
+
+
+@pytest.mark.anyio
+async def test_with_wrap_on_g_and_G_reach_the_first_and_last_rows(herd: Herd) -> None:
+    """Seen in tmux: with wrap on, `g` stayed at the end when the log had fewer lines than
+    the screen has rows but more wrapped rows. Now `g` shows the first line on the top row
+    and `G` the last line on the bottom row."""
+    code = (
+        "import time\nprint('first' + 'y' * 295)\n"
+        "for _ in range(30):\n    print('z' * 300)\n"
+        "print('last', flush=True)\ntime.sleep(60)\n"
+    )
+    write_toml(herd, script_session(herd.root, "long", code))
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_session(pilot, app, "long")
+        view = screen.query_one(OutputView)
+        await until(pilot, lambda: view.lines.line_count == 32, "the lines")
+        await pilot.press("w")
+        await until(pilot, lambda: view.lines.wrap, "wrap on")
+        await until(pilot, lambda: row_texts(view)[-1].rstrip() == "last", "the end at the bottom")
+        await pilot.press("g")
+        await until(pilot, lambda: row_texts(view)[0].startswith("firstyyy"), "the top")
+        await pilot.press("G")
+        await until(pilot, lambda: row_texts(view)[-1].rstrip() == "last", "the end again")

@@ -13,6 +13,7 @@ from array import array
 from collections import OrderedDict
 from pathlib import Path
 
+from rich.cells import get_character_cell_size
 from rich.segment import Segment
 from rich.text import Text
 from textual.geometry import Size
@@ -39,6 +40,18 @@ def render_bytes(data: bytes, raw: bool) -> Text:
     if not raw and stripped.startswith(b"{"):
         return Text(summarize(data, LINE_CHARS))
     return Text.from_ansi(coloured_line(data, LINE_CHARS, as_terminal=not raw), end="")
+
+
+def _cut_every(text: Text, width: int) -> list[Text]:
+    """The line in pieces of `width` cells, as a terminal wraps output (not at words)."""
+    cuts, used = [], 0
+    for index, character in enumerate(text.plain):
+        cells = get_character_cell_size(character)
+        if used + cells > width:
+            cuts.append(index)
+            used = 0
+        used += cells
+    return list(text.divide(cuts)) if cuts else [text]
 
 
 class RunLines(ScrollView, can_focus=True):
@@ -147,8 +160,12 @@ class RunLines(ScrollView, can_focus=True):
         self._page = []
 
     def _resize(self) -> None:
-        width = 0 if self.wrap else max(self.widest, self.scrollable_content_region.width)
-        self.virtual_size = Size(width, self.line_count)
+        if self.wrap:  # the scroll position is the top line: any line may be the top one
+            spare = max(0, self.scrollable_content_region.height - 1)
+            self.virtual_size = Size(0, self.line_count + spare)
+        else:
+            width = max(self.widest, self.scrollable_content_region.width)
+            self.virtual_size = Size(width, self.line_count)
         self._page_key = None
         self.refresh()
 
@@ -160,6 +177,12 @@ class RunLines(ScrollView, can_focus=True):
     def watch_wrap(self) -> None:
         self.scroll_to(x=0, animate=False)
         self._resize()
+        if self.following:
+            self.keep_end()
+
+    def on_resize(self) -> None:
+        """A new height changes the wrapped view's spare rows."""
+        self._resize()
 
     def on_unmount(self) -> None:
         self.reader.close()
@@ -169,6 +192,8 @@ class RunLines(ScrollView, can_focus=True):
     @property
     def at_end(self) -> bool:
         """The last line is on screen (new lines then scroll into view)."""
+        if self.wrap:
+            return self.following
         return self.following or self.scroll_offset.y >= self.max_scroll_y
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -226,7 +251,7 @@ class RunLines(ScrollView, can_focus=True):
         text.stylize(self.rich_style)
         if number == self.mark_line:
             text.stylize("reverse")
-        lines = text.wrap(self.app.console, max(1, width), overflow="fold") or [Text("")]
+        lines = _cut_every(text, max(1, width))
         return [
             Strip(line.render(self.app.console), line.cell_len).extend_cell_length(
                 width, self.rich_style

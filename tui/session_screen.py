@@ -71,6 +71,11 @@ def _read_progress(path: str | None) -> str:
         return f"{path}: {exc.strerror or exc}"
 
 
+def _short_time(at: str | None) -> str:
+    """`12-01 16:58:06` of an ISO time: the year and milliseconds cost 80 columns a third."""
+    return at[5:19].replace("T", " ") if at and len(at) >= 19 else (at or "")
+
+
 def progress_entries(text: str) -> list[str]:
     """The progress file split into entries at its `#` headings, oldest first."""
     entries: list[list[str]] = []
@@ -226,7 +231,10 @@ class SessionScreen(Screen[None]):
         try:
             reply = parse_reply("spend", await self.herd.client.call("spend", name=name))
         except ApiError as exc:
-            self.post_message(Loaded(name, "spend", exc.message))
+            why = exc.message
+            if self.herd.read_only:
+                why = "the daemon keeps the samples while it runs, and none runs here"
+            self.post_message(Loaded(name, "spend", f"{why} (the Report tab has the totals)"))
             return
         self.post_message(Loaded(name, "spend", reply.samples))
 
@@ -333,7 +341,10 @@ class SessionScreen(Screen[None]):
         log = self.query_one("#event-log", Log)
         log.clear()
         log.write_lines(
-            [f"{e.at}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}" for e in events]
+            [
+                f"{_short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
+                for e in events
+            ]
         )
         warnings = self.status.warnings if self.status else []
         lines = [

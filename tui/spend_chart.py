@@ -48,6 +48,8 @@ class Series:
     estimated: bool = False
     spent_now: float | None = None
     """The status's figure (newer than the last sample)."""
+    capped: bool = True
+    """False: no budget limits this dimension, `limit` is only the chart's scale (its peak)."""
 
 
 def amount_text(name: str, value: float) -> str:
@@ -95,6 +97,13 @@ def series(samples: list[list[Any]], status: SessionStatus | None) -> list[Serie
         estimated = bool(use.get("estimated"))
         spent_now = None if use.get("spent") is None else float(use["spent"])
         found.append(Series(name, points, limit, _rate(points), estimated, spent_now))
+    if not found:  # no budget: what was spent, scaled to its peak, with nothing to run out of
+        for name in ("cost_usd", "tokens"):
+            index = SAMPLE_FIELD[name]
+            points = [(float(s[0]), float(s[index])) for s in samples if s[index] is not None]
+            peak = max((value for _, value in points), default=0.0)
+            if peak > 0:
+                found.append(Series(name, points, peak, 0.0, capped=False))
     return found
 
 
@@ -108,11 +117,12 @@ def chart(item: Series, width: int, running: bool) -> list[Text]:
     spent = item.points[-1][1] if item.points else 0.0
     mark = " (estimated)" if item.estimated else ""
     now = item.spent_now if item.spent_now is not None else spent
+    of = f" of {amount_text(item.name, item.limit)}  ({now / item.limit:.0%})"
     head = Text(
-        f"{item.name}  {amount_text(item.name, now)} of {amount_text(item.name, item.limit)}"
-        f"  ({now / item.limit:.0%}){mark}",
+        f"{item.name}  {amount_text(item.name, now)}{of if item.capped else ''}{mark}",
         style="bold",
     )
+    running = running and item.capped
     if len(item.points) < 2:
         return [
             head,
@@ -139,7 +149,8 @@ def chart(item: Series, width: int, running: bool) -> list[Text]:
             values.append((spent + item.rate_per_s * (at - last_at), True))
     exhausted = next((i for i, (v, p) in enumerate(values) if p and v >= item.limit), None)
     rows = _rows(values, item.limit, plot, spent >= item.limit)
-    limit_line = Text(f"{'limit':>{LABEL_CELLS - 1}} ", style="dim")
+    label = "limit" if item.capped else amount_text(item.name, item.limit)
+    limit_line = Text(f"{label:>{LABEL_CELLS - 1}} ", style="dim")
     top = ["─"] * plot
     if exhausted is not None:
         top[exhausted] = "✕"
@@ -188,8 +199,10 @@ class SpendCharts:
         """The whole tab as lines, for the width given."""
         status = self.status
         found = series(self.samples, status)
+        if not any(item.capped for item in found):
+            yield Text("no budget set: add budget = { cost_usd = 25, ... } to the session", "dim")
         if not found:
-            yield Text("no budget set: add budget = { cost_usd = 25, ... } to the session")
+            yield Text("nothing spent yet")
         running = status is not None and status.state in ACTIVE_STATES
         for item in found:
             yield from chart(item, width, running)
