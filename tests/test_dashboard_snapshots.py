@@ -101,8 +101,11 @@ def test_kill_confirmation_names_the_session(snap_compare: Any, tmp_path: Path) 
         ("2", "Progress: says there is no progress file in this fleet"),
         ("3", "Plan: 1/4 passing, ✓ CSV export then ✗ for the three failing items"),
         ("4", "Checkpoints: newest first, the newest ✗; below it the failing verify lines"),
-        ("5", "Events: the open verify-failed warning above the session's events with times"),
-        ("6", "Spend: no budget set, and how to set one"),
+        (
+            "5",
+            "Events: the open verify-failed warning above the session's events, times as 11-30 09:00:01",
+        ),
+        ("6", "Spend: says no budget is set, how to set one, and that no samples were taken"),
         ("7", "Report: herd's report rendered as markdown"),
     ],
     ids=["output", "progress", "plan", "checkpoints", "events", "spend", "report"],

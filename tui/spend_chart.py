@@ -202,7 +202,7 @@ class SpendCharts:
         if not any(item.capped for item in found):
             yield Text("no budget set: add budget = { cost_usd = 25, ... } to the session", "dim")
         if not found:
-            yield Text("nothing spent yet")
+            yield Text("no samples of its spend yet: the daemon takes them while a run goes")
         running = status is not None and status.state in ACTIVE_STATES
         for item in found:
             yield from chart(item, width, running)
