@@ -103,7 +103,7 @@ def test_kill_confirmation_names_the_session(snap_compare: Any, tmp_path: Path) 
         ("4", "Checkpoints: newest first, the newest ✗; below it the failing verify lines"),
         (
             "5",
-            "Events: the open verify-failed warning above the session's events, times as 11-30 09:00:01",
+            "Events: the open verify-failed warning above the events, times as 11-30 09:00:01",
         ),
         ("6", "Spend: says no budget is set, how to set one, and that no samples were taken"),
         ("7", "Report: herd's report rendered as markdown"),
