@@ -15,7 +15,7 @@ import pytest
 from conftest import FAST, Herd, wait_until
 from test_dashboard import SIMAGENT, make_repo, until
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, TabbedContent
 
 from agentherd.tui.app import HerdApp
 from agentherd.tui.output_view import OutputView
@@ -345,3 +345,71 @@ async def test_with_wrap_on_g_and_G_reach_the_first_and_last_rows(herd: Herd) ->
         await until(pilot, lambda: row_texts(view)[0].startswith("firstyyy"), "the top")
         await pilot.press("G")
         await until(pilot, lambda: row_texts(view)[-1].rstrip() == "last", "the end again")
+
+
+@pytest.mark.anyio
+async def test_scrolled_up_the_view_holds_and_counts_new_lines_until_G(herd: Herd) -> None:
+    """An agent printing a line every 50 ms: `g` goes to the top, which stays on screen while
+    lines come, the title counting "+N new lines"; `G` follows the end again."""
+    code = (
+        "import time\nfor i in range(100000):\n"
+        "    print(f'tick {i:06d}', flush=True)\n    time.sleep(0.05)\n"
+    )
+    write_toml(herd, script_session(herd.root, "ticker", code))
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_session(pilot, app, "ticker")
+        view = screen.query_one(OutputView)
+        lines = view.lines
+        await until(pilot, lambda: lines.line_count > 40, "a screenful and more")
+        await pilot.press("g")
+        await until(pilot, lambda: view.unseen >= 5, "new lines counted")
+        assert lines.shown_lines()[0] == "tick 000000", "the view held"
+        assert f"+{view.unseen:,} new lines" in str(screen.query_one("#output-title").render())
+        await pilot.press("G")
+        await until(pilot, lambda: view.unseen == 0 and lines.following, "following again")
+        newest = lines.line_count - 1
+        await until(
+            pilot,
+            lambda: any(line >= f"tick {newest:06d}" for line in lines.shown_lines()),
+            "the newest lines on screen",
+        )
+
+
+@pytest.mark.anyio
+async def test_palette_shows_output_and_spend_of_a_session_by_name(herd: Herd) -> None:
+    """ctrl+p "show output of second" opens second's session screen on its output (the
+    cursor was on first); ctrl+p "spend of first" moves that screen to first's Spend tab, and
+    one Escape returns to the fleet (the palette never stacks session screens)."""
+    quiet = "import time\nprint('hello from', __file__, flush=True)\ntime.sleep(60)\n"
+    write_toml(
+        herd,
+        script_session(herd.root, "first", quiet),
+        script_session(herd.root, "second", quiet),
+    )
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTable).row_count == 2, "the rows")
+        for words, session, tab in (
+            ("show output of second", "second", "output"),
+            ("spend of first", "first", "spend"),
+        ):
+            await pilot.press("ctrl+p")
+            await pilot.pause(0.2)
+            await pilot.press(*words)
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+
+            def shown(session: str = session, tab: str = tab) -> bool:
+                screen = app.screen
+                return (
+                    isinstance(screen, SessionScreen)
+                    and screen.session == session
+                    and screen.query_one(TabbedContent).active == tab
+                )
+
+            await until(pilot, shown, f"{session}'s {tab} tab")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, SessionScreen), "the fleet")

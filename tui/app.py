@@ -329,7 +329,12 @@ class HerdApp(App[None]):
             self.table.move_cursor(row=self.table._order.index(name), animate=False)
 
     def open_session(self, name: str, tab: str = "output") -> None:
-        """The session screen of `name`, on `tab`."""
+        """The session screen of `name`, on `tab` (the one open follows it: one deep, so
+        Escape always returns to the fleet)."""
+        if isinstance(self.screen, SessionScreen):
+            self.screen.session = name
+            self.screen.action_tab(tab)
+            return
         self.action_hide_output()
         self.push_screen(SessionScreen(name, tab))
 
