@@ -35,7 +35,7 @@ RENDERED_KEPT = 4000
 def render_bytes(data: bytes, raw: bool) -> Text:
     """One line as shown: stream-json summarised (unless raw), the agent's colours kept."""
     if data[:1] == b"\0":
-        return Text(f"… {len(data):,} bytes the log cap removed", style="dim")
+        return Text("… (output the log cap removed to stay under log_max_bytes)", style="dim")
     stripped = data.lstrip()
     if not raw and stripped.startswith(b"{"):
         return Text(summarize(data, LINE_CHARS))
