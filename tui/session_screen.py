@@ -238,6 +238,11 @@ class SessionScreen(Screen[None]):
             return
         self.post_message(Loaded(name, "spend", reply.samples))
 
+    @work(group="spend", exclusive=True, exit_on_error=False)
+    async def _refresh_spend(self) -> None:
+        """Newer samples, in a worker of their own (the other tabs need not be read again)."""
+        await self._read_spend()
+
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
         """The Spend tab draws what it has and asks for newer samples."""
@@ -248,7 +253,7 @@ class SessionScreen(Screen[None]):
     def _spend_if_shown(self) -> None:
         """Fresh samples while the Spend tab is in front."""
         if self.query_one(TabbedContent).active == "spend":
-            self.run_worker(self._read_spend(), group="spend", exclusive=True, exit_on_error=False)
+            self._refresh_spend()
 
     def show_status(self, status: SessionStatus | None) -> None:
         """The newest status of this session: the headline; tabs are read again on a change."""
