@@ -23,11 +23,11 @@ from agentherd.tui.widgets import SessionTable  # noqa: E402
 
 SIZE = (120, 34)
 NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}
-PICTURES = ("dashboard", "dashboard-session", "dashboard-help")
+PICTURES = ("dashboard", "dashboard-session", "dashboard-spend", "dashboard-help")
 
 
 async def capture(logs: Path) -> None:
-    """The fleet, one session's checkpoints, and the help."""
+    """The fleet, one session's checkpoints, one session's spend, and the help."""
     client = ReplayClient(write_logs(logs))
     app = HerdApp(client=client, config_label="demo", notes=NOTES)
     async with app.run_test(size=SIZE) as pilot:
@@ -44,6 +44,18 @@ async def capture(logs: Path) -> None:
         app.save_screenshot("dashboard-session.svg", str(HERE))
         await pilot.press("escape")
         await pilot.pause(0.2)
+    client = ReplayClient(write_logs(logs), budgets=True)
+    app = HerdApp(client=client, config_label="demo", notes=NOTES)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        while table.row_count < 6:
+            await pilot.pause(0.05)
+        table.move_cursor(row=table.get_row_index("api-migration"))
+        await pilot.press("enter", "6")
+        while not any(op == "spend" for op, _ in client.calls):
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        app.save_screenshot("dashboard-spend.svg", str(HERE))
     app = HerdApp(client=ReplayClient(write_logs(logs)), config_label="demo", notes=NOTES)
     async with app.run_test(size=(120, 50)) as pilot:
         while app.query_one(SessionTable).row_count < 6:

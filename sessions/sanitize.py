@@ -67,3 +67,42 @@ def display_line(data: bytes, max_chars: int) -> str:
     text = _ESCAPE_SEQUENCE.sub("", text)
     text = text.rsplit("\r", 1)[-1]
     return inert_line(text.encode("utf-8"), max_chars)
+
+
+_SGR = re.compile(r"\x1b\[[0-9;:]{0,64}m")
+"""Select Graphic Rendition: colours and bold, the only sequence a view may pass on."""
+
+
+def coloured_line(data: bytes, max_chars: int, as_terminal: bool) -> str:
+    """One output line with its SGR colour sequences kept and every other control inert.
+
+    `as_terminal` shows what a terminal would leave (other escapes dropped, only the text after
+    the last carriage return); otherwise every other escape shows as `^[` text. Either way no
+    cursor move, title, clipboard write or screen clear survives; `max_chars` counts the
+    visible characters only.
+    """
+    text = data[: (max(max_chars, 1) + 2) * _UTF8_MAX_BYTES_PER_CHAR * 4].decode(
+        "utf-8", errors="replace"
+    )
+    text = text.removesuffix("\r")
+    if as_terminal:
+        text = text.rsplit("\r", 1)[-1]
+    pieces: list[str] = []
+    visible = 0
+    position = 0
+    for found in [*_SGR.finditer(text), None]:
+        end = found.start() if found is not None else len(text)
+        plain = text[position:end]
+        if as_terminal:
+            plain = _ESCAPE_SEQUENCE.sub("", plain)
+        plain = inert(plain)
+        if visible + len(plain) > max_chars:
+            pieces.append(plain[: max(0, max_chars - visible - 1)] + ELLIPSIS)
+            break
+        pieces.append(plain)
+        visible += len(plain)
+        if found is None:
+            break
+        pieces.append(found.group())
+        position = found.end()
+    return "".join(pieces)

@@ -30,6 +30,7 @@ from agentherd.sessions.status import (
     PlanStatus,
     ProgressStatus,
     SessionStatus,
+    TaskStatus,
     UsageStatus,
     VerificationStatus,
     WarningStatus,
@@ -226,6 +227,29 @@ class DiskFleet:
             for s in self.config.sessions
         ]
 
+    def target_status(self, target: str) -> SessionStatus | TaskStatus:
+        """A session's status, or a task's by its handle (`api/3`), as the daemon answers."""
+        name, _, number = target.partition("/")
+        config = self._session(name)
+        record = self._record(config.name)
+        if not number or record.handle == target:
+            return self.status(config, record)
+        task = self.store.task(target)
+        if task is None:
+            raise ApiError(
+                "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
+            )
+        return TaskStatus(
+            session=name,
+            handle=target,
+            run=task.first_run,
+            state=task.state,
+            task_state=task_state(task.state),
+            reason=task.reason,
+            started_at=task.started_at,
+            ended_at=task.ended_at,
+        )
+
     def log_info(self, name: Any, run: Any = None) -> LogInfoReply:
         """Where a run's output is, as the daemon's `log_info` says (never live)."""
         config = self._session(name)
@@ -282,9 +306,7 @@ class DiskFleet:
         if op == "ls" or (op == "status" and not args.get("target")):
             return [s.to_json() for s in self.statuses()]
         if op == "status":
-            target = str(args["target"])
-            config = self._session(target.partition("/")[0])
-            return self.status(config, self._record(config.name)).to_json()
+            return self.target_status(str(args["target"])).to_json()
         if op == "events":
             session = args.get("session")
             if session is not None:

@@ -334,13 +334,45 @@ def write_logs(folder: Path) -> dict[str, Path]:
     return paths
 
 
+BUDGET = {
+    "cost_usd": {"spent": 0.42, "limit": 2.0, "fraction": 0.21, "estimated": False},
+    "tokens": {"spent": 120_000, "limit": 300_000, "fraction": 0.4},
+    "wall_time": {"spent": 3600, "limit": 21600, "fraction": 0.1667},
+    "restarts": {"spent": 0, "limit": 20, "fraction": 0.0},
+    "warn_at": 0.8,
+    "projection": {
+        "dimension": "tokens",
+        "exhausted_at": "2026-11-30T10:51:00Z",
+        "seconds_left": 3060.0,
+        "items_passing_by_then": 5,
+        "plan_total": 6,
+        "runs_out_before_plan": True,
+    },
+}
+"""api-migration's budget when the replay has budgets: tokens run out before the plan is done."""
+
+
+def spend_samples() -> list[list[Any]]:
+    """api-migration's spend over its hour, a sample every two minutes, faster lately."""
+    start = datetime(2026, 11, 30, 9, 0, tzinfo=UTC).timestamp()
+    found = []
+    for n in range(31):
+        share = (n / 30) ** 2
+        found.append(
+            [start + n * 120, int(120_000 * share), round(0.42 * share, 4), n // 3, n // 8]
+        )
+    return found
+
+
 class ReplayClient:
     """Answers the dashboard's reads from the fixed fleet; every command is refused."""
 
     read_only = False
 
-    def __init__(self, logs: dict[str, Path]) -> None:
+    def __init__(self, logs: dict[str, Path], budgets: bool = False) -> None:
         self.logs = logs
+        self.budgets = budgets
+        """api-migration has a budget and spend samples (other sessions have neither)."""
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     async def call(self, op: str, **args: Any) -> Any:
@@ -356,9 +388,15 @@ class ReplayClient:
             return [e.to_json() for e in events(name) if e.seq > int(args.get("since") or 0)]
         if op == "report":
             return report(name)
+        if op == "spend":
+            samples = spend_samples() if self.budgets and name == "api-migration" else []
+            return {"session": name, "samples": samples}
         raise ApiError("bad-state", f"{op}: this is a replayed fleet")
 
     async def stream(self, op: str, **args: Any) -> Any:
         """`subscribe`: one snapshot, then nothing changes."""
-        yield {"sessions": [s.to_json() for s in statuses()], "at": AT}
+        found = statuses()
+        if self.budgets:
+            found[0] = found[0].model_copy(update={"budget": BUDGET})
+        yield {"sessions": [s.to_json() for s in found], "at": AT}
         await anyio.sleep_forever()

@@ -126,7 +126,7 @@ async def test_session_screen_tabs_follow_the_session(fleet: tuple[Path, Client]
         view = screen.query_one(OutputView)
         await until(
             pilot,
-            lambda: any("agent session started" in line for line in view.log_widget.lines),
+            lambda: any("agent session started" in line for line in view.lines.shown_lines()),
             "the run's output",
         )
         await pilot.press("3")
@@ -145,7 +145,7 @@ async def test_session_screen_tabs_follow_the_session(fleet: tuple[Path, Client]
             lambda: any(f"task {order[1]}/1 started" in line for line in events.lines),
             "the next session's events",
         )
-        await pilot.press("6")
+        await pilot.press("7")
         await until(pilot, lambda: screen.report.get("session") == order[1], "its report")
         await pilot.press("question_mark")
         await until(pilot, lambda: app.screen is not screen, "the help")
@@ -237,7 +237,7 @@ async def test_dashboard_reads_a_stopped_fleet_and_changes_nothing(herd: Herd) -
         view = app.screen.query_one(OutputView)
         await until(
             pilot,
-            lambda: any("agent session started" in line for line in view.log_widget.lines),
+            lambda: any("agent session started" in line for line in view.lines.shown_lines()),
             "the output read from disk",
         )
     assert not Client(herd.daemon.socket_path).ping()  # type: ignore[union-attr]
@@ -299,14 +299,14 @@ async def test_output_keys_work_wherever_the_focus_is_in_the_session_screen(
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, SessionScreen), "the session screen")
         view = app.screen.query_one(OutputView)
-        await until(pilot, lambda: len(view.log_widget.lines) >= 7, "the output")
+        await until(pilot, lambda: view.lines.line_count >= 7, "the output")
         await pilot.press("slash", *"passed", "enter")
         await until(pilot, lambda: view.match_line is not None, "a match")
-        assert "passed" in view.log_widget.lines[view.match_line]
+        assert "passed" in view.lines.line_text(view.match_line).plain
         assert isinstance(app.screen, SessionScreen), "no other key ran"
         await pilot.press("v")
         await until(
             pilot,
-            lambda: any(line.startswith('{"type"') for line in view.log_widget.lines),
+            lambda: any(line.startswith('{"type"') for line in view.lines.shown_lines()),
             "the raw lines",
         )

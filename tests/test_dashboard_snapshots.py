@@ -18,11 +18,10 @@ SIZE = (120, 34)
 NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}
 
 
-def app_for(tmp_path: Path) -> HerdApp:
-    """The dashboard on the replayed fleet."""
-    return HerdApp(
-        client=ReplayClient(write_logs(tmp_path / "logs")), config_label="snapshot", notes=NOTES
-    )
+def app_for(tmp_path: Path, budgets: bool = False) -> HerdApp:
+    """The dashboard on the replayed fleet (with api-migration's budget and spend samples)."""
+    client = ReplayClient(write_logs(tmp_path / "logs"), budgets=budgets)
+    return HerdApp(client=client, config_label="snapshot", notes=NOTES)
 
 
 async def rows_shown(pilot: Pilot[Any]) -> None:
@@ -102,10 +101,14 @@ def test_kill_confirmation_names_the_session(snap_compare: Any, tmp_path: Path) 
         ("2", "Progress: says there is no progress file in this fleet"),
         ("3", "Plan: 1/4 passing, ✓ CSV export then ✗ for the three failing items"),
         ("4", "Checkpoints: newest first, the newest ✗; below it the failing verify lines"),
-        ("5", "Events: the open verify-failed warning above the session's events with times"),
-        ("6", "Report: herd's report rendered as markdown"),
+        (
+            "5",
+            "Events: the open verify-failed warning above the events, times as 11-30 09:00:01",
+        ),
+        ("6", "Spend: says no budget is set, how to set one, and that no samples were taken"),
+        ("7", "Report: herd's report rendered as markdown"),
     ],
-    ids=["output", "progress", "plan", "checkpoints", "events", "report"],
+    ids=["output", "progress", "plan", "checkpoints", "events", "spend", "report"],
 )
 def test_session_screen_tabs(snap_compare: Any, tmp_path: Path, key: str, shows: str) -> None:
     """Enter on billing-export, then a tab: the headline says failed (crash-loop), run 6,
@@ -115,3 +118,25 @@ def test_session_screen_tabs(snap_compare: Any, tmp_path: Path, key: str, shows:
         await open_tab(pilot, key)
 
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=on_tab), shows
+
+
+def test_spend_tab_charts_each_budget_against_its_limit(snap_compare: Any, tmp_path: Path) -> None:
+    """api-migration's Spend tab (7 after Enter): for cost_usd, tokens and wall_time a headline
+    (spent of limit, %), a dim "limit" rule, green blocks rising from 09:00 to 10:00 and dim
+    dots where the recent rate leads; tokens' dots reach the limit and the rule shows a red ✕
+    with "runs out ~hh:mm at this rate"; then "restarts 0 of 20" and the projection line in
+    yellow saying tokens run out with 5/6 passing, before the plan is done."""
+
+    async def on_spend(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        table = pilot.app.query_one(SessionTable)
+        table.move_cursor(row=table.get_row_index("api-migration"))
+        await pilot.press("enter", "6")
+        for _ in range(200):
+            if "spend" in [op for op, _ in pilot.app.client.calls]:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.3)
+
+    app = app_for(tmp_path, budgets=True)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=on_spend)

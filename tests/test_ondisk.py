@@ -138,3 +138,44 @@ def test_tail_offset_finds_the_last_lines(tmp_path: Path) -> None:
     assert path.read_bytes()[tail_offset(path, 0) :] == b""
     path.write_bytes(b"a\nb\nc")
     assert path.read_bytes()[tail_offset(path, 1) :] == b"c"
+
+
+def test_status_of_a_past_task_logs_of_a_run_and_json_forms_read_from_disk(herd: Herd) -> None:
+    """A session run as two tasks, then `herd down`: `status talker/1` is the first task
+    (completed, its own run), `status talker/4` names no task (exit 2, one line saying what
+    to run), `logs --run 1` is the first run's output, and `events --json`, `report --json`
+    and `status --json` are the daemon's JSON forms; nothing starts a daemon."""
+    finished_fleet(herd)
+    herd.start().call("start", name="talker")
+    herd.wait_state("talker", "completed", "failed")
+    herd.down()
+    assert herd.daemon is not None and not Client(herd.daemon.socket_path).ping()
+
+    first = herd.cli("status", "talker/1", "--json")
+    assert first.returncode == 0, first.stderr
+    task = json.loads(first.stdout)
+    assert (task["handle"], task["state"], task["run"]) == ("talker/1", "completed", 1)
+    assert "usage" not in task, "a past task, not the session's current status"
+
+    current = json.loads(herd.cli("status", "talker/2", "--json").stdout)
+    assert (current["handle"], current["run"], current["session"]) == ("talker/2", 2, "talker")
+    assert herd.cli("status", "talker").stdout.startswith("talker  ")
+
+    missing = herd.cli("status", "talker/4")
+    assert missing.returncode == 2 and "no task 'talker/4'" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) <= 2, missing.stderr
+
+    run_one = herd.cli("logs", "talker", "--run", "1")
+    assert run_one.returncode == 0 and run_one.stdout.endswith("tail without newline")
+
+    events = [json.loads(line) for line in herd.cli("events", "--json").stdout.splitlines()]
+    assert {"seq", "at", "session", "run", "kind", "message", "data"} <= set(events[0])
+    assert [
+        e["run"] for e in events if e["kind"] == "run-started" and e["session"] == "talker"
+    ] == [
+        1,
+        2,
+    ]
+    report = json.loads(herd.cli("report", "talker", "--json").stdout)
+    assert report["session"] == "talker"
+    assert not Client(herd.daemon.socket_path).ping(), "reading never starts a daemon"

@@ -153,3 +153,20 @@ def test_display_line_keeps_what_a_terminal_would_show() -> None:
     assert display_line(b"\x1b]0;title\x07after", 80) == "after"
     assert display_line(b"bell\x07 and \x1b", 80) == "bell^G and ^["
     assert display_line(b"line\r", 80) == "line"
+
+
+def test_coloured_line_keeps_sgr_and_nothing_else() -> None:
+    """Colours pass; OSC 52, a title, CSI 2J and a cursor move never reach a terminal raw."""
+    from agentherd.sessions.sanitize import coloured_line
+
+    line = (
+        b"\x1b[31mred\x1b[0m \x1b]52;c;ZXZpbA==\x07\x1b]0;t\x07\x1b[2J\x1b[3;4Hx\x1b[1;32mok\x1b[m"
+    )
+    shown = coloured_line(line, 200, as_terminal=True)
+    assert shown == "\x1b[31mred\x1b[0m x\x1b[1;32mok\x1b[m"
+    raw = coloured_line(line, 200, as_terminal=False)
+    assert raw == "\x1b[31mred\x1b[0m ^[]52;c;ZXZpbA==^G^[]0;t^G^[[2J^[[3;4Hx\x1b[1;32mok\x1b[m"
+    assert (
+        coloured_line(b"\x1b[31m" + b"y" * 50, 10, as_terminal=False) == "\x1b[31m" + "y" * 9 + "…"
+    )
+    assert coloured_line(b"50%\r100%", 20, as_terminal=True) == "100%"

@@ -78,3 +78,9 @@ def test_ls_and_status_show_the_task_the_life_the_budget_and_the_heading() -> No
     assert "4,000 tokens, $0.92" in text
     assert "budget:        cost_usd $0.42 of $1.00 (42%)" in text
     assert "with 9/12 passing (before the plan is done)" in text
+
+
+def test_the_header_says_nothing_of_spend_before_anything_was_spent() -> None:
+    """Seen in tmux at 80x24: "- · 0 tok" took the header's room before any agent spent."""
+    nothing = {"usage": {}, "usage_total": {"total_tokens": 0, "cost_usd": None}, "budget": {}}
+    assert "tok" not in fleet_summary([status(fleet=nothing)])

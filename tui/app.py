@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
@@ -40,6 +40,7 @@ ACTION_IDS = (
     "open",
     "start-stop",
     "restart",
+    "restart-from",
     "kill",
     "pause-resume",
     "approve",
@@ -53,6 +54,7 @@ ACTION_IDS = (
     "help",
     "quit",
     "stop-all",
+    "back",
 )
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
@@ -341,14 +343,19 @@ class HerdApp(App[None]):
             self.table.move_cursor(row=self.table._order.index(name), animate=False)
 
     def open_session(self, name: str, tab: str = "output") -> None:
-        """The session screen of `name`, on `tab`."""
+        """The session screen of `name`, on `tab` (the one open follows it: one deep, so
+        Escape always returns to the fleet)."""
+        if isinstance(self.screen, SessionScreen):
+            self.screen.session = name
+            self.screen.action_tab(tab)
+            return
         self.action_hide_output()
         self.push_screen(SessionScreen(name, tab))
 
     def act_on(self, action: str, name: str) -> None:
         """A command palette choice: select the session, then act on it."""
         self.select(name)
-        if action in ("output", "open", "report", "events", "checkpoints"):
+        if action in ("output", "open", "report", "events", "checkpoints", "spend"):
             self.open_session(name, "output" if action == "open" else action)
             return
         method = {
@@ -519,8 +526,11 @@ class HerdApp(App[None]):
         if folder is None:
             self.notify(f"the worktree of {status.session} is not known here", markup=False)
             return
-        with self.suspend():
-            subprocess.run([*argv], cwd=folder, check=False)
+        try:
+            with self.suspend():
+                subprocess.run([*argv], cwd=folder, check=False)
+        except (OSError, SuspendNotSupported) as exc:  # no such editor; no terminal to hand over
+            self.notify(f"cannot run {argv[0]} in {folder}: {exc}", severity="error", markup=False)
 
     def action_editor(self) -> None:
         """Open the worktree in $EDITOR."""

@@ -114,10 +114,13 @@ class FleetView(Vertical):
         self.refresh_details()
 
     def _header(self, rows: int) -> None:
-        summary = f"herd  {fleet_summary(self.statuses)}"
+        counts, _, rest = fleet_summary(self.statuses).partition("  ·  ")
+        summary = f"herd  {counts}"
         attention = sum(1 for s in self.statuses if needs_person(s))
-        if attention:
+        if attention:  # before the totals: on a narrow terminal the header's end is cut
             summary += f"  ·  {attention} need a person"
+        if rest:
+            summary += f"  ·  {rest}"
         if self.sort_key != "config":
             summary += f"  ·  by {SORT_LABELS[self.sort_key]}"
         if self.filter_text:

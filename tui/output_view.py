@@ -1,24 +1,26 @@
 """A run's output in the session screen: follows the file, holds the view when scrolled up
-("+N new lines"), searches with `/`, `n`, `N`, and switches runs and readable/raw."""
+("+N new lines"), searches with `/`, `n`, `N`, wraps with `w`, and switches runs and
+readable/raw. The lines come from the file by offset (tui/run_lines.py): any size."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+import anyio
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Input, Log, Static
+from textual.widgets import Input, Static
 
-from agentherd.tui.messages import LogLines
+from agentherd.tui.logfile import find_line
+from agentherd.tui.run_feed import RunGrew, RunOpened
+from agentherd.tui.run_lines import RunLines
 
-OUTPUT_MAX_LINES = 20_000
-"""Lines the view holds; the rest stays in the file (`herd logs NAME --run N`)."""
-
-BACKLOG_BYTES = 1 << 20
-"""Opening a run shows its last mebibyte: thousands of lines, read in one go."""
+SEARCH_CHECKS = 200
+"""Matches in the bytes a search checks against the line as shown (a summary may not hold
+the word) before it settles for the line as written: a search never renders the whole log."""
 
 
 class OutputView(Vertical):
@@ -33,6 +35,8 @@ class OutputView(Vertical):
         ),
         Binding("right_square_bracket", "view('run', 1)", "Run +", tooltip="The next run's output"),
         Binding("v", "view('toggle_raw')", "Raw", tooltip="Stream-json as written, or readable"),
+        Binding("w", "view('toggle_wrap')", "Wrap", tooltip="Wrap long lines, or cut them"),
+        Binding("g", "view('top')", "Top", show=False, tooltip="Jump to the first line"),
         Binding("G", "view('follow')", "Follow", show=False, tooltip="Jump to the end, follow"),
     ]
     """Keys of the output tab; the session screen binds them (whatever has the focus) and
@@ -48,41 +52,60 @@ class OutputView(Vertical):
         self.title_text = ""
         self.pattern = ""
         self.match_line: int | None = None
+        self.shown_run: int | None = None
         self.latest_run = 0
         """The session's newest run number (from its status), for `[` and `]`."""
 
     def compose(self) -> ComposeResult:
         """Title, the lines, the search line (hidden until `/`)."""
         yield Static("", id="output-title", markup=False)
-        yield Log(id="run-output", max_lines=OUTPUT_MAX_LINES)
+        yield RunLines(id="run-output")
         yield Input(placeholder="search the output (Enter; n/N next/previous)", id="search")
 
     @property
-    def log_widget(self) -> Log:
+    def lines(self) -> RunLines:
         """The lines."""
-        return self.query_one("#run-output", Log)
+        return self.query_one(RunLines)
 
-    def add(self, message: LogLines) -> None:
-        """A batch from the feed; the view stays where the person scrolled to."""
-        log = self.log_widget
-        if message.reset:
-            log.clear()
-            self.unseen = 0
-        at_end = log.scroll_offset.y >= log.max_scroll_y
-        log.auto_scroll = at_end
-        if message.lines:
-            log.write_lines(message.lines)
-            if not at_end:
-                self.unseen += len(message.lines)
-        self.title_text = message.title
+    # ----- what the feed found --------------------------------------------------------------
+
+    def opened(self, message: RunOpened) -> None:
+        """Another run's file (a newer run while following, or the one picked)."""
+        self.shown_run = message.run
+        self.latest_run = max(self.latest_run, message.newest)
+        self.lines.open(message.path)
+        self.unseen = 0
+        self.match_line = None
+        if message.run is None:
+            self.title_text = "waiting for the first run"
+        else:
+            self.title_text = f"run {message.run} of {self.latest_run}"
+        self._title()
+
+    def grew(self, message: RunGrew) -> None:
+        """New lines indexed; the view stays where the person scrolled to."""
+        lines = self.lines
+        if message.path != lines.path:
+            return  # a late batch of the run shown before
+        added = lines.grow(message.starts, message.indexed_bytes, message.restart)
+        if lines.following:
+            self.unseen = 0  # the person scrolled back down to the end
+        elif added > 0:
+            self.unseen += added
         self._title()
 
     def _title(self) -> None:
-        parts = [self.title_text, "raw" if self.raw else "readable"]
+        lines = self.query_one(RunLines)
+        parts = [
+            self.title_text,
+            f"{lines.line_count:,} lines",
+            "raw" if self.raw else "readable",
+            "wrap" if lines.wrap else "",
+        ]
         if self.unseen:
             parts.append(f"+{self.unseen:,} new lines (G follows)")
         if self.pattern:
-            where = f"line {self.match_line + 1}" if self.match_line is not None else "no match"
+            where = f"line {self.match_line + 1:,}" if self.match_line is not None else "no match"
             parts.append(f"/{self.pattern}: {where}")
         self.query_one("#output-title", Static).update("  ·  ".join(p for p in parts if p))
 
@@ -90,12 +113,27 @@ class OutputView(Vertical):
         if self.is_mounted:
             self._title()
 
+    def watch_raw(self, raw: bool) -> None:
+        if self.is_mounted:
+            self.lines.raw = raw
+            self._title()
+
+    # ----- keys -----------------------------------------------------------------------------
+
     def action_follow(self) -> None:
         """Back to the end, following new lines again."""
-        log = self.log_widget
-        log.auto_scroll = True
-        log.scroll_end(animate=False)
+        self.lines.keep_end()
         self.unseen = 0
+
+    def action_top(self) -> None:
+        """The first line of the run."""
+        self.lines.following = False
+        self.lines.scroll_home(animate=False, immediate=True)
+
+    def action_toggle_wrap(self) -> None:
+        """Long lines wrapped onto the next rows, or cut at the edge (scroll right to read)."""
+        self.lines.wrap = not self.lines.wrap
+        self._title()
 
     def action_search(self) -> None:
         """Open the search line."""
@@ -107,33 +145,52 @@ class OutputView(Vertical):
     def _search(self, event: Input.Submitted) -> None:
         self.pattern = event.value
         event.input.remove_class("-visible")
-        self.log_widget.focus()
+        self.lines.focus()
         self.match_line = None
         self.action_next_match(1)
 
     def action_next_match(self, step: int) -> None:
         """Jump to the next (or previous) line holding the pattern, wrapping around."""
-        if not self.pattern:
+        if self.pattern:
+            self._find(step)
+
+    @work(group="search", exclusive=True, exit_on_error=False)
+    async def _find(self, step: int) -> None:
+        """Search the file (in a thread, slice by slice), then show the line found."""
+        lines = self.lines
+        if lines.path is None or not lines.line_count:
             return
-        log = self.log_widget
-        lines = log.lines
+        start = self.match_line if self.match_line is not None else lines.scroll_offset.y - 1
+        start = min(max(start, 0), lines.line_count - 1)
         needle = self.pattern.lower()
-        count = len(lines)
-        start = self.match_line if self.match_line is not None else int(log.scroll_offset.y) - 1
-        for offset in range(1, count + 1):
-            index = (start + step * offset) % count if count else 0
-            if needle in lines[index].lower():
-                self.match_line = index
-                log.auto_scroll = False
-                log.scroll_to(y=max(0, index - 2), animate=False)
+        first: int | None = None
+        found: int | None = None
+        checked: set[int] = set()
+        at = start
+        for _ in range(SEARCH_CHECKS):
+            hit = await anyio.to_thread.run_sync(
+                find_line, lines.path, lines.starts, lines.end_bytes, self.pattern, at, step
+            )
+            if hit is None or hit in checked:
                 break
-        else:
-            self.match_line = None
+            checked.add(hit)
+            first = hit if first is None else first
+            if needle in lines.line_text(hit).plain.lower():
+                found = hit
+                break
+            at = hit
+        found = found if found is not None else first  # the line as written, at worst
+        self.match_line = found
+        lines.mark_line = found
+        lines.refresh()
+        if found is not None:
+            lines.following = False
+            lines.scroll_to(y=max(0, found - 2), animate=False, immediate=True)
         self._title()
 
     def action_run(self, step: int) -> None:
         """The previous or next run; stepping past the newest follows the newest again."""
-        shown = self.run or self.latest_run
+        shown = self.run or self.shown_run or self.latest_run
         wanted = shown + step
         if wanted >= self.latest_run:
             self.run = None

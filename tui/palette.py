@@ -16,6 +16,7 @@ VERBS: tuple[tuple[str, str, str], ...] = (
     ("report of", "report", "the session's report"),
     ("events of", "events", "the session's events and warnings"),
     ("checkpoints of", "checkpoints", "its checkpoints; restart from one"),
+    ("spend of", "spend", "its spend over time against each budget limit"),
     ("start", "start", "begin a task"),
     ("stop", "stop", "stop gracefully"),
     ("restart", "restart", "stop gracefully and begin a new task"),

@@ -1,4 +1,5 @@
-"""The session screen: one session in tabs (output, progress, plan, checkpoints, events, report).
+"""The session screen: one session in tabs (output, progress, plan, checkpoints, events, spend,
+report).
 
 It follows one session at a time (`,` and `.` step through the fleet in the fleet's order) and
 reads everything through the daemon's API or the files the API names; it holds no state of
@@ -23,12 +24,14 @@ from textual.widgets import DataTable, Footer, Log, Markdown, Static, TabbedCont
 from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, parse_reply
-from agentherd.tui.feeds import follow_output
-from agentherd.tui.messages import Loaded, LogLines
-from agentherd.tui.output_view import BACKLOG_BYTES, OutputView
+from agentherd.supervisor.protocol import ApiError
+from agentherd.tui.messages import Loaded
+from agentherd.tui.output_view import OutputView
 from agentherd.tui.render import state_text
 from agentherd.tui.rows import VERIFIED_MARKS, cut
+from agentherd.tui.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.spend import usage_money
+from agentherd.tui.spend_chart import SpendCharts
 
 if TYPE_CHECKING:
     from agentherd.tui.app import HerdApp
@@ -39,12 +42,17 @@ TABS: tuple[tuple[str, str], ...] = (
     ("plan", "Plan"),
     ("checkpoints", "Checkpoints"),
     ("events", "Events"),
+    ("spend", "Spend"),
     ("report", "Report"),
 )
 """Tab id and label, in the order the number keys pick them."""
 
 PROGRESS_READ_BYTES = 256 << 10
 """The progress tab reads the end of the file: its newest entries live there."""
+
+SPEND_READ_EVERY_S = 5.0
+"""The Spend tab asks for new samples this often while it is shown (the daemon samples every
+few seconds; a chart a few seconds old reads the same)."""
 
 EVENTS_SHOWN = 2000
 """The events tab shows the session's newest events (the whole log: `herd events`)."""
@@ -61,6 +69,11 @@ def _read_progress(path: str | None) -> str:
             return handle.read().decode("utf-8", errors="replace")
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
+
+
+def _short_time(at: str | None) -> str:
+    """`12-01 16:58:06` of an ISO time: the year and milliseconds cost 80 columns a third."""
+    return at[5:19].replace("T", " ") if at and len(at) >= 19 else (at or "")
 
 
 def progress_entries(text: str) -> list[str]:
@@ -94,7 +107,7 @@ class SessionScreen(Screen[None]):
     """Everything herd knows about one session; Escape goes back to the fleet."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", tooltip="Back to the fleet"),
+        Binding("escape", "back", "Back", id="back", tooltip="Back to the fleet"),
         *(
             Binding(str(n), f"tab('{tab}')", label, show=False, tooltip=f"The {label} tab")
             for n, (tab, label) in enumerate(TABS, start=1)
@@ -105,6 +118,7 @@ class SessionScreen(Screen[None]):
             "F",
             "restart_from",
             "Restart from",
+            id="restart-from",
             tooltip="Restart from the checkpoint under the cursor (Checkpoints tab; asks first)",
         ),
         Binding("ctrl+r", "reload", "Reload", show=False, tooltip="Read the tabs again"),
@@ -123,6 +137,8 @@ class SessionScreen(Screen[None]):
         self.report: dict[str, Any] = {}
         self.checkpoints: list[dict[str, Any]] = []
         self.progress_text = ""
+        self.samples: list[list[Any]] | None = None
+        """The `spend` op's samples; None until read (or when no daemon keeps them)."""
         self._seen: tuple[object, ...] = ()
 
     @property
@@ -146,6 +162,8 @@ class SessionScreen(Screen[None]):
             with TabPane("Events", id="events"):
                 yield Static("", id="open-warnings", markup=False)
                 yield Log(id="event-log", max_lines=EVENTS_SHOWN)
+            with TabPane("Spend", id="spend"), VerticalScroll():
+                yield Static("reading the spend…", id="spend-chart", markup=False)
             with TabPane("Report", id="report"), VerticalScroll():
                 yield Markdown("reading the report…", id="report-text")
         yield Footer()
@@ -158,9 +176,9 @@ class SessionScreen(Screen[None]):
         table.add_column("SUBJECT", key="subject")
         view = self.query_one(OutputView)
         self.watch(view, "run", self._follow, init=False)
-        self.watch(view, "raw", self._follow, init=False)
         self.show_status(self.herd.status_of(self.session))
         self._load()
+        self.set_interval(SPEND_READ_EVERY_S, self._spend_if_shown)
 
     # ----- loading --------------------------------------------------------------------------
 
@@ -169,6 +187,7 @@ class SessionScreen(Screen[None]):
         view = self.query_one(OutputView)
         view.set_reactive(OutputView.run, None)
         self._seen = ()
+        self.samples = None
         self.show_status(self.herd.status_of(self.session))
         self._load()
 
@@ -180,14 +199,7 @@ class SessionScreen(Screen[None]):
     def _follow(self) -> None:
         view = self.query_one(OutputView)
         self.run_worker(
-            follow_output(
-                self.herd.client,
-                self.session,
-                self.post_message,
-                run=view.run,
-                raw=view.raw,
-                backlog_bytes=BACKLOG_BYTES,
-            ),
+            follow_run(self.herd.client, self.session, self.post_message, view.run),
             group="output",
             exclusive=True,
             exit_on_error=False,
@@ -209,8 +221,39 @@ class SessionScreen(Screen[None]):
                 break
             since = page[-1].seq
         self.post_message(Loaded(name, "events", events))
+        await self._read_spend()
         reply = parse_reply("report", await client.call("report", name=name))
         self.post_message(Loaded(name, "report", reply))
+
+    async def _read_spend(self) -> None:
+        """The session's spend samples (kept by the daemon; a fleet on disk has none)."""
+        name = self.session
+        try:
+            reply = parse_reply("spend", await self.herd.client.call("spend", name=name))
+        except ApiError as exc:
+            why = exc.message
+            if self.herd.read_only:
+                why = "the daemon keeps the samples while it runs, and none runs here"
+            self.post_message(Loaded(name, "spend", f"{why} (the Report tab has the totals)"))
+            return
+        self.post_message(Loaded(name, "spend", reply.samples))
+
+    @work(group="spend", exclusive=True, exit_on_error=False)
+    async def _refresh_spend(self) -> None:
+        """Newer samples, in a worker of their own (the other tabs need not be read again)."""
+        await self._read_spend()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """The Spend tab draws what it has and asks for newer samples."""
+        if event.pane.id == "spend":
+            self._show_spend()
+            self._spend_if_shown()
+
+    def _spend_if_shown(self) -> None:
+        """Fresh samples while the Spend tab is in front."""
+        if self.query_one(TabbedContent).active == "spend":
+            self._refresh_spend()
 
     def show_status(self, status: SessionStatus | None) -> None:
         """The newest status of this session: the headline; tabs are read again on a change."""
@@ -231,6 +274,7 @@ class SessionScreen(Screen[None]):
             f"  ·  run {status.run or '-'}  ·  {plan}{warnings}{spend}"
         )
         self.query_one("#session-head", Static).update(head)
+        self._show_spend()
         checkpoint = status.checkpoint
         seen = (
             status.state,
@@ -246,10 +290,15 @@ class SessionScreen(Screen[None]):
 
     # ----- what the readers found -----------------------------------------------------------
 
-    def on_log_lines(self, message: LogLines) -> None:
-        """A batch of output for the output tab (only this session's)."""
+    def on_run_opened(self, message: RunOpened) -> None:
+        """The output tab shows another run's file (only this session's)."""
         if message.session == self.session and self.query(OutputView):
-            self.query_one(OutputView).add(message)
+            self.query_one(OutputView).opened(message)
+
+    def on_run_grew(self, message: RunGrew) -> None:
+        """More of the shown run's lines are indexed."""
+        if message.session == self.session and self.query(OutputView):
+            self.query_one(OutputView).grew(message)
 
     def on_loaded(self, message: Loaded) -> None:
         """Fill the tab a reader finished, if it is still about this session."""
@@ -258,6 +307,14 @@ class SessionScreen(Screen[None]):
         if message.what == "progress":
             self.progress_text = str(message.value)
             self._show_progress()
+        elif message.what == "spend":
+            if isinstance(message.value, str):
+                self.query_one("#spend-chart", Static).update(
+                    f"no spend over time: {message.value}"
+                )
+                return
+            self.samples = cast("list[list[Any]]", message.value)
+            self._show_spend()
         elif message.what == "events":
             self._show_events(cast("list[Event]", message.value))
         elif message.what == "report":
@@ -266,6 +323,12 @@ class SessionScreen(Screen[None]):
             self.query_one("#report-text", Markdown).update(reply.markdown)
             self.query_one("#plan-text", Static).update(plan_lines(self.report, self.status))
             self._show_checkpoints()
+
+    def _show_spend(self) -> None:
+        """Draw the charts, only while the tab is in front (snapshots come four times a second)."""
+        shown = self.query_one(TabbedContent).active == "spend"
+        if shown and self.samples is not None:
+            self.query_one("#spend-chart", Static).update(SpendCharts(self.samples, self.status))
 
     def _show_progress(self) -> None:
         entries = progress_entries(self.progress_text)
@@ -283,7 +346,10 @@ class SessionScreen(Screen[None]):
         log = self.query_one("#event-log", Log)
         log.clear()
         log.write_lines(
-            [f"{e.at}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}" for e in events]
+            [
+                f"{_short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
+                for e in events
+            ]
         )
         warnings = self.status.warnings if self.status else []
         lines = [

@@ -75,8 +75,11 @@ def fleet_text(statuses: list[SessionStatus]) -> str:
     if not fleet:
         return ""
     total = fleet.get("usage_total") or {}
-    text = f"  ·  {usage_money(total)} · {tokens_text(int(total.get('total_tokens') or 0))} tok"
+    tokens = int(total.get("total_tokens") or 0)
     found = _dimensions(fleet.get("budget"))
+    if not tokens and total.get("cost_usd") is None and not found:
+        return ""  # nothing spent yet: "- · 0 tok" says nothing
+    text = f"  ·  {usage_money(total)} · {tokens_text(tokens)} tok"
     if found:
         name, use = max(found, key=lambda item: float(item[1]["fraction"]))
         text += f" (fleet budget: {float(use['fraction']):.0%} {SHORT_NAMES.get(name, name)})"
