@@ -83,7 +83,7 @@ def check_host_value(value: str | list[str] | None) -> str | list[str] | None:
     """A session's `host`: a host name or a non-empty list of them."""
     names = host_names(value)
     if names is not None and not names:
-        raise ValueError('name at least one host, or leave host out to run on any host')
+        raise ValueError("name at least one host, or leave host out to run on any host")
     for name in names or []:
         if not HOST_NAME.match(name):
             raise ValueError(f"{name!r} is not a host name (letters, digits, . - _)")

@@ -15,8 +15,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import uuid
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,8 +74,19 @@ def start(folder: Path) -> str:
     log = folder / "server.log"
     _run(
         _as_owner(
-            [pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t",
-             str(START_TIMEOUT_S), "start"]
+            [
+                pg_ctl,
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "start",
+            ]
         ),
         env,
     )
