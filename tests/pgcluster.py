@@ -121,12 +121,21 @@ def fresh_database(url: str) -> str:
     return url.rsplit("/", 1)[0] + f"/{name}"
 
 
-def require_postgres(why: str) -> None:
+def require_postgres(why: str, module_level: bool = False) -> None:
     """Skip (or under CI=true fail) a cluster test that has no PostgreSQL to run against."""
     message = f"{why}: install PostgreSQL (apt-get install -y postgresql) or set {URL_VAR}"
     if os.environ.get("CI") == "true":
         pytest.fail(message + " (CI=true: a missing PostgreSQL fails the run)", pytrace=False)
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=module_level)
+
+
+def require_cluster_extra() -> None:
+    """At the top of a cluster test module: its imports need `pip install -e '.[cluster]'`."""
+    try:
+        import dbos  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError:
+        require_postgres("the cluster extra is not installed (pip install -e '.[cluster]')", True)
 
 
 @pytest.fixture(scope="session")
