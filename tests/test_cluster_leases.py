@@ -31,8 +31,8 @@ def test_a_live_host_name_is_refused_to_another_machine(pg_url: str) -> None:  #
         with pytest.raises(leases.HostNameTaken, match="--host NAME"):
             leases.register(conn, "h1", "machine-b", ["api"], 30)
         leases.register(conn, "h1", "machine-a", ["api"], 30)  # its own daemon, restarted
-        assert [(h.name, h.sessions, h.alive) for h in leases.hosts(conn)] == [
-            ("h1", ["api"], True)
+        assert [(h.name, h.sessions, h.alive, h.ready) for h in leases.hosts(conn)] == [
+            ("h1", ["api"], True, False)
         ]
 
 
@@ -43,7 +43,7 @@ def test_an_expired_lease_is_claimed_by_exactly_one_survivor(pg_url: str) -> Non
         leases.register(conn, "alive", "machine-b", [], 30)
         wait_until(lambda: not leases.hosts(conn)[1].alive, what="the short lease to expire")
         assert not leases.renew(conn, "gone", "machine-a", 30)  # too late: fenced
-        claims = [leases.claim_dead(conn), leases.claim_dead(other)]
+        claims = [leases.claim_dead(conn, "alive"), leases.claim_dead(other, "alive")]
         assert sorted(claims, key=len) == [[], ["gone"]]
         leases.register(conn, "gone", "machine-c", [], 30)  # its name is free again
 

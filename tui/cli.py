@@ -209,16 +209,25 @@ def check() -> None:
 
 
 @main.command()
+@click.option("--host", "host", default=None, metavar="NAME", help="Join the [cluster] as NAME.")
 @guarded
-def daemon() -> None:
+def daemon(host: str | None) -> None:
     """Run the supervisor in the foreground (for systemd, tmux, containers)."""
     from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
     from agentherd.supervisor.main import configure_logging
 
-    config = _config()
+    config = _checked_config() if host else _config()
     configure_logging(config.state_dir, to_stderr=True)
     try:
-        run_foreground(config)
+        if host:
+            from agentherd.tui.clusterverbs import ClusterUsageError, run_cluster_host
+
+            try:
+                run_cluster_host(config, host)
+            except ClusterUsageError as exc:
+                raise Failure(str(exc)) from None
+        else:
+            run_foreground(config)
     except DaemonAlreadyRunning as exc:
         raise Failure(f"{exc}; `herd down` stops it") from None
 

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS herd_hosts (
     joined_at   timestamptz NOT NULL DEFAULT now(),
     renewed_at  timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL,
-    recovered   boolean NOT NULL DEFAULT false
+    recovered   boolean NOT NULL DEFAULT false,
+    ready       boolean NOT NULL DEFAULT false
 )
 """
 IDENTITY_FILE = "cluster-host-identity"
@@ -48,6 +49,7 @@ class HostRow:
     sessions: list[str]
     alive: bool
     recovered: bool
+    ready: bool
 
 
 def host_identity(state_dir: Path) -> str:
@@ -90,7 +92,7 @@ def register(
         ON CONFLICT (name) DO UPDATE SET
             identity = EXCLUDED.identity, sessions = EXCLUDED.sessions,
             lease_s = EXCLUDED.lease_s, joined_at = now(), renewed_at = now(),
-            expires_at = EXCLUDED.expires_at, recovered = false
+            expires_at = EXCLUDED.expires_at, recovered = false, ready = false
         WHERE herd_hosts.identity = EXCLUDED.identity OR herd_hosts.expires_at < now()
         RETURNING name
         """,
@@ -124,12 +126,19 @@ def leave(conn: psycopg.Connection, name: str, identity: str) -> None:
 def hosts(conn: psycopg.Connection) -> list[HostRow]:
     """Every registered host, alive or not, by name."""
     rows = conn.execute(
-        "SELECT name, sessions, expires_at > now(), recovered FROM herd_hosts ORDER BY name"
+        "SELECT name, sessions, expires_at > now(), recovered, ready FROM herd_hosts ORDER BY name"
     ).fetchall()
-    return [HostRow(r[0], list(r[1]), bool(r[2]), bool(r[3])) for r in rows]
+    return [HostRow(r[0], list(r[1]), bool(r[2]), bool(r[3]), bool(r[4])) for r in rows]
 
 
-def claim_dead(conn: psycopg.Connection) -> list[str]:
+def mark_ready(conn: psycopg.Connection, name: str, identity: str) -> None:
+    """The host's engine runs: tasks may be placed on it."""
+    conn.execute(
+        "UPDATE herd_hosts SET ready = true WHERE name = %s AND identity = %s", (name, identity)
+    )
+
+
+def claim_dead(conn: psycopg.Connection, me: str) -> list[str]:
     """Hosts whose lease has expired and nobody has recovered yet, now marked recovered.
 
     Exactly one caller claims each dead host (the row lock and the flag), so its workflows are
@@ -139,11 +148,13 @@ def claim_dead(conn: psycopg.Connection) -> list[str]:
         """
         UPDATE herd_hosts SET recovered = true
         WHERE name IN (
-            SELECT name FROM herd_hosts WHERE expires_at < now() AND NOT recovered
+            SELECT name FROM herd_hosts
+            WHERE expires_at < now() AND NOT recovered AND name <> %s
             FOR UPDATE SKIP LOCKED
         )
         RETURNING name
-        """
+        """,
+        (me,),
     ).fetchall()
     return sorted(r[0] for r in rows)
 
@@ -174,6 +185,7 @@ class LeaseKeeper:
         self.on_fence = on_fence
         self.on_rejoin = on_rejoin
         self.fenced = False
+        self.was_ready = False
         self.renewals = 0
         self._valid_until = 0.0
         self._stop = threading.Event()
@@ -192,6 +204,11 @@ class LeaseKeeper:
         began = time.monotonic()
         register(conn, self.name, self.identity, self.sessions, self.lease_s)
         self._valid_until = began + self.lease_s
+
+    def ready(self) -> None:
+        """Say the engine runs (and again after each rejoin)."""
+        self.was_ready = True
+        mark_ready(self._connection(), self.name, self.identity)
 
     def start(self) -> None:
         """Renew in a background thread until `stop`."""
@@ -229,6 +246,8 @@ class LeaseKeeper:
                 register(conn, self.name, self.identity, self.sessions, self.lease_s)
                 self.fenced = False
                 self._valid_until = began + self.lease_s
+                if self.was_ready:
+                    mark_ready(conn, self.name, self.identity)
                 self.on_rejoin()
             elif renew(conn, self.name, self.identity, self.lease_s):
                 self._valid_until = began + self.lease_s

@@ -1,0 +1,27 @@
+"""The command line's cluster side, kept apart so the single-machine CLI imports no engine."""
+
+from __future__ import annotations
+
+from agentherd.sessions.clusterconfig import HOST_NAME
+from agentherd.sessions.config import HerdConfig
+
+
+class ClusterUsageError(Exception):
+    """A person's mistake about the cluster: one line, exit 2."""
+
+
+def run_cluster_host(config: HerdConfig, host: str) -> None:
+    """`herd daemon --host NAME`: this host's daemon in the cluster herd.toml names."""
+    if config.cluster is None:
+        raise ClusterUsageError(
+            f"{config.path.name}: --host needs a [cluster] table (see the README, 'Across hosts')"
+        )
+    if not HOST_NAME.match(host):
+        raise ClusterUsageError(f"--host: {host!r} is not a host name (letters, digits, . - _)")
+    from agentherd.supervisor.cluster.host import run_host
+    from agentherd.supervisor.cluster.leases import HostNameTaken
+
+    try:
+        run_host(config, host)
+    except HostNameTaken as exc:
+        raise ClusterUsageError(str(exc)) from None
