@@ -115,3 +115,41 @@ def test_the_global_limit_holds_across_hosts(
         most = max(most, running)
     assert most == 2, marks.read_text()  # never three, and the limit was reached
     assert placed == {"h1", "h2"}  # spread over both hosts
+
+
+def _most_at_once(marks: Path) -> int:
+    running, most = 0, 0
+    for line in sorted(marks.read_text().splitlines(), key=lambda mark: float(mark.split()[2])):
+        running += 1 if line.startswith("start") else -1
+        most = max(most, running)
+    return most
+
+
+def test_the_per_host_limit_holds(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    marks = tmp_path / "marks.txt"
+    blocks = "".join(
+        f"""
+        [[session]]
+        name = "s{i}"
+        command = {spell(marks)}
+        cwd = "w{i}"
+        restart = "never"
+        autostart = false
+        """
+        for i in range(3)
+    )
+    host = HostProc(tmp_path, "h1", cluster_toml(blocks, max_sessions_per_host=1), pg_url)
+    for i in range(3):
+        (host.root / f"w{i}").mkdir()
+    hosts.append(host.start())
+    fleet = fleet_of(host, pg_url)
+    try:
+        handles = [fleet.start(f"s{i}").handle for i in range(3)]
+        assert [fleet.wait(h, timeout_s=90).state for h in handles] == ["completed"] * 3
+    finally:
+        fleet.close()
+    assert _most_at_once(marks) == 1, marks.read_text()

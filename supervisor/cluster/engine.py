@@ -15,11 +15,14 @@ again, and the daemon answers with the task already running (no second run).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
 from agentherd.supervisor.client import Client
+from agentherd.supervisor.cluster import leases
+from agentherd.supervisor.cluster.placement import NoHost, place
 from agentherd.supervisor.protocol import ApiError
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,10 @@ log = logging.getLogger(__name__)
 FLEET_QUEUE = "herd-fleet"
 APP_NAME = "herd"
 POLL_S = 0.2
+MAX_ATTEMPTS = 10
+"""Hosts a task may be moved across before it fails (reason no-host)."""
+HOST_WAIT_S = 2.0
+"""With no live host for a moved task, wait this long before looking again."""
 """How often a waiting workflow and the queues poll PostgreSQL (DBOS's default is 1 s)."""
 
 
@@ -45,6 +52,13 @@ class _Local:
 
     client: Client | None = None
     host: str | None = None
+    url: str | None = None
+
+
+def _url() -> str:
+    if _Local.url is None:
+        raise RuntimeError("the cluster engine runs only inside `herd daemon --host NAME`")
+    return _Local.url
 
 
 def _client() -> Client:
@@ -77,16 +91,57 @@ def host_task(session: str) -> dict[str, Any]:
     return run_attempt(session)
 
 
+@DBOS.step(name="herd.choose_host")
+def choose_host(session: str, allowed: list[str] | None) -> str | None:
+    """A live host for the session's next attempt, the least loaded (None: no host now)."""
+    with leases.connect(_url()) as conn:
+        live = leases.hosts(conn)
+    try:
+        return place(session, allowed, live, {})
+    except NoHost:
+        return None
+
+
+@DBOS.step(name="herd.await_attempt")
+def await_attempt(attempt_id: str, host: str) -> dict[str, Any] | None:
+    """Wait for an attempt on `host` to end: its outcome; None when the host's lease expired
+    first (the attempt is then cancelled: the host has fenced itself, its agent is gone)."""
+    while True:
+        status = DBOS.get_workflow_status(attempt_id)
+        if status is not None and status.status == "SUCCESS":
+            outcome: dict[str, Any] = dict(status.output or {})
+            return outcome
+        if status is not None and status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+            return {"host": host, "state": "failed", "reason": "engine", "exit": 1}
+        with leases.connect(_url()) as conn:
+            alive = any(h.alive for h in leases.hosts(conn) if h.name == host)
+        if not alive:
+            DBOS.cancel_workflow(attempt_id)
+            return None
+        time.sleep(POLL_S)
+
+
 @DBOS.workflow(name="herd.session_task")
-def session_task(session: str, host: str) -> dict[str, Any]:
-    """A session's task: holds a fleet-wide slot, runs on `host`'s queue, returns its end."""
-    queue = DBOS.retrieve_queue(host_queue(host))
-    if queue is None:
-        raise RuntimeError(f"host {host!r} has no queue: it never joined the cluster")
-    with SetWorkflowID(f"{DBOS.workflow_id}:on:{host}"):
-        handle = queue.enqueue(host_task, session)
-    result: dict[str, Any] = handle.get_result(polling_interval_sec=POLL_S)
-    return result
+def session_task(session: str, host: str, allowed: list[str] | None = None) -> dict[str, Any]:
+    """A session's task: holds a fleet-wide slot and runs attempts on hosts' own queues until
+    one ends; an attempt whose host died is cancelled and the next placed on a live host."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        if attempt > 1:
+            chosen = choose_host(session, allowed)
+            if chosen is None:
+                DBOS.sleep(HOST_WAIT_S)
+                continue
+            host = chosen
+        queue = DBOS.retrieve_queue(host_queue(host))
+        if queue is None:
+            raise RuntimeError(f"host {host!r} has no queue: it never joined the cluster")
+        attempt_id = f"{DBOS.workflow_id}:{attempt}:on:{host}"
+        with SetWorkflowID(attempt_id):
+            queue.enqueue(host_task, session)
+        outcome = await_attempt(attempt_id, host)
+        if outcome is not None:
+            return outcome
+    return {"host": None, "state": "failed", "reason": "no-host", "exit": 1}
 
 
 def launch(
@@ -97,7 +152,7 @@ def launch(
     max_sessions_per_host: int | None,
 ) -> None:
     """Start DBOS in this process as executor `host`, listening to the fleet's queue and its own."""
-    _Local.client, _Local.host = client, host
+    _Local.client, _Local.host, _Local.url = client, host, url
     DBOS(
         config={
             "name": APP_NAME,
@@ -127,7 +182,7 @@ def launch(
 def shutdown() -> None:
     """Stop DBOS in this process (its pending workflows stay pending for recovery)."""
     DBOS.destroy()
-    _Local.client = _Local.host = None
+    _Local.client = _Local.host = _Local.url = None
 
 
 def recover(hosts: list[str]) -> int:
@@ -143,7 +198,9 @@ def client_for(url: str) -> Any:
     return DBOSClient(system_database_url=url, application_name=APP_NAME)
 
 
-def enqueue_task(dbos_client: Any, session: str, number: int, host: str) -> str:
+def enqueue_task(
+    dbos_client: Any, session: str, number: int, host: str, allowed: list[str] | None
+) -> str:
     """Put a session's task on the fleet queue for `host`; its workflow id."""
     handle = dbos_client.enqueue(
         {
@@ -154,5 +211,6 @@ def enqueue_task(dbos_client: Any, session: str, number: int, host: str) -> str:
         },
         session,
         host,
+        allowed,
     )
     return str(handle.get_workflow_id())

@@ -10,35 +10,11 @@ from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.states import WAIT_EXIT_CODES, WAIT_TIMEOUT_EXIT, State
 from agentherd.sessions.status import StartReply, WaitReply
 from agentherd.supervisor.cluster import engine, leases
+from agentherd.supervisor.cluster.placement import place
 from agentherd.supervisor.protocol import ApiError
 
 ACTIVE = ["PENDING", "ENQUEUED"]
 ENDED_BADLY = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-
-
-class NoHost(ApiError):
-    """No live host may run this session."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("no-host", message)
-
-
-def place(
-    session: str, allowed: list[str] | None, live: list[leases.HostRow], load: dict[str, int]
-) -> str:
-    """The host for a task: alive, holding the session, allowed by its `host`, least loaded.
-
-    Ties go to the first name, so placement is reproducible.
-    """
-    fit = [
-        h.name
-        for h in live
-        if h.alive and h.ready and session in h.sessions and (allowed is None or h.name in allowed)
-    ]
-    if not fit:
-        where = f" among {', '.join(allowed)}" if allowed else ""
-        raise NoHost(f"no live host{where} runs {session!r}; start `herd daemon --host NAME`")
-    return min(fit, key=lambda name: (load.get(name, 0), name))
 
 
 class ClusterFleet:
@@ -86,9 +62,10 @@ class ClusterFleet:
         if active:
             number = int(active[-1].workflow_id.rsplit(":", 1)[1])
             return StartReply(handle=f"{name}/{number}", session=name, state="starting")
-        host = place(name, host_names(session.host), self.hosts(), self._load())
+        allowed = host_names(session.host)
+        host = place(name, allowed, self.hosts(), self._load())
         number = len(tasks) + 1
-        engine.enqueue_task(self.dbos, name, number, host)
+        engine.enqueue_task(self.dbos, name, number, host, allowed)
         return StartReply(handle=f"{name}/{number}", session=name, state="starting")
 
     def wait(self, target: str, timeout_s: float | None = None) -> WaitReply:
@@ -123,6 +100,10 @@ class ClusterFleet:
         """The host that ran (or runs) the task `NAME/N`, once it has one."""
         name, _, number = target.partition("/")
         found = self.dbos.list_workflows(
-            workflow_id_prefix=engine.task_id(name, int(number)) + ":on:", load_output=False
+            workflow_id_prefix=engine.task_id(name, int(number)) + ":",
+            name="herd.host_task",
+            load_output=False,
+            load_input=False,
         )
-        return str(found[0].queue_name).removeprefix("herd-host-") if found else None
+        attempts = sorted(found, key=lambda wf: wf.created_at or 0)
+        return str(attempts[-1].queue_name).removeprefix("herd-host-") if attempts else None
