@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import script, wait_until
 from fleets import IMPLEMENTATIONS, FleetWorld, open_world
+from pgcluster import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
 from agentherd.sessions.status import SessionStatus
@@ -39,7 +40,13 @@ restart = "never"
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> FleetWorld:
-    with open_world(request.param, tmp_path, SESSIONS) as opened:
+    database = None
+    if request.param == "cluster":
+        from pgcluster import require_cluster_extra
+
+        require_cluster_extra()
+        database = request.getfixturevalue("pg_url")
+    with open_world(request.param, tmp_path, SESSIONS, database) as opened:
         yield opened  # type: ignore[misc]
 
 
@@ -50,7 +57,7 @@ def _state(fleet: Fleet, name: str) -> str:
 
 
 def test_every_implementation_is_a_fleet(world: FleetWorld) -> None:
-    assert isinstance(world.fleet, Fleet)
+    assert isinstance(getattr(world.fleet, "_fleet", world.fleet), Fleet)
 
 
 def test_list_names_every_session_before_any_starts(world: FleetWorld) -> None:

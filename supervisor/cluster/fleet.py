@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.records import Event
 from agentherd.sessions.states import WAIT_EXIT_CODES, WAIT_TIMEOUT_EXIT, State
-from agentherd.sessions.status import StartReply, WaitReply
+from agentherd.sessions.status import (
+    ReportReply,
+    SessionStatus,
+    StartReply,
+    TaskStatus,
+    WaitReply,
+)
 from agentherd.supervisor.cluster import engine, leases
 from agentherd.supervisor.cluster.placement import place
 from agentherd.supervisor.protocol import ApiError
 
 ACTIVE = ["PENDING", "ENQUEUED"]
 ENDED_BADLY = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+class NotBuilt(ApiError):
+    """A verb the cluster does not offer yet: run it on the session's host instead."""
+
+    def __init__(self, verb: str) -> None:
+        super().__init__(
+            "not-built",
+            f"`herd {verb}` across hosts is not built yet; run it on the session's host, "
+            "against its own daemon",
+        )
 
 
 class ClusterFleet:
@@ -107,3 +126,31 @@ class ClusterFleet:
         )
         attempts = sorted(found, key=lambda wf: wf.created_at or 0)
         return str(attempts[-1].queue_name).removeprefix("herd-host-") if attempts else None
+
+    def stop(self, name: str, kill: bool = False, no_wait: bool = False) -> SessionStatus:
+        """Not built: cancelling a task through the engine and stopping its run."""
+        raise NotBuilt("stop")
+
+    def restart(self, name: str, from_rev: str | None = None) -> StartReply:
+        """Not built."""
+        raise NotBuilt("restart")
+
+    def status(self, target: str | None = None) -> list[SessionStatus] | SessionStatus | TaskStatus:
+        """Not built: hosts do not publish their sessions' status to PostgreSQL yet."""
+        raise NotBuilt("status")
+
+    def list(self) -> list[SessionStatus]:
+        """Not built (see `status`)."""
+        raise NotBuilt("ls")
+
+    def events(self, since: int = 0, session: str | None = None) -> Iterator[Event]:
+        """Not built: each host's events stay in its own .herd/state.db."""
+        raise NotBuilt("events")
+
+    def follow(self, since: int = 0, session: str | None = None) -> Iterator[Event]:
+        """Not built (see `events`)."""
+        raise NotBuilt("events -f")
+
+    def report(self, name: str) -> ReportReply:
+        """Not built."""
+        raise NotBuilt("report")
