@@ -6,12 +6,15 @@ the sessions are tiny real programs; the engine is DBOS on a private PostgreSQL.
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import HostProc, cluster_toml
-from conftest import script
+from clusterhosts import DB_VAR, HostProc, cluster_toml
+from conftest import HERD, script
 from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
 
 require_cluster_extra()
@@ -76,6 +79,33 @@ def test_a_session_naming_a_host_runs_there_and_nowhere_else(
         fleet.close()
     assert hosts[0].client.call("status", target="pinned")["run"] in (0, None)
     assert hosts[1].client.call("status", target="pinned")["run"] == 2
+
+
+def test_herd_start_and_wait_go_through_the_engine(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "pinned"
+        command = {QUICK}
+        restart = "never"
+        autostart = false
+        host = "h2"
+    """)
+    hosts += [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    env = {**os.environ, DB_VAR: pg_url}
+    herd = functools.partial(
+        subprocess.run, cwd=hosts[0].root, env=env, capture_output=True, text=True, timeout=120
+    )
+    started = herd([HERD, "start", "pinned"])  # asked on h1: placed on h2
+    assert (started.returncode, started.stdout) == (0, "pinned/1\n"), started.stderr
+    waited = herd([HERD, "wait", "pinned/1"])
+    assert (waited.returncode, waited.stdout) == (0, "pinned/1: completed\n"), waited.stderr
+    assert hosts[1].client.call("status", target="pinned")["state"] == "completed"
+    nowhere = herd([HERD, "start", "pinned"], env={**env, DB_VAR: ""})
+    assert nowhere.returncode == 2 and "$HERD_TEST_DB is not set" in nowhere.stderr
 
 
 def test_the_global_limit_holds_across_hosts(

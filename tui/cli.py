@@ -125,9 +125,13 @@ def _reader() -> Client | DiskClient:
     return DiskClient(config)
 
 
-def _fleet(read: bool = False) -> Fleet:
+def _fleet(read: bool = False, across: bool = False) -> Fleet:
     """The fleet the verbs act on (the seam, supervisor/fleetapi.py): the local daemon, or
-    with `read` and none running, its state on disk."""
+    with `read` and none running, its state on disk; with `across` and a [cluster], the engine."""
+    if across and _config().cluster is not None:
+        from agentherd.tui.clusterverbs import cluster_fleet
+
+        return cluster_fleet(_checked_config())
     return LocalFleet(_reader() if read else _client())
 
 
@@ -341,7 +345,7 @@ def ls_(as_json: bool) -> None:
 @guarded
 def start(name: str, as_json: bool) -> None:
     """Begin a task; prints its handle at once."""
-    result = _fleet().start(name)
+    result = _fleet(across=True).start(name)
     if as_json:
         _print_json(result)
     else:
@@ -468,7 +472,7 @@ def status(target: str | None, as_json: bool) -> None:
 @guarded
 def wait(target: str, timeout_s: float | None) -> None:
     """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout."""
-    result = _fleet().wait(target, timeout_s)
+    result = _fleet(across=True).wait(target, timeout_s)
     reason = f" ({result.reason})" if result.reason else ""
     if result.exit == WAIT_TIMEOUT_EXIT:
         click.echo(f"{result.handle}: still {result.state} after {timeout_s:g}s", err=True)

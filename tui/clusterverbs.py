@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentherd.sessions.clusterconfig import HOST_NAME
 from agentherd.sessions.config import HerdConfig
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.fleetapi import Fleet
 
 
 class ClusterUsageError(Exception):
@@ -25,3 +30,12 @@ def run_cluster_host(config: HerdConfig, host: str) -> None:
         run_host(config, host)
     except HostNameTaken as exc:
         raise ClusterUsageError(str(exc)) from None
+
+
+def cluster_fleet(config: HerdConfig) -> Fleet:
+    """The fleet across hosts (checked config: its URL is set, the extra installed)."""
+    from agentherd.supervisor.cluster.fleet import ClusterFleet
+
+    url = config.cluster.database_url() if config.cluster else None
+    assert url is not None
+    return ClusterFleet(config, url)

@@ -10,7 +10,7 @@ class NoHost(ApiError):
     """No live host may run this session."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("no-host", message)
+        super().__init__("bad-state", message)  # a person's to fix: start a host
 
 
 def place(
