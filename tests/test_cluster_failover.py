@@ -80,3 +80,59 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     moved_at = float(starts[1][2])
     assert moved_at - killed_at >= LEASE_S * 0.9, "recovered only after the lease expired"
     print(f"recovery: {moved_at - killed_at:.1f}s after the kill (lease {LEASE_S:g}s)")
+
+
+def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    from netcut import CuttableLink
+
+    marks = tmp_path / "marks.txt"
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "job"
+        command = {marker(marks, 6.0)}
+        cwd = "work"
+        restart = "never"
+        autostart = false
+    """)
+    address, database = pg_url.rsplit("/", 1)
+    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
+    link = CuttableLink(server_host, int(server_port))
+    through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
+    for name, url in (("h1", through_link), ("h2", pg_url)):
+        host = HostProc(tmp_path, name, toml, url)
+        (host.root / "work").mkdir()
+        hosts.append(host)
+    try:
+        for host in hosts:
+            host.start()
+        fleet = ClusterFleet(load_config(hosts[1].root / "herd.toml"), pg_url)
+        try:
+            handle = fleet.start("job").handle  # both idle: the tie goes to h1
+            wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
+            link.cut()
+            cut_at = time.time()
+            wait_until(
+                lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
+                LEASE_S * 2,
+                "h1 to stop its agent (fencing)",
+            )
+            fenced_at = time.time()
+            assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
+            waited = fleet.wait(handle, timeout_s=90)
+            assert (waited.state, waited.exit) == ("completed", 0)
+            link.restore()  # h1 returns: fenced, it does not take the session back
+            wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
+        finally:
+            fleet.close()
+    finally:
+        link.close()
+    lines = marks.read_text().splitlines()
+    starts = [line.split() for line in lines if line.startswith("start")]
+    assert [s[1] for s in starts] == ["h1", "h2"], lines
+    assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
+    assert float(starts[1][2]) > fenced_at, "h2 began only after h1 had stopped its agent"
+    assert hosts[0].client.call("status", target="job")["state"] == "stopped"
