@@ -7,6 +7,7 @@ It starts a private PostgreSQL (tests/pgcluster.py) and stops it after.
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import tempfile
@@ -70,6 +71,7 @@ def main() -> None:
         host.down()
     finally:
         pgcluster.stop(root / "pg")
+        shutil.rmtree(root, ignore_errors=True)
     median = statistics.median
     print(f"one machine: start to end, median {median(local) * 1000:.0f} ms ({runs} runs)")
     print(f"cluster:     start to end, median {median(cluster) * 1000:.0f} ms ({runs} runs)")
