@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -22,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentherd.sessions.clusterconfig import ClusterConfig, check_host_value, cluster_problems
 from agentherd.sessions.durations import parse_duration
 from agentherd.sessions.prices import (
     AGENTS_REPORTING_COST,
@@ -179,6 +181,8 @@ class SessionConfig(_Strict):
     drift: DriftThresholds = DriftThresholds()
     price: str | None = None
     """The price table entry for an estimated cost (default: the agent's usual model)."""
+    host: Annotated[str | list[str] | None, AfterValidator(check_host_value)] = None
+    """The cluster host (or hosts) this session may run on; none: any host ([cluster])."""
 
     @field_validator("name")
     @classmethod
@@ -321,6 +325,7 @@ class HerdConfig(_Strict):
     notify_on: list[str] = list(DEFAULT_NOTIFY_ON)
     fleet: FleetConfig = FleetConfig()
     keys: dict[str, str] = {}
+    cluster: ClusterConfig | None = None
     prices: dict[str, Price] = {}
     """Entries over herd's own price table (USD per million tokens), by model name."""
     sessions: list[SessionConfig] = []
@@ -712,7 +717,7 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
                 )
             else:
                 roots[root] = session.name
-    return problems + cost_budget_problems(config)
+    return problems + cost_budget_problems(config) + cluster_problems(config)
 
 
 def cost_budget_problems(config: HerdConfig) -> list[Problem]:

@@ -21,23 +21,19 @@ from agentherd.sessions.config import (
     find_config,
     load_config,
 )
-from agentherd.sessions.records import Event
 from agentherd.sessions.states import ACTIVE_STATES, WAIT_TIMEOUT_EXIT
 from agentherd.sessions.status import (
     DownReply,
     LeftRunning,
     LogInfoReply,
     ReloadReply,
-    ReportReply,
     SessionStatus,
-    StartReply,
     UpStarted,
-    WaitReply,
     Wire,
     parse_reply,
-    parse_status,
 )
 from agentherd.supervisor.client import Client
+from agentherd.supervisor.fleetapi import Fleet, LocalFleet
 from agentherd.supervisor.launcher import client_for, ensure_daemon, wait_for_exit
 from agentherd.supervisor.ondisk import DiskClient
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
@@ -129,6 +125,16 @@ def _reader() -> Client | DiskClient:
     return DiskClient(config)
 
 
+def _fleet(read: bool = False, across: bool = False) -> Fleet:
+    """The fleet the verbs act on (the seam, supervisor/fleetapi.py): the local daemon, or
+    with `read` and none running, its state on disk; with `across` and a [cluster], the engine."""
+    if across and _config().cluster is not None:
+        from agentherd.tui.clusterverbs import cluster_fleet
+
+        return cluster_fleet(_checked_config())
+    return LocalFleet(_reader() if read else _client())
+
+
 def _warn_version(client: Client) -> None:
     if client.daemon_version is None:
         try:
@@ -207,16 +213,25 @@ def check() -> None:
 
 
 @main.command()
+@click.option("--host", "host", default=None, metavar="NAME", help="Join the [cluster] as NAME.")
 @guarded
-def daemon() -> None:
+def daemon(host: str | None) -> None:
     """Run the supervisor in the foreground (for systemd, tmux, containers)."""
     from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
     from agentherd.supervisor.main import configure_logging
 
-    config = _config()
+    config = _checked_config() if host else _config()
     configure_logging(config.state_dir, to_stderr=True)
     try:
-        run_foreground(config)
+        if host:
+            from agentherd.tui.clusterverbs import ClusterUsageError, run_cluster_host
+
+            try:
+                run_cluster_host(config, host)
+            except ClusterUsageError as exc:
+                raise Failure(str(exc)) from None
+        else:
+            run_foreground(config)
     except DaemonAlreadyRunning as exc:
         raise Failure(f"{exc}; `herd down` stops it") from None
 
@@ -317,7 +332,7 @@ def left_running_line(left: list[LeftRunning], waited_s: float | None) -> str:
 @guarded
 def ls_(as_json: bool) -> None:
     """Every session."""
-    statuses: list[SessionStatus] = _ask(_reader(), "ls")
+    statuses = _fleet(read=True).list()
     if as_json:
         _print_json(statuses)
     else:
@@ -330,7 +345,7 @@ def ls_(as_json: bool) -> None:
 @guarded
 def start(name: str, as_json: bool) -> None:
     """Begin a task; prints its handle at once."""
-    result: StartReply = _ask(_client(), "start", name=name)
+    result = _fleet(across=True).start(name)
     if as_json:
         _print_json(result)
     else:
@@ -338,9 +353,7 @@ def start(name: str, as_json: bool) -> None:
 
 
 def _stop(name: str, kill: bool, no_wait: bool) -> None:
-    status: SessionStatus = _ask(
-        _client(), "stop", name=name, kill=kill, no_wait=no_wait, socket_timeout_s=None
-    )
+    status = _fleet().stop(name, kill=kill, no_wait=no_wait)
     reason = f" ({status.reason})" if status.reason else ""
     click.echo(f"{name}: {status.state}{reason}")
     if status.state == "failed" and status.reason == "unkillable":
@@ -378,9 +391,7 @@ def kill(name: str, no_wait: bool) -> None:
 @guarded
 def restart(name: str, from_rev: str | None, as_json: bool) -> None:
     """Stop, then begin a new task."""
-    result: StartReply = _ask(
-        _client(), "restart", name=name, socket_timeout_s=None, **{"from": from_rev}
-    )
+    result = _fleet().restart(name, from_rev)
     if as_json:
         _print_json(result)
     else:
@@ -446,7 +457,7 @@ def _passing(status: SessionStatus) -> str:
 @guarded
 def status(target: str | None, as_json: bool) -> None:
     """One session or task (NAME or NAME/N); with none, every session."""
-    result = parse_status(_reader().call("status", target=target))
+    result = _fleet(read=True).status(target)
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
@@ -461,9 +472,7 @@ def status(target: str | None, as_json: bool) -> None:
 @guarded
 def wait(target: str, timeout_s: float | None) -> None:
     """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout."""
-    result: WaitReply = _ask(
-        _client(), "wait", target=target, socket_timeout_s=None, timeout_s=timeout_s
-    )
+    result = _fleet(across=True).wait(target, timeout_s)
     reason = f" ({result.reason})" if result.reason else ""
     if result.exit == WAIT_TIMEOUT_EXIT:
         click.echo(f"{result.handle}: still {result.state} after {timeout_s:g}s", err=True)
@@ -537,23 +546,11 @@ def logs(
 @guarded
 def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
     """The event log."""
-    client = _reader()
-
-    def show(event: Event) -> None:
+    fleet = _fleet(read=True)
+    for event in (fleet.follow if follow else fleet.events)(since, session):
         click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
-
-    if follow:
-        for item in client.stream("events", since=since, session=session, follow=True):
-            show(Event.model_validate(item))
+        if follow:
             sys.stdout.flush()
-        return
-    while True:
-        page: list[Event] = _ask(client, "events", since=since, session=session, limit=1000)
-        for event in page:
-            show(event)
-        if len(page) < 1000:
-            return
-        since = page[-1].seq
 
 
 @main.command()
@@ -562,7 +559,7 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
 @guarded
 def report(name: str, as_json: bool) -> None:
     """The session's report: what changed, what passed, what remains, what it cost."""
-    result: ReportReply = _ask(_reader(), "report", name=name, socket_timeout_s=120)
+    result = _fleet(read=True).report(name)
     if as_json:
         _print_json(result.report)
     else:

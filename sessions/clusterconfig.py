@@ -1,0 +1,133 @@
+"""`[cluster]` in herd.toml: one fleet across hosts on PostgreSQL (README "Across hosts").
+
+The Postgres URL holds a password, so the file names only the environment variable that holds
+it; `cluster_problems` says in one line what is missing on this machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
+
+from agentherd.sessions.durations import parse_duration
+
+if TYPE_CHECKING:
+    from agentherd.sessions.config import HerdConfig, Problem
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+"""A host's name: what `herd daemon --host NAME` and a session's `host` say."""
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+MIN_LEASE_S = 3.0
+"""Shorter leases than this would be renewed more often than a loaded database answers."""
+
+
+class ClusterConfig(BaseModel):
+    """The `[cluster]` table: where the fleet's shared state lives and the fleet's limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    database_url_env: str
+    """The NAME of the environment variable holding the PostgreSQL URL (never the URL)."""
+    lease: Duration = 30.0
+    """A host that has not renewed its lease for this long is dead; its sessions may move."""
+    max_sessions: int | None = None
+    """Sessions running at once across every host (the whole fleet)."""
+    max_sessions_per_host: int | None = None
+    """Sessions running at once on this host (each host's own herd.toml says its own)."""
+
+    @field_validator("database_url_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        if "://" in value:
+            raise ValueError(
+                "name the environment variable that holds the URL, never the URL itself, "
+                'like database_url_env = "HERD_DATABASE_URL"'
+            )
+        if not ENV_NAME.match(value):
+            raise ValueError('must be an environment variable name, like "HERD_DATABASE_URL"')
+        return value
+
+    @field_validator("lease")
+    @classmethod
+    def _lease(cls, value: float) -> float:
+        if value < MIN_LEASE_S:
+            raise ValueError(f"must be at least {MIN_LEASE_S:g}s")
+        return value
+
+    @field_validator("max_sessions", "max_sessions_per_host")
+    @classmethod
+    def _limit(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError("must be at least 1 (leave it out for no limit)")
+        return value
+
+    def database_url(self) -> str | None:
+        """The URL from the environment, or None when the variable is unset or empty."""
+        return os.environ.get(self.database_url_env) or None
+
+
+def host_names(value: str | list[str] | None) -> list[str] | None:
+    """A session's `host` as a list (None: any host)."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def check_host_value(value: str | list[str] | None) -> str | list[str] | None:
+    """A session's `host`: a host name or a non-empty list of them."""
+    names = host_names(value)
+    if names is not None and not names:
+        raise ValueError("name at least one host, or leave host out to run on any host")
+    for name in names or []:
+        if not HOST_NAME.match(name):
+            raise ValueError(f"{name!r} is not a host name (letters, digits, . - _)")
+    return value
+
+
+def cluster_problems(config: HerdConfig) -> list[Problem]:
+    """What keeps this machine from joining the cluster herd.toml names, one line each."""
+    from agentherd.sessions.config import Problem
+
+    file = config.path.name
+    cluster = config.cluster
+    if cluster is None:
+        return [
+            Problem(file, "runs on a host of a cluster; add a [cluster] table", s.name, "host")
+            for s in config.sessions
+            if s.host is not None
+        ]
+    field = "cluster.database_url_env"
+    name = cluster.database_url_env
+    url = cluster.database_url()
+    if url is None:
+        return [
+            Problem(
+                file,
+                f"${name} is not set; export it with the PostgreSQL URL, like "
+                f"export {name}=postgresql://USER:PASSWORD@HOST:5432/herd",
+                field=field,
+            )
+        ]
+    if not url.startswith(POSTGRES_SCHEMES):
+        return [
+            Problem(
+                file,
+                f"${name} does not hold a PostgreSQL URL (it should begin with postgresql://)",
+                field=field,
+            )
+        ]
+    if importlib.util.find_spec("dbos") is None:
+        return [
+            Problem(
+                file,
+                "the cluster needs the cluster extra: pip install 'agentherd[cluster]'",
+                field="cluster",
+            )
+        ]
+    return []

@@ -1,0 +1,1 @@
+"""One fleet across hosts on DBOS Transact and PostgreSQL (the `[cluster]` extra)."""

@@ -1,0 +1,117 @@
+"""`herd daemon --host NAME`: this machine's daemon, as today, plus its place in the cluster.
+
+The daemon runs in the main thread exactly as `herd daemon` does. Beside it, a thread joins
+the host registry (a lease), starts DBOS as executor NAME once the daemon answers, renews the
+lease (fencing on failure) and recovers the workflows of hosts whose lease has expired.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from agentherd.sessions.clusterconfig import host_names
+from agentherd.sessions.config import HerdConfig
+from agentherd.supervisor.cluster import engine, fencing, leases
+from agentherd.supervisor.daemon import run_foreground
+from agentherd.supervisor.launcher import client_for
+
+log = logging.getLogger(__name__)
+DAEMON_ANSWER_TIMEOUT_S = 30.0
+
+
+def sessions_for(config: HerdConfig, host: str) -> list[str]:
+    """The sessions this host may run: in its own herd.toml, and naming it (or no host)."""
+    return [
+        s.name for s in config.sessions if (names := host_names(s.host)) is None or host in names
+    ]
+
+
+class ClusterHost:
+    """The cluster side of one host's daemon: lease, engine, recovery of dead hosts."""
+
+    def __init__(self, config: HerdConfig, host: str, url: str) -> None:
+        assert config.cluster is not None
+        self.config = config
+        self.cluster = config.cluster
+        self.host = host
+        self.url = url
+        self.client = client_for(config)
+        self.keeper = leases.LeaseKeeper(
+            url,
+            host,
+            leases.host_identity(config.state_dir),
+            sessions_for(config, host),
+            self.cluster.lease,
+            on_fence=self._fence,
+        )
+        self._stop = threading.Event()
+        self._launched = False
+        self.recovered: list[str] = []
+
+    def _fence(self) -> None:
+        fencing.stop_every_agent(self.client)
+
+    def join(self) -> None:
+        """Take this host's lease before the daemon starts (HostNameTaken: exit 2), and keep
+        renewing it from now on (starting the engine can take longer than a lease)."""
+        self.keeper.join()
+        self.keeper.start()
+
+    def run(self) -> None:
+        """In a thread: wait for the daemon, start the engine, keep the lease, recover."""
+        deadline = time.monotonic() + DAEMON_ANSWER_TIMEOUT_S
+        while not self.client.ping():
+            if self._stop.wait(0.05) or time.monotonic() > deadline:
+                return
+        engine.launch(
+            self.url,
+            self.host,
+            self.client,
+            self.cluster.max_sessions,
+            self.cluster.max_sessions_per_host,
+        )
+        self._launched = True
+        self.keeper.ready()
+        log.info("host %s joined the cluster", self.host)
+        while not self._stop.wait(self.keeper.interval_s):
+            self.recover_dead()
+
+    def recover_dead(self) -> None:
+        """Claim hosts whose lease has expired and re-enqueue their pending workflows."""
+        if self.keeper.fenced:
+            return
+        try:
+            with leases.connect(self.url, self.keeper.interval_s) as conn:
+                dead = leases.claim_dead(conn, self.host)
+        except Exception as exc:  # a partition: the lease keeper fences; try again later
+            log.warning("cluster: cannot look for dead hosts: %s", exc)
+            return
+        if dead:
+            count = engine.recover(dead)
+            self.recovered.extend(dead)
+            log.warning("cluster: hosts %s are dead; recovered %d workflows", dead, count)
+
+    def stop(self) -> None:
+        """Leave the cluster: stop renewing, give the lease up, stop the engine."""
+        self._stop.set()
+        self.keeper.stop()
+        if self._launched:
+            engine.shutdown()
+
+
+def run_host(config: HerdConfig, host: str) -> None:
+    """`herd daemon --host NAME`: serve until `herd down`, SIGTERM or SIGINT."""
+    assert config.cluster is not None
+    url = config.cluster.database_url()
+    assert url is not None  # `herd check` / cluster_problems said so first
+    member = ClusterHost(config, host, url)
+    member.join()
+    thread = threading.Thread(target=member.run, name="herd-cluster", daemon=True)
+    thread.start()
+    try:
+        run_foreground(config)
+    finally:
+        member.stop()
+        thread.join(5)

@@ -1,0 +1,97 @@
+"""Host daemons for the cluster tests: `herd daemon --host NAME`, each in its own folder and
+its own PID namespace, so killing a host kills it whole, daemon and agents, as a machine's
+death would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+
+import psutil
+from conftest import HERD, wait_until
+
+from agentherd.supervisor.client import Client
+from agentherd.supervisor.paths import socket_path_for
+
+DB_VAR = "HERD_TEST_DB"
+
+
+def cluster_toml(sessions: str, **cluster: object) -> str:
+    """A herd.toml with `[cluster]` (its URL in $HERD_TEST_DB) and these sessions."""
+    keys = {"database_url_env": DB_VAR, "lease": "3s", **cluster}
+    lines = ["[cluster]"] + [
+        f"{k} = {v!r}".replace("'", '"') if isinstance(v, str) else f"{k} = {v}"
+        for k, v in keys.items()
+    ]
+    return "\n".join(lines) + "\n\n" + textwrap.dedent(sessions)
+
+
+class HostProc:
+    """One host: a folder with its own herd.toml and its daemon in a PID namespace."""
+
+    def __init__(self, root: Path, name: str, toml: str, url: str) -> None:
+        self.root = root / name
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "herd.toml").write_text(toml)
+        self.name = name
+        self.url = url
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def client(self) -> Client:
+        return Client(socket_path_for(self.root / ".herd"))
+
+    def start(self) -> HostProc:
+        log = open(self.root / "host.log", "ab")  # noqa: SIM115  (the child keeps it)
+        self.process = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount-proc", HERD, "daemon", "--host", self.name],
+            cwd=self.root,
+            env={**os.environ, DB_VAR: self.url},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        wait_until(
+            lambda: self.client.ping() or self.process.poll() is not None,  # type: ignore[union-attr]
+            30,
+            f"host {self.name} to answer",
+        )
+        assert self.process.poll() is None, self.log()
+        wait_until(self.ready, 60, f"host {self.name} to join the cluster")
+        return self
+
+    def ready(self) -> bool:
+        """The host's engine runs: the registry says so."""
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(
+                "SELECT ready FROM herd_hosts WHERE name = %s", (self.name,)
+            ).fetchone()
+        return bool(row and row[0])
+
+    def log(self) -> str:
+        return (self.root / "host.log").read_text(errors="replace")
+
+    def down(self) -> None:
+        """`herd down` on this host, then wait for its namespace to end."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        if self.client.ping():
+            self.client.call("down", socket_timeout_s=None)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """The machine dies: SIGKILL to its namespace's first process ends every process in it."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        for child in psutil.Process(self.process.pid).children():
+            os.kill(child.pid, signal.SIGKILL)
+        self.process.wait(30)

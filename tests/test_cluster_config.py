@@ -1,0 +1,87 @@
+"""`[cluster]` in herd.toml and a session's `host`: checked with one line each, exit 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import HERD
+
+from agentherd.sessions.config import load_config
+
+CLUSTER = '[cluster]\ndatabase_url_env = "HERD_TEST_DB"\nmax_sessions = 3\n'
+SESSION = '[[session]]\nname = "a"\ncommand = ["true"]\n'
+
+
+def check(folder: Path, text: str, **env: str) -> subprocess.CompletedProcess[str]:
+    (folder / "herd.toml").write_text(text)
+    environ = {k: v for k, v in os.environ.items() if k != "HERD_TEST_DB"}
+    return subprocess.run(
+        [HERD, "check"], cwd=folder, capture_output=True, text=True, env={**environ, **env}
+    )
+
+
+def test_a_cluster_with_its_url_in_the_environment_checks(tmp_path: Path) -> None:
+    text = CLUSTER + SESSION + 'host = ["h1", "h2"]\n'
+    result = check(tmp_path, text, HERD_TEST_DB="postgresql://herd@127.0.0.1:5432/herd")
+    assert result.returncode == 0, result.stderr
+    config = load_config(tmp_path / "herd.toml")
+    assert config.cluster is not None and config.cluster.max_sessions == 3
+    assert config.cluster.lease == 30.0
+    assert config.sessions[0].host == ["h1", "h2"]
+
+
+def test_without_a_cluster_nothing_changes(tmp_path: Path) -> None:
+    result = check(tmp_path, SESSION)
+    assert result.returncode == 0, result.stderr
+    assert load_config(tmp_path / "herd.toml").cluster is None
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "line"),
+    [
+        (
+            CLUSTER + SESSION,
+            {},
+            "herd.toml: cluster.database_url_env: $HERD_TEST_DB is not set; export it with the "
+            "PostgreSQL URL, like export HERD_TEST_DB=postgresql://USER:PASSWORD@HOST:5432/herd",
+        ),
+        (
+            CLUSTER + SESSION,
+            {"HERD_TEST_DB": "mysql://x@y/z"},
+            "herd.toml: cluster.database_url_env: $HERD_TEST_DB does not hold a PostgreSQL URL "
+            "(it should begin with postgresql://)",
+        ),
+        (
+            SESSION + 'host = "h1"\n',
+            {},
+            'herd.toml: session "a": host: runs on a host of a cluster; add a [cluster] table',
+        ),
+        (
+            SESSION + "host = []\n",
+            {},
+            'herd.toml: session "a": host: name at least one host, or leave host out to run '
+            "on any host",
+        ),
+        (
+            '[cluster]\ndatabase_url_env = "HERD_TEST_DB"\nlease = "1s"\n',
+            {"HERD_TEST_DB": "postgresql://x@y/z"},
+            "herd.toml: cluster.lease: must be at least 3s",
+        ),
+    ],
+)
+def test_a_cluster_problem_is_one_line_and_exit_2(
+    tmp_path: Path, text: str, env: dict[str, str], line: str
+) -> None:
+    result = check(tmp_path, text, **env)
+    assert (result.returncode, result.stderr) == (2, line + "\n")
+
+
+def test_the_url_itself_in_the_file_is_refused_and_never_echoed(tmp_path: Path) -> None:
+    secret = "postgresql://herd:s3cret@db.example:5432/herd"
+    result = check(tmp_path, f'[cluster]\ndatabase_url_env = "{secret}"\n')
+    assert result.returncode == 2
+    assert "never the URL itself" in result.stderr
+    assert "s3cret" not in result.stderr and len(result.stderr.splitlines()) == 1

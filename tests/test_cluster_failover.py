@@ -1,0 +1,138 @@
+"""A host dies whole (its PID namespace killed): its session is finished on another host,
+after its lease has expired, and never runs on two hosts at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from clusterhosts import HostProc, cluster_toml
+from conftest import script, wait_until
+from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+
+require_cluster_extra()
+
+from agentherd.sessions.config import load_config  # noqa: E402
+from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
+
+pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
+LEASE_S = 3.0
+
+
+def marker(marks: Path, seconds: float) -> str:
+    """A session that notes where and when it starts and ends (the folder names the host)."""
+    return script(f"""
+        import os, time
+        host = os.path.basename(os.path.dirname(os.getcwd()))
+        with open({str(marks)!r}, "a") as f:
+            f.write(f"start {{host}} {{time.time()}}\\n")
+        time.sleep({seconds})
+        with open({str(marks)!r}, "a") as f:
+            f.write(f"end {{host}} {{time.time()}}\\n")
+    """)
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:  # noqa: F811
+    started: list[HostProc] = []
+    yield started
+    for host in started:
+        host.down()
+
+
+def test_a_killed_hosts_session_finishes_on_another_host_once(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    marks = tmp_path / "marks.txt"
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "job"
+        command = {marker(marks, 4.0)}
+        cwd = "work"
+        restart = "never"
+        autostart = false
+    """)
+    for name in ("h1", "h2"):
+        host = HostProc(tmp_path, name, toml, pg_url)
+        (host.root / "work").mkdir()
+        hosts.append(host)
+    for host in hosts:
+        host.start()
+    fleet = ClusterFleet(load_config(hosts[0].root / "herd.toml"), pg_url)
+    try:
+        handle = fleet.start("job").handle  # both idle: the tie goes to h1
+        wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 to run")
+        killed_at = time.time()
+        hosts[0].kill()  # daemon and agent, as a machine's death
+        waited = fleet.wait(handle, timeout_s=90)
+        assert (waited.state, waited.exit) == ("completed", 0)
+        assert fleet.task_host(handle) in ("h1", "h2")
+    finally:
+        fleet.close()
+    lines = marks.read_text().splitlines()
+    starts = [line.split() for line in lines if line.startswith("start")]
+    assert [s[1] for s in starts] == ["h1", "h2"], lines  # once on h1, once (moved) on h2
+    assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
+    moved_at = float(starts[1][2])
+    assert moved_at - killed_at >= LEASE_S * 0.9, "recovered only after the lease expired"
+    print(f"recovery: {moved_at - killed_at:.1f}s after the kill (lease {LEASE_S:g}s)")
+
+
+def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    from netcut import CuttableLink
+
+    marks = tmp_path / "marks.txt"
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "job"
+        command = {marker(marks, 6.0)}
+        cwd = "work"
+        restart = "never"
+        autostart = false
+    """)
+    address, database = pg_url.rsplit("/", 1)
+    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
+    link = CuttableLink(server_host, int(server_port))
+    through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
+    for name, url in (("h1", through_link), ("h2", pg_url)):
+        host = HostProc(tmp_path, name, toml, url)
+        (host.root / "work").mkdir()
+        hosts.append(host)
+    try:
+        for host in hosts:
+            host.start()
+        fleet = ClusterFleet(load_config(hosts[1].root / "herd.toml"), pg_url)
+        try:
+            handle = fleet.start("job").handle  # both idle: the tie goes to h1
+            wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
+            link.cut()
+            cut_at = time.time()
+            wait_until(
+                lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
+                LEASE_S * 2,
+                "h1 to stop its agent (fencing)",
+            )
+            fenced_at = time.time()
+            assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
+            waited = fleet.wait(handle, timeout_s=90)
+            assert (waited.state, waited.exit) == ("completed", 0)
+            link.restore()  # h1 returns: fenced, it does not take the session back
+            wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
+        finally:
+            fleet.close()
+    finally:
+        link.close()
+    lines = marks.read_text().splitlines()
+    starts = [line.split() for line in lines if line.startswith("start")]
+    assert [s[1] for s in starts] == ["h1", "h2"], lines
+    assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
+    assert float(starts[1][2]) > fenced_at, "h2 began only after h1 had stopped its agent"
+    assert hosts[0].client.call("status", target="job")["state"] == "stopped"
