@@ -357,6 +357,7 @@ class OpenAIResponsesServer(ScriptedServer):
         }
         done = {**shell, "status": "completed", "output": [item], "usage": usage}
         handler.event("response.completed", {"type": "response.completed", "response": done})
+        self.served_one()
         self.completed()
 
 
@@ -403,6 +404,7 @@ class GeminiServer(ScriptedServer):
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
             answer = json.dumps(_fill_schema(schema)) if schema else "ok"
             handler.send_json(200, self._chunk([{"text": answer}], "STOP", usage))
+            self.served_one()
             return
         if ":streamGenerateContent" not in path:
             handler.send_json(404, {"error": {"message": "not scripted"}})
@@ -427,6 +429,7 @@ class GeminiServer(ScriptedServer):
         else:
             parts = [{"text": step.text}]
         handler.event(None, self._chunk(parts, "STOP", usage))
+        self.served_one()
         self.completed()
 
     @staticmethod

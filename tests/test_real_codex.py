@@ -92,10 +92,18 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_run_again(
         thread = status["agent_session_id"]
         assert thread and started[1]["data"]["argv"][-3:-1] == ["resume", thread]
         assert "draft.txt" in repr(server.requests[-1]["input"])
-        # Codex prints the thread's total only at a turn's end: the killed run shows none, and
-        # its one served answer, saved in the thread, lands in the resume's figures (once).
-        assert run_usages(herd, "main", 2) == [(0, 0, 0, 0), (160, 60, 40, 0)]
-        assert server.answered == 2
+        # Codex prints the thread's total only at a turn's end, which the killed run never
+        # reached: its one served answer (100 input, 20 of them cached, 30 output) is read from
+        # the rollout file Codex keeps under CODEX_HOME. The resume prints the thread's total
+        # (200 input): what the killed run recorded is taken off, so each answer counts once.
+        assert run_usages(herd, "main", 2) == [(80, 30, 20, 0), (80, 30, 20, 0)]
+        assert server.answered == server.served == 2
+        usage = status["usage"]
+        assert (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"]) == (
+            160,
+            60,
+            40,
+        )
 
 
 def test_a_rate_limit_parks_without_reset(herd: Herd, tmp_path: Path, codex: str) -> None:

@@ -21,6 +21,7 @@ from agentherd.sessions.adapters.usage import Usage
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
 AGENT_WAIT_S = 90.0
+MODEL = "gemini-2.5-flash"
 
 
 @pytest.fixture
@@ -79,7 +80,8 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
     repo = _repo(tmp_path / "repo")
     steps = [tool("write_file", file_path=str(repo / "draft.txt"), content="half\n"), hang()]
     with GeminiServer([*steps, text("Picked up where I left off.")]) as server:
-        env = gemini_env(tmp_path / "home", server.url, gemini)
+        # A model set: no routing request, whose tokens the chat file would not hold.
+        env = {**gemini_env(tmp_path / "home", server.url, gemini), "GEMINI_MODEL": MODEL}
         herd.write(session_toml("main", "gemini", repo, env))
         herd.start()
         herd.client.call("start", name="main")
@@ -95,9 +97,19 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         assert session_id in started[1]["data"]["argv"]
         assert "draft.txt" in repr(server.requests[-1]["contents"])
-        # Gemini prints its stats only in the `result` line: the killed run shows none; the
-        # resume's own two requests (routing and the answer) are counted exactly.
-        assert run_usages(herd, "main", 2)[1] == (160, 60, 40, 0)
+        # Gemini prints its stats only in the `result` line, which the killed run never
+        # reached: its one answer (100 prompt tokens, 20 of them cached, 30 output) is read
+        # from the chat file Gemini keeps under HOME. The resume's answer comes from its result.
+        killed, resumed = run_usages(herd, "main", 2)
+        assert killed == resumed == (80, 30, 20, 0)
+        assert server.served == 2  # everything the server billed, and nothing more
+        usage = status["usage"]
+        assert (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"]) == (
+            160,
+            60,
+            40,
+        )
+        assert usage["cost_estimated"] is True and usage["cost_usd"] > 0
 
 
 def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
