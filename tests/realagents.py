@@ -122,12 +122,17 @@ def codex_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
     }
 
 
-def gemini_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
-    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API."""
-    settings = home / ".gemini"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+def gemini_env(
+    home: Path, base_url: str, binary: str, settings: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API.
+
+    settings: more of Gemini CLI's settings.json (e.g. ``{"general": {"maxAttempts": 1}}``).
+    """
+    folder = home / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}, **(settings or {})})
     )
     return {
         "HOME": str(home),
