@@ -361,6 +361,61 @@ class OpenAIResponsesServer(ScriptedServer):
         self.completed()
 
 
+class OpenAIChatServer(ScriptedServer):
+    """The OpenAI Chat Completions API (`POST /v1/chat/completions`, streamed) for OpenCode.
+
+    A request without `tools` (OpenCode's title request) is not part of the script: it gets a
+    short text, billed like any answer.
+    """
+
+    def handle(self, handler: Any, body: dict[str, Any]) -> None:
+        if not handler.path.rstrip("/").endswith("/chat/completions"):
+            handler.send_json(404, {"error": {"message": "not scripted"}})
+            return
+        scripted = bool(body.get("tools"))
+        step = self.next_step(body) if scripted else text("A title")
+        if step.kind == "status":
+            handler.send_json(
+                step.status, {"error": {"message": f"scripted {step.status}", "type": "error"}}
+            )
+            return
+        tokens = self.tokens
+        base = {"id": f"chatcmpl-{next(_id)}", "object": "chat.completion.chunk", "created": 0}
+        base["model"] = body.get("model") or "test-model"
+        handler.start_events()
+        if step.kind == "hang":
+            handler.event(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+            self.hold()
+            return
+        if step.kind == "tool":
+            call = {
+                "index": 0,
+                "id": f"call_{next(_id)}",
+                "type": "function",
+                "function": {"name": step.name, "arguments": json.dumps(step.args)},
+            }
+            delta: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            delta, finish = {"role": "assistant", "content": step.text}, "stop"
+        handler.event(None, {**base, "choices": [{"index": 0, "delta": delta}]})
+        handler.event(
+            None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        )
+        usage = {
+            "prompt_tokens": tokens.input,
+            "completion_tokens": tokens.output,
+            "total_tokens": tokens.input + tokens.output,
+            "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
+        }
+        handler.event(None, {**base, "choices": [], "usage": usage})
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        self.served_one()
+        if scripted:
+            self.completed()
+
+
 def _fill_schema(schema: Any) -> Any:
     """A value that follows a JSON schema: first enum value, "x", the minimum, false, keys."""
     if not isinstance(schema, dict):
@@ -447,6 +502,7 @@ SERVERS: dict[str, type[ScriptedServer]] = {
     "anthropic": AnthropicServer,
     "openai": OpenAIResponsesServer,
     "gemini": GeminiServer,
+    "chat": OpenAIChatServer,
 }
 
 

@@ -1,4 +1,5 @@
-"""A killed Gemini or Codex run's spend, read from the files the real CLI keeps under its home.
+"""A killed Gemini or Codex run's spend, read from the files the real CLI keeps under its home;
+and a real OpenCode run read exactly.
 
 The fixtures are what Gemini CLI 0.61.0 and codex-cli 0.171.0 wrote, run offline against the
 scripted servers of tests/model_servers.py (each answer: 100 prompt tokens, 20 of them cached,
@@ -148,3 +149,18 @@ def test_codex_rollout_never_lowers_what_stdout_showed_and_refuses_unsafe_ids(
     garbled = tmp_path / "rollout.jsonl"
     garbled.write_bytes(b'{"total_token_usage": [\n\xff"total_token_usage"\n')
     assert read_thread_total([garbled]) == {}
+
+
+def test_a_real_opencode_run_is_read_exactly() -> None:
+    """opencode-ai 1.18.33 against the scripted chat server: write, commit (bash), answer."""
+    parser = make_parser("opencode")
+    for raw in (FIXTURES / "real" / "opencode-run.jsonl").read_bytes().splitlines():
+        parser.feed_line(raw)
+    assert parser.session_id == "ses_dcd818221ffeUwsIQjkwWHvmQM"
+    # Three steps of 100 prompt tokens (20 cached, printed apart) and 30 output.
+    assert four(parser.usage) == (240, 90, 60, 0) and parser.usage.turns == 3
+    # `cost: 0` for a model OpenCode has no price for is no cost, not a free run.
+    assert parser.usage.cost_usd is None
+    assert parser.outcome is not None and parser.outcome.kind == "success"
+    assert parser.result_text == "Done: hello.txt committed."
+    assert parser.skipped_lines == 0 and not parser.warnings
