@@ -380,8 +380,23 @@ class OpenAIChatServer(ScriptedServer):
             )
             return
         tokens = self.tokens
+        usage = {
+            "prompt_tokens": tokens.input,
+            "completion_tokens": tokens.output,
+            "total_tokens": tokens.input + tokens.output,
+            "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
+        }
         base = {"id": f"chatcmpl-{next(_id)}", "object": "chat.completion.chunk", "created": 0}
         base["model"] = body.get("model") or "test-model"
+        if not body.get("stream") and step.kind == "text":  # Aider's commit-message request
+            message = {"role": "assistant", "content": step.text}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            answer = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+            handler.send_json(200, answer)
+            self.served_one()
+            if scripted:
+                self.completed()
+            return
         handler.start_events()
         if step.kind == "hang":
             handler.event(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
@@ -402,12 +417,6 @@ class OpenAIChatServer(ScriptedServer):
         handler.event(
             None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         )
-        usage = {
-            "prompt_tokens": tokens.input,
-            "completion_tokens": tokens.output,
-            "total_tokens": tokens.input + tokens.output,
-            "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
-        }
         handler.event(None, {**base, "choices": [], "usage": usage})
         handler.wfile.write(b"data: [DONE]\n\n")
         handler.wfile.flush()

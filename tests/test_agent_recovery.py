@@ -1,5 +1,5 @@
 """A killed Gemini or Codex run's spend, read from the files the real CLI keeps under its home;
-and a real OpenCode run read exactly.
+and real OpenCode and Aider runs read exactly.
 
 The fixtures are what Gemini CLI 0.61.0 and codex-cli 0.171.0 wrote, run offline against the
 scripted servers of tests/model_servers.py (each answer: 100 prompt tokens, 20 of them cached,
@@ -164,3 +164,16 @@ def test_a_real_opencode_run_is_read_exactly() -> None:
     assert parser.outcome is not None and parser.outcome.kind == "success"
     assert parser.result_text == "Done: hello.txt committed."
     assert parser.skipped_lines == 0 and not parser.warnings
+
+
+def test_a_real_aider_run_is_read_as_aider_counted_it() -> None:
+    """aider-chat 0.86.2 against the scripted chat server: a whole-file edit, two commits."""
+    parser = make_parser("aider")
+    for raw in (FIXTURES / "real" / "aider-run.log").read_bytes().splitlines():
+        parser.feed_line(raw)
+    # Aider counts a streamed answer's tokens itself (the server said 100 in, 30 out), and
+    # prints nothing for its commit-message requests: its one line is what there is to read.
+    assert four(parser.usage) == (649, 9, 0, 0) and parser.usage.turns == 1
+    assert parser.usage.cost_usd is None  # no price for the model: no `Cost:` line
+    assert parser.session_id is None and parser.outcome is None  # the exit code decides
+    assert not parser.warnings
