@@ -1,9 +1,10 @@
-"""What an adapter needs beyond a run's own output: a thread's earlier spend, a transcript.
+"""What an adapter needs beyond a run's own output: a thread's earlier spend, the agent's files.
 
 Codex counts tokens over a whole thread, so a resumed run's adapter is given what the earlier
-runs of that thread used (`thread_usage`). Claude Code prints a message's final usage only in
-its result line, so a run killed before it is completed from the transcript Claude keeps
-(`recover_killed_claude`, a file read: call it off the event loop).
+runs of that thread used (`thread_usage`). A run killed before its result line printed too
+little: `recover_killed_run` completes it from what the agent keeps under its home (Claude
+Code's transcript, Gemini CLI's chat files, Codex's rollout). File reads: call it off the event
+loop.
 """
 
 from __future__ import annotations
@@ -11,12 +12,20 @@ from __future__ import annotations
 import logging
 import os
 
-from agentherd.sessions.adapters import ClaudeParser, OutputParser, Usage
+from agentherd.sessions.adapters import (
+    ClaudeParser,
+    CodexParser,
+    GeminiParser,
+    OutputParser,
+    Usage,
+)
 from agentherd.sessions.adapters.claude_transcript import (
     claude_config_dir,
     read_transcript,
     transcript_path,
 )
+from agentherd.sessions.adapters.codex_rollout import codex_home, read_thread_total, rollout_paths
+from agentherd.sessions.adapters.gemini_chats import chat_paths, gemini_dir, read_chat_answers
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.launchspec import run_environment
 from agentherd.sessions.records import RunRecord
@@ -34,6 +43,43 @@ def thread_usage(store: Store, session: str, agent_session_id: str | None) -> Us
         if run.agent_session_id == agent_session_id and run.ended_at is not None and run.usage:
             total = total + Usage.from_json(run.usage)
     return total
+
+
+def recover_killed_run(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Complete a run that ended without its result from its agent's files; True if changed."""
+    if isinstance(parser, ClaudeParser):
+        return recover_killed_claude(parser, record, config)
+    if isinstance(parser, GeminiParser):
+        return recover_killed_gemini(parser, record, config)
+    if isinstance(parser, CodexParser):
+        return recover_killed_codex(parser, record, config)
+    return False
+
+
+def recover_killed_codex(parser: CodexParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Complete a Codex run killed mid-turn from its thread's rollout file; True if changed."""
+    thread_id = parser.session_id
+    home = codex_home(run_environment(os.environ, config, record.run, 0, {}))
+    if parser.outcome is not None or thread_id is None or home is None:
+        return False
+    paths = rollout_paths(home, thread_id)
+    changed = parser.recover_from_rollout(read_thread_total(paths))
+    if changed:
+        log.info("run %d of %s: usage taken from %s", record.run, config.name, paths[-1])
+    return changed
+
+
+def recover_killed_gemini(parser: GeminiParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Complete a Gemini run that ended without its result from its chat files; True if changed."""
+    session_id = parser.session_id
+    folder = gemini_dir(run_environment(os.environ, config, record.run, 0, {}))
+    if parser.outcome is not None or session_id is None or folder is None:
+        return False
+    paths = chat_paths(folder, session_id)
+    changed = parser.recover_from_chat(read_chat_answers(paths), record.started_at, record.ended_at)
+    if changed:
+        log.info("run %d of %s: usage taken from %s", record.run, config.name, paths[0].parent)
+    return changed
 
 
 def recover_killed_claude(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:

@@ -157,7 +157,7 @@ class RunFollowing(SessionParts):
         live.record.ended_at = iso(utc_now())
         if outcome is None:  # killed before its result: its spend is in the agent's records
             await anyio.to_thread.run_sync(
-                agentusage.recover_killed_claude, live.parser, live.record, live.config
+                agentusage.recover_killed_run, live.parser, live.record, live.config
             )
         agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code

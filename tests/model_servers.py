@@ -357,7 +357,72 @@ class OpenAIResponsesServer(ScriptedServer):
         }
         done = {**shell, "status": "completed", "output": [item], "usage": usage}
         handler.event("response.completed", {"type": "response.completed", "response": done})
+        self.served_one()
         self.completed()
+
+
+class OpenAIChatServer(ScriptedServer):
+    """The OpenAI Chat Completions API (`POST /v1/chat/completions`, streamed) for OpenCode.
+
+    A request without `tools` (OpenCode's title request) is not part of the script: it gets a
+    short text, billed like any answer.
+    """
+
+    def handle(self, handler: Any, body: dict[str, Any]) -> None:
+        if not handler.path.rstrip("/").endswith("/chat/completions"):
+            handler.send_json(404, {"error": {"message": "not scripted"}})
+            return
+        scripted = bool(body.get("tools"))
+        step = self.next_step(body) if scripted else text("A title")
+        if step.kind == "status":
+            handler.send_json(
+                step.status, {"error": {"message": f"scripted {step.status}", "type": "error"}}
+            )
+            return
+        tokens = self.tokens
+        usage = {
+            "prompt_tokens": tokens.input,
+            "completion_tokens": tokens.output,
+            "total_tokens": tokens.input + tokens.output,
+            "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
+        }
+        base = {"id": f"chatcmpl-{next(_id)}", "object": "chat.completion.chunk", "created": 0}
+        base["model"] = body.get("model") or "test-model"
+        if not body.get("stream") and step.kind == "text":  # Aider's commit-message request
+            message = {"role": "assistant", "content": step.text}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            answer = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+            handler.send_json(200, answer)
+            self.served_one()
+            if scripted:
+                self.completed()
+            return
+        handler.start_events()
+        if step.kind == "hang":
+            handler.event(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+            self.hold()
+            return
+        if step.kind == "tool":
+            call = {
+                "index": 0,
+                "id": f"call_{next(_id)}",
+                "type": "function",
+                "function": {"name": step.name, "arguments": json.dumps(step.args)},
+            }
+            delta: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            delta, finish = {"role": "assistant", "content": step.text}, "stop"
+        handler.event(None, {**base, "choices": [{"index": 0, "delta": delta}]})
+        handler.event(
+            None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        )
+        handler.event(None, {**base, "choices": [], "usage": usage})
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        self.served_one()
+        if scripted:
+            self.completed()
 
 
 def _fill_schema(schema: Any) -> Any:
@@ -403,6 +468,7 @@ class GeminiServer(ScriptedServer):
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
             answer = json.dumps(_fill_schema(schema)) if schema else "ok"
             handler.send_json(200, self._chunk([{"text": answer}], "STOP", usage))
+            self.served_one()
             return
         if ":streamGenerateContent" not in path:
             handler.send_json(404, {"error": {"message": "not scripted"}})
@@ -427,6 +493,7 @@ class GeminiServer(ScriptedServer):
         else:
             parts = [{"text": step.text}]
         handler.event(None, self._chunk(parts, "STOP", usage))
+        self.served_one()
         self.completed()
 
     @staticmethod
@@ -444,6 +511,7 @@ SERVERS: dict[str, type[ScriptedServer]] = {
     "anthropic": AnthropicServer,
     "openai": OpenAIResponsesServer,
     "gemini": GeminiServer,
+    "chat": OpenAIChatServer,
 }
 
 

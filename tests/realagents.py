@@ -27,6 +27,7 @@ PINNED = {
     "claude": "@anthropic-ai/claude-code@2.1.197",
     "codex": "@openai/codex@0.171.0",
     "gemini": "@google/gemini-cli@0.61.0",
+    "opencode": "opencode-ai@1.18.33",
 }
 """The versions these tests were written against (.ci/run installs the same)."""
 
@@ -122,17 +123,47 @@ def codex_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
     }
 
 
-def gemini_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
-    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API."""
-    settings = home / ".gemini"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "settings.json").write_text(
-        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+def gemini_env(
+    home: Path, base_url: str, binary: str, settings: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """A throw-away HOME whose settings select API-key auth, pointed at a local Gemini API.
+
+    settings: more of Gemini CLI's settings.json (e.g. ``{"general": {"maxAttempts": 1}}``).
+    """
+    folder = home / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}, **(settings or {})})
     )
     return {
         "HOME": str(home),
         "GOOGLE_GEMINI_BASE_URL": base_url,
         "GEMINI_API_KEY": "test-offline",
+        "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def opencode_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
+    """A throw-away HOME whose OpenCode config names one model on a local chat-completions API."""
+    folder = home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "local",
+        "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-test-offline"},
+        "models": {"test-model": {"name": "test-model"}},
+    }
+    config = {
+        "provider": {"local": provider},
+        "model": "local/test-model",
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    (folder / "opencode.json").write_text(json.dumps(config))
+    return {
+        "HOME": str(home),
+        "OPENCODE_DISABLE_MODELS_FETCH": "true",  # offline: no model list from the web
+        "OPENCODE_DISABLE_AUTOUPDATE": "true",
         "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 

@@ -6,13 +6,14 @@ or every write is refused (and an untrusted folder exits 55 at once).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from pathlib import Path
 
 import pytest
-from conftest import Herd, git, make_repo, wait_until
-from model_servers import GeminiServer, hang, text, tool
+from conftest import FAST, Herd, git, make_repo, wait_until
+from model_servers import GeminiServer, fail, hang, text, tool
 from realagents import agent_binary, gemini_env, run_usages, session_toml
 
 from agentherd.sessions import prices
@@ -21,6 +22,7 @@ from agentherd.sessions.adapters.usage import Usage
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
 AGENT_WAIT_S = 90.0
+MODEL = "gemini-2.5-flash"
 
 
 @pytest.fixture
@@ -79,7 +81,8 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
     repo = _repo(tmp_path / "repo")
     steps = [tool("write_file", file_path=str(repo / "draft.txt"), content="half\n"), hang()]
     with GeminiServer([*steps, text("Picked up where I left off.")]) as server:
-        env = gemini_env(tmp_path / "home", server.url, gemini)
+        # A model set: no routing request, whose tokens the chat file would not hold.
+        env = {**gemini_env(tmp_path / "home", server.url, gemini), "GEMINI_MODEL": MODEL}
         herd.write(session_toml("main", "gemini", repo, env))
         herd.start()
         herd.client.call("start", name="main")
@@ -95,9 +98,58 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         assert session_id in started[1]["data"]["argv"]
         assert "draft.txt" in repr(server.requests[-1]["contents"])
-        # Gemini prints its stats only in the `result` line: the killed run shows none; the
-        # resume's own two requests (routing and the answer) are counted exactly.
-        assert run_usages(herd, "main", 2)[1] == (160, 60, 40, 0)
+        # Gemini prints its stats only in the `result` line, which the killed run never
+        # reached: its one answer (100 prompt tokens, 20 of them cached, 30 output) is read
+        # from the chat file Gemini keeps under HOME. The resume's answer comes from its result.
+        killed, resumed = run_usages(herd, "main", 2)
+        assert killed == resumed == (80, 30, 20, 0)
+        assert server.served == 2  # everything the server billed, and nothing more
+        usage = status["usage"]
+        assert (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"]) == (
+            160,
+            60,
+            40,
+        )
+        assert usage["cost_estimated"] is True and usage["cost_usd"] > 0
+
+
+@pytest.mark.pidns
+def test_a_rate_limit_parks_without_reset_and_then_resumes(
+    herd: Herd, tmp_path: Path, gemini: str
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    steps = [tool("write_file", file_path=str(repo / "draft.txt"), content="keep me\n"), fail(429)]
+    herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3.0)
+    with GeminiServer([*steps, text("Limit lifted, done.")]) as server:
+        # Gemini CLI retries a 429 itself, 10 attempts from 5 s up to 30 s apart (about 3.5
+        # minutes), before it gives up; one attempt keeps the test short.
+        settings = {"general": {"maxAttempts": 1}}
+        env = gemini_env(tmp_path / "home", server.url, gemini, settings)
+        herd.write(session_toml("main", "gemini", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        parked = herd.wait_state("main", "backoff", "failed", "completed", timeout_s=AGENT_WAIT_S)
+        assert (parked["state"], parked["reason"]) == ("backoff", "rate-limit"), (
+            parked,
+            herd.events("main"),
+        )
+        assert parked["next_restart_at"] is not None and parked["restarts"] == 0
+        (limited,) = herd.events("main", "rate-limited")
+        assert limited["data"]["delay_s"] == pytest.approx(3.0)
+        assert (repo / "draft.txt").read_text() == "keep me\n"  # no reset
+        # The run's `result` (status error, its message naming the quota) still has its stats:
+        # the routing request and the one answer before the 429.
+        (first,) = run_usages(herd, "main", 1)
+        assert first == (160, 60, 40, 0)
+
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert not herd.events("main", "rescue-saved")
+        assert not herd.events("main", "worktree-reset")
+        started = herd.events("main", "run-started")
+        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        assert "draft.txt" in repr(server.requests[-1]["contents"])
+        assert (repo / "draft.txt").read_text() == "keep me\n"
 
 
 def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(

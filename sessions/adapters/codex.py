@@ -4,8 +4,9 @@ Tokens: ``turn.completed.usage`` is the thread's running total, not the turn's. 
 process the last figure wins; across ``codex exec resume`` it includes every earlier run of the
 thread. The parser is therefore given the thread's totals before this run (``thread_usage``:
 the sum of the per-run usage herd recorded for earlier runs of the same thread) and reports
-the difference, so per-run figures add up to the thread's total. Spend of a killed run that
-Codex saved in its rollout lands in the next resume's difference: counted once, one run late.
+the difference, so per-run figures add up to the thread's total. A run killed mid-turn printed
+no ``turn.completed``: ``recover_from_rollout`` takes the thread's running total from the
+rollout file Codex keeps (see ``codex_rollout``), so the killed run counts its own spend.
 A figure below the previous total means the counter was not cumulative: it is taken as this
 run's own, with a warning.
 
@@ -72,6 +73,23 @@ class CodexParser(OutputParser):
                 now[3] - self._before[3],
             )
         return Usage(own[0], own[1], own[2], own[3], turns=self._turns)
+
+    def recover_from_rollout(self, total: dict[str, Any]) -> bool:
+        """Take a killed run's thread total from its rollout (``total_token_usage``).
+
+        Taken only when no turn ended well or badly since and it is not below what stdout
+        showed. Returns whether anything changed.
+        """
+        tokens = _codex_tokens(total) if self.outcome is None else None
+        now = self._cumulative
+        if tokens is None or tokens == now:
+            return False
+        if now is not None and any(
+            value < earlier for value, earlier in zip(tokens, now, strict=True)
+        ):
+            return False
+        self._take_cumulative(tokens)
+        return True
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one event on its ``type``."""

@@ -10,6 +10,9 @@ Tokens are per process (a resumed run's stats do not include earlier runs). ``in
 are billed as output: output is whatever of ``total_tokens`` is not input, so the total is the
 agent's own. Each result or document replaces the figures before it (both are process totals).
 No cost is printed: it is estimated from herd's price table when every model is in it.
+
+A run killed before its ``result`` printed no tokens at all: ``recover_from_chat`` takes them
+from the chat file Gemini CLI keeps (see ``gemini_chats``), each answer once by id.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.document import DocumentBuffer, Step
 from agentherd.sessions.adapters.prices import estimate_cost_usd
 from agentherd.sessions.adapters.usage import Usage, as_count
+from agentherd.sessions.times import parse_iso
 
 _Tokens = tuple[int, int, int, int]
 """input (without cache), output, cache read, cache write."""
@@ -66,6 +70,40 @@ class GeminiParser(OutputParser):
             cost_usd=self._cost_usd,
             cost_estimated=self._cost_usd is not None,
         )
+
+    def recover_from_chat(
+        self, answers: list[dict[str, Any]], since: str | None, until: str | None = None
+    ) -> bool:
+        """Take a killed run's tokens from its chat's answers written between since and until.
+
+        Each answer counts once (its last copy); each count becomes the larger of stdout's and
+        the chat's. A run that printed its result needs none of this and is left as it is.
+        Returns whether anything changed.
+        """
+        if self.outcome is not None or since is None:
+            return False
+        models = gemini_chat_tokens(answers, since, until)
+        if not models:
+            return False
+        found = (
+            sum(tokens[0] for tokens in models.values()),
+            sum(tokens[1] for tokens in models.values()),
+            sum(tokens[2] for tokens in models.values()),
+            sum(tokens[3] for tokens in models.values()),
+        )
+        better = (
+            max(found[0], self._tokens[0]),
+            max(found[1], self._tokens[1]),
+            max(found[2], self._tokens[2]),
+            max(found[3], self._tokens[3]),
+        )
+        if better == self._tokens:
+            return False
+        self._tokens = better
+        costs = [estimate_cost_usd(model, *tokens) for model, tokens in models.items()]
+        known = better == found and all(cost is not None for cost in costs)
+        self._cost_usd = sum(cost or 0.0 for cost in costs) if known else None
+        return True
 
     def _feed(self, line: bytes) -> object | None:
         """Gather pretty-printed document lines; hand any other line to the JSONL reader."""
@@ -178,6 +216,43 @@ class GeminiParser(OutputParser):
             denials=self._denials,
             terminal_reason=kind if isinstance(kind, str) else None,
         )
+
+
+def gemini_chat_tokens(
+    answers: list[dict[str, Any]], since: str, until: str | None = None
+) -> dict[str, _Tokens]:
+    """Tokens per model of the chat answers written between since and until (ISO times).
+
+    An answer is written again with its tool calls, and a resume replays earlier answers:
+    each id counts once, its last copy winning.
+    """
+    start = parse_iso(since)
+    end = parse_iso(until) if until else None
+    if start is None:
+        return {}
+    by_id: dict[str, tuple[str, _Tokens]] = {}
+    for answer in answers:
+        stamp, answer_id = answer.get("timestamp"), answer.get("id")
+        moment = parse_iso(stamp) if isinstance(stamp, str) else None
+        if moment is None or not isinstance(answer_id, str) or moment < start:
+            continue
+        if end is not None and moment > end:
+            continue
+        tokens = answer.get("tokens")
+        if not isinstance(tokens, dict):
+            continue
+        with_cache = (as_count(tokens.get("input")) or 0) + (as_count(tokens.get("tool")) or 0)
+        output = (as_count(tokens.get("output")) or 0) + (as_count(tokens.get("thoughts")) or 0)
+        split = _split(
+            with_cache, as_count(tokens.get("cached")), output, as_count(tokens.get("total"))
+        )
+        model = answer.get("model")
+        by_id[answer_id] = (str(model)[:80] if isinstance(model, str) else "gemini", split)
+    models: dict[str, _Tokens] = {}
+    for model, split in by_id.values():
+        now = models.get(model, (0, 0, 0, 0))
+        models[model] = (now[0] + split[0], now[1] + split[1], now[2] + split[2], now[3] + split[3])
+    return models
 
 
 def _stream_tokens(stats: dict[str, Any]) -> _Tokens | None:

@@ -2,7 +2,10 @@
 
 Each ``step_finish`` carries the tokens and cost of that step (``part.tokens{input, output,
 reasoning, cache{read, write}}``, ``part.cost``): they are added, one step each. Reasoning is
-billed as output. A step that ends for any reason but ``tool-calls`` ends the answer; an
+billed as output. A model OpenCode has no price for (a custom provider) gets ``cost: 0``
+with its tokens: that is no cost reported (None, so herd may estimate), not a free run. The
+title request OpenCode makes before the first answer prints no step: its tokens are not seen.
+A step that ends for any reason but ``tool-calls`` ends the answer; an
 ``error`` line ends the run in error; ``done`` (newer builds) ends it, its ``rejected`` list
 naming permissions the run refused (``--auto`` not given).
 """
@@ -84,7 +87,10 @@ class OpenCodeParser(OutputParser):
             for index, value in enumerate(figures):
                 self._tokens[index] += value
         cost = as_amount(part.get("cost"))
-        if cost is not None:
+        billed = isinstance(tokens, dict) and any(
+            as_count(tokens.get(key)) for key in ("input", "output", "total")
+        )
+        if cost is not None and (cost > 0 or not billed):
             self._cost_usd = (self._cost_usd or 0.0) + cost
         if part.get("reason") not in ("tool-calls", None):
             self.result_text = self.last_text

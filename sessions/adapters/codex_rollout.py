@@ -1,0 +1,84 @@
+"""Find and read the rollout file Codex keeps of a thread, to recover a killed run's spend.
+
+Codex CLI (0.171) writes each thread to
+``<codex home>/sessions/YYYY/MM/DD/rollout-<start time>-<thread id>.jsonl`` where
+``<codex home>`` is ``$CODEX_HOME`` or ``$HOME/.codex``; ``codex exec resume`` appends to the
+same file. After each model response it writes an ``event_msg`` line of payload type
+``token_count`` whose ``info.total_token_usage`` is the thread's running total (the figure
+``turn.completed`` prints on stdout only when the turn ends): the last one is what the thread
+has used so far, killed turn included. Reading files is all this does; the supervisor calls
+it off its event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentherd.sessions.adapters.base import valid_session_id
+
+MAX_ROLLOUT_BYTES = 256 * 1024 * 1024
+"""A rollout file is read up to this size (its tail beyond is not read)."""
+
+MAX_ENTRY_BYTES = 1024 * 1024
+"""A rollout line longer than this is skipped unread (token counts are short lines)."""
+
+MAX_ROLLOUT_FILES = 16
+"""At most this many files are opened for one thread."""
+
+
+def codex_home(env: Mapping[str, str]) -> Path | None:
+    """Codex's home folder for a run's environment, or None when it has no home."""
+    configured = env.get("CODEX_HOME", "").strip()
+    if configured:
+        return Path(configured)
+    home = env.get("HOME", "").strip()
+    return Path(home) / ".codex" if home else None
+
+
+def rollout_paths(home: Path, thread_id: str) -> list[Path]:
+    """The rollout files of a thread, oldest first; [] when none or the id is unsafe."""
+    if not valid_session_id(thread_id) or thread_id in (".", ".."):
+        return []
+    try:
+        found = sorted((home / "sessions").glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    except OSError:
+        return []
+    return [path for path in found[:MAX_ROLLOUT_FILES] if path.is_file()]
+
+
+def read_thread_total(paths: list[Path], max_bytes: int = MAX_ROLLOUT_BYTES) -> dict[str, Any]:
+    """The last ``total_token_usage`` the rollout files hold ({} when none)."""
+    total: dict[str, Any] = {}
+    for path in paths:
+        read_bytes = 0
+        try:
+            with path.open("rb") as stream:
+                for raw in stream:
+                    read_bytes += len(raw)
+                    if read_bytes > max_bytes:
+                        break
+                    if len(raw) > MAX_ENTRY_BYTES or b'"total_token_usage"' not in raw:
+                        continue
+                    found = _total_in(raw)
+                    if found:
+                        total = found
+        except OSError:
+            continue
+    return total
+
+
+def _total_in(raw: bytes) -> dict[str, Any] | None:
+    """A ``token_count`` line's ``info.total_token_usage``, or None."""
+    try:
+        value = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    payload = value.get("payload") if isinstance(value, dict) else None
+    if not isinstance(payload, dict) or payload.get("type") != "token_count":
+        return None
+    info = payload.get("info")
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    return total if isinstance(total, dict) else None

@@ -1,0 +1,64 @@
+"""The real OpenCode CLI (`opencode run --format json`) under the real daemon.
+
+It runs against a scripted OpenAI-compatible chat-completions server, with the preset
+`herd init --agent opencode` writes: the agent edits, commits, and its tokens are exact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Herd, git, make_repo
+from model_servers import OpenAIChatServer, text, tool
+from realagents import agent_binary, opencode_env, session_toml
+
+pytestmark = [pytest.mark.realagents, pytest.mark.timeout(240)]
+
+AGENT_WAIT_S = 150.0
+"""OpenCode 1.18 took 35-40 s for three answers on a loaded 2-core machine."""
+
+
+@pytest.fixture
+def opencode() -> str:
+    return agent_binary("opencode")
+
+
+def test_a_run_edits_commits_and_counts_exact_tokens(
+    herd: Herd, tmp_path: Path, opencode: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "user.name", "agent")
+    git(repo, "config", "user.email", "agent@example.invalid")
+    steps = [
+        tool("write", filePath=str(repo / "hello.txt"), content="hi\n"),
+        tool(
+            "bash",
+            command="git add -A && git commit -q -m 'agent: add hello.txt'",
+            description="commit",
+        ),
+        text("Done: hello.txt committed."),
+    ]
+    with OpenAIChatServer(steps) as server:
+        env = opencode_env(tmp_path / "home", server.url, opencode)
+        herd.write(session_toml("main", "opencode", repo, env))
+        herd.start()
+        herd.client.call("start", name="main")
+        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        assert status["state"] == "completed", (status, herd.events("main"))
+        assert server.answered == 3
+        assert (repo / "hello.txt").read_text() == "hi\n"
+        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert str(status["agent_session_id"]).startswith("ses_")
+        usage = status["usage"]
+        # Three answers of 100 prompt tokens (20 cached) and 30 output, as OpenCode's steps
+        # print them. Its title request (one more answer the server billed) prints no step.
+        assert (
+            usage["input_tokens"],
+            usage["output_tokens"],
+            usage["cache_read_tokens"],
+            usage["cache_write_tokens"],
+        ) == (240, 90, 60, 0)
+        assert server.served == 4
+        # A custom model has no price in OpenCode (`cost: 0`) nor in herd: no cost, not 0.
+        assert usage["cost_usd"] is None
