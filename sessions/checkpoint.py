@@ -22,6 +22,10 @@ class Checkpoint(BaseModel):
     at: datetime
     subject: str
     files: tuple[str, ...] = ()
+    insertions: int | None = None
+    """Lines added by the commit (None: recorded before herd counted them)."""
+    deletions: int | None = None
+    """Lines removed by the commit (binary files count no lines)."""
     verified: bool | None = None
 
     @field_validator("at")

@@ -192,7 +192,7 @@ def _check_rev(rev: str) -> None:
 
 
 def _parse_log(raw: bytes) -> list[Checkpoint]:
-    """Checkpoints from `git log -z --name-only` in `_LOG_FORMAT`, in git's order."""
+    """Checkpoints from `git log -z --numstat` in `_LOG_FORMAT`, in git's order."""
     tokens = raw.split(b"\0")
     found: list[Checkpoint] = []
     i = 0
@@ -205,13 +205,28 @@ def _parse_log(raw: bytes) -> list[Checkpoint]:
         subject = tokens[i + 2].decode("utf-8", "replace")
         i += 3
         files: list[str] = []
+        insertions = deletions = 0
         while i < len(tokens) and not tokens[i].startswith(b"/"):
-            # git separates the name list from the header with a newline.
-            name = tokens[i][1:] if not files and tokens[i].startswith(b"\n") else tokens[i]
+            # git separates the stat list from the header with a newline; each entry is
+            # "added<TAB>deleted<TAB>path" ("-" for a binary file); a path may hold tabs.
+            entry = tokens[i][1:] if not files and tokens[i].startswith(b"\n") else tokens[i]
+            added, _, rest = entry.partition(b"\t")
+            deleted, _, name = rest.partition(b"\t")
             if name:
                 files.append(os.fsdecode(name))
+                insertions += int(added) if added.isdigit() else 0
+                deletions += int(deleted) if deleted.isdigit() else 0
             i += 1
-        found.append(Checkpoint(sha=sha, at=at, subject=subject, files=tuple(files)))
+        found.append(
+            Checkpoint(
+                sha=sha,
+                at=at,
+                subject=subject,
+                files=tuple(files),
+                insertions=insertions,
+                deletions=deletions,
+            )
+        )
     return found
 
 
@@ -222,7 +237,7 @@ def _log(repo: git.Repo, revs: Sequence[str], limit: int) -> list[Checkpoint]:
         "log",
         "-z",
         _LOG_FORMAT,
-        "--name-only",
+        "--numstat",
         "--no-renames",
         "--diff-merges=first-parent",
         f"--max-count={limit}",

@@ -177,6 +177,20 @@ def test_head_checkpoint_after_commits(repo: Path) -> None:
     assert cp is not None
     assert (cp.sha, cp.subject) == (second, "second ü")
     assert cp.files == ("a.txt", "dir/b c.txt", "new/ñ.txt")  # changed, deleted, added
+    assert (cp.insertions, cp.deletions) == (2, 1)  # the Checkpoints tab's "+2 -1"
+
+
+def test_a_checkpoints_line_counts_skip_binary_files_and_keep_odd_names(repo: Path) -> None:
+    """A binary file counts no lines ("-" in git's numstat); a name may hold a tab."""
+    (repo / "blob.bin").write_bytes(b"\0\1\2")
+    commit(repo, "odd", {"tab\there.txt": "x\ny\n", "-dash.txt": "z\n"})
+    cp = head_checkpoint(repo)
+    assert cp is not None
+    assert set(cp.files) == {"blob.bin", "tab\there.txt", "-dash.txt"}
+    assert (cp.insertions, cp.deletions) == (3, 0)
+    commit(repo, "empty")
+    cp = head_checkpoint(repo)
+    assert cp is not None and (cp.files, cp.insertions, cp.deletions) == ((), 0, 0)
 
 
 def test_head_checkpoint_merge_lists_files_against_first_parent(repo: Path) -> None:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import FAST, Herd, wait_until
 from test_dashboard import SIMAGENT, make_repo, until
@@ -275,6 +276,11 @@ async def test_restart_from_a_chosen_checkpoint_asks_and_is_rebindable(herd: Her
     client = herd.start()
     client.call("up")
     herd.wait_state("sim", "completed", timeout_s=30)
+    # The checkpoint before the last, as git counts it: sha, then its files' added/removed lines.
+    git_show = ["git", "show", "--numstat", "--format=%H", "HEAD~1"]
+    shown = (await anyio.run_process(git_show, cwd=herd.root / "sim")).stdout.decode().split()
+    numstat = shown[1:]
+    added, removed = sum(map(int, numstat[0::3])), sum(map(int, numstat[1::3]))
     app = HerdApp(herd.daemon.socket_path, keys={"restart-from": "T"})  # type: ignore[union-attr]
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_session(pilot, app, "sim")
@@ -285,6 +291,9 @@ async def test_restart_from_a_chosen_checkpoint_asks_and_is_rebindable(herd: Her
         table.move_cursor(row=1)
         await pilot.pause()
         older = screen.checkpoints[1]["sha"]
+        assert older == shown[0]
+        detail = str(screen.query_one("#checkpoint-detail", Static).render())
+        assert f"{len(numstat) // 3} file(s) +{added} -{removed}: " in detail, detail
         await pilot.press("T")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         asked = str(app.screen.query_one("#question").render())

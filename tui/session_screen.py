@@ -76,6 +76,12 @@ def _short_time(at: str | None) -> str:
     return at[5:19].replace("T", " ") if at and len(at) >= 19 else (at or "")
 
 
+def _line_counts(checkpoint: dict[str, Any]) -> str:
+    """ " +12 -3" for a checkpoint whose line counts were recorded, else nothing."""
+    added, removed = checkpoint.get("insertions"), checkpoint.get("deletions")
+    return "" if added is None or removed is None else f" +{added} -{removed}"
+
+
 def progress_entries(text: str) -> list[str]:
     """The progress file split into entries at its `#` headings, oldest first."""
     entries: list[list[str]] = []
@@ -370,7 +376,7 @@ class SessionScreen(Screen[None]):
                 checkpoint["at"].replace("T", " ")[:19],
                 checkpoint["sha"][:10],
                 Text(mark, style=style),
-                str(len(checkpoint.get("files", []))),
+                f"{len(checkpoint.get('files', []))}{_line_counts(checkpoint)}",
                 cut(inert(checkpoint["subject"]), 80),
                 key=checkpoint["sha"],
             )
@@ -390,7 +396,8 @@ class SessionScreen(Screen[None]):
             detail.update("no checkpoints yet: herd records each commit the agent makes")
             return
         files = checkpoint.get("files", [])
-        lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s): {', '.join(files[:12])}"]
+        counts = _line_counts(checkpoint)
+        lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s){counts}: {', '.join(files[:12])}"]
         check = checkpoint.get("verification") or {}
         if check and not check.get("passed"):
             why = check.get("error") or (

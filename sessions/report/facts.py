@@ -182,6 +182,8 @@ def changed_facts(data: ReportInput) -> Changed:
                 subject=checkpoint.subject,
                 verified=_verified(checkpoint, result),
                 files=list(checkpoint.files),
+                insertions=checkpoint.insertions,
+                deletions=checkpoint.deletions,
                 verification=_verification(result),
             )
         )

@@ -77,6 +77,9 @@ class CheckpointFacts(_Part):
     subject: str
     verified: bool | None
     files: list[str]
+    insertions: int | None = None
+    """Lines the commit added (None: recorded before herd counted them); likewise deletions."""
+    deletions: int | None = None
     verification: VerificationFacts | None
 
 
