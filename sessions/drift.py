@@ -20,6 +20,17 @@ class StallClock:
         self.last_activity_s = now_s
         self.warned = False
 
+    def output_written(self, at_s: float, now_s: float, threshold_s: float | None) -> bool:
+        """Output written at `at_s` was read at `now_s`: True when it ends a stall warned about.
+
+        Output is read in batches, after the fact: a line written before the warning and read
+        after it does not end the stall if the agent has been silent for `threshold_s` since."""
+        self.last_activity_s = max(self.last_activity_s, min(at_s, now_s))
+        still = threshold_s is not None and self.idle_s(now_s) >= threshold_s
+        ended = self.warned and not still
+        self.warned = self.warned and still
+        return ended
+
     def pause(self, now_s: float) -> None:
         """A person paused the run: time stops counting."""
         if self.paused_since_s is None:

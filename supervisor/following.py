@@ -102,8 +102,10 @@ class RunFollowing(SessionParts):
                 break
         if not read_any:
             return
-        self.stall.activity(time.monotonic())
-        if self.warnings.is_open("stalled"):
+        now_s = time.monotonic()
+        written_s = now_s - max(0.0, time.time() - live.tailer.written_at)
+        self.stall.output_written(written_s, now_s, self.config.budget.stall)
+        if self.warnings.is_open("stalled") and not self.stall.warned:
             self.close_warning("stalled", "the agent wrote output", "output")
         self.ctx.check_budget(self)  # a stop between two of the agent's steps, not a second late
         new_id = live.parser.session_id

@@ -39,13 +39,18 @@ class LogTailer:
         self._fd: int | None = None
         self._inode: int | None = None
         self._next_check = 0.0
+        self.written_at = 0.0
+        """The file's last write (wall clock, its mtime) as of the last read: a line read late
+        was still written when the agent wrote it."""
 
     def read_new(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
         """Bytes appended since the last call (at most `max_bytes`); b"" when nothing is new."""
         if self._fd is None and not self._open():
             return b""
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
+        stat = os.fstat(self._fd)
+        size = stat.st_size
+        self.written_at = stat.st_mtime
         if size < self.offset:
             self.offset = 0  # truncated under us
             self.truncations += 1

@@ -21,6 +21,20 @@ def test_the_stall_clock_stops_while_paused() -> None:
     assert clock.idle_s(532.0) == 0.0 and not clock.warned
 
 
+def test_output_read_late_ends_a_stall_only_if_written_after_it() -> None:
+    """Output is read in batches: a line written at 101 and read at 130 (past a 20 s stall
+    raised at 125) leaves the agent silent since 101, so the stall stays; one written at 129
+    ends it."""
+    clock = StallClock(last_activity_s=100.0)
+    assert clock.newly_stalled(125.0, 20.0)
+    assert not clock.output_written(101.0, 130.0, 20.0)
+    assert clock.warned and clock.idle_s(130.0) == 29.0
+    assert clock.output_written(129.0, 130.0, 20.0)
+    assert not clock.warned and clock.idle_s(130.0) == 1.0
+    assert not clock.output_written(200.0, 130.0, 20.0), "a clock ahead of now counts as now"
+    assert clock.idle_s(130.0) == 0.0
+
+
 def test_a_silent_agent_is_reported_stalled_once(herd: Herd) -> None:
     herd.write(f"""
         [[session]]
