@@ -22,7 +22,7 @@ from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import cgroups, childwatch, leftovers, server, worktree
+from agentherd.supervisor import cgroups, childwatch, leftovers, procs, server, worktree
 from agentherd.supervisor.api import ControlApi
 from agentherd.supervisor.budgets import BudgetKeeper
 from agentherd.supervisor.context import Context, Timings
@@ -157,6 +157,9 @@ class Daemon:
                 await self._shutdown.wait()
                 tg.cancel_scope.cancel()
         finally:
+            for session in self.sessions.values():  # agents outlive the daemon: re-adopted later
+                if session.run is not None and session.run.process is not None:
+                    procs.disown(session.run.process)
             if self.store is not None:
                 if not self.store.retry():
                     log.error("the disk is still full: changes held in memory are lost")

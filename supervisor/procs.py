@@ -204,6 +204,22 @@ async def launch(
     return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
 
 
+def disown(process: Process) -> None:
+    """Leave a still-running agent alive when the daemon exits without stopping it.
+
+    asyncio SIGKILLs a child whose subprocess transport is closed or garbage-collected while
+    it runs (BaseSubprocessTransport.close): a daemon stopped by SIGTERM or `shutdown` killed
+    every run's wrapper on its way out, so the next daemon found each run ended, exit unknown,
+    and restarted it as a crash. Marked closed, the transport leaves the child alone; our runs
+    have no pipes for it to close (stdin is /dev/null, output goes to a file).
+    """
+    transport = getattr(process, "_transport", None) or getattr(
+        getattr(process, "_process", None), "_transport", None
+    )
+    if transport is not None and hasattr(transport, "_closed"):
+        transport._closed = True
+
+
 def folder_users(folder: Path) -> list[psutil.Process]:
     """Live processes started for the run folder `folder` (they carry it in HERD_RUN_DIR)."""
     return [e.proc for e in proctable.SHARED.table().entries if e.run_dir == str(folder)]

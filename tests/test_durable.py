@@ -635,3 +635,41 @@ def test_a_run_whose_end_was_recorded_but_not_judged_is_judged_by_the_next_daemo
     assert status["handle"] == "api/1"
     ended = herd.events("api", "run-ended")
     assert [e["run"] for e in herd.events("api", "run-started")] == [2], ended
+
+
+@pytest.mark.pidns
+@pytest.mark.timeout(60)
+def test_a_daemon_stopped_by_sigterm_leaves_its_agents_whole_for_the_next(tmp_path: Path) -> None:
+    """SIGTERM stops the daemon and leaves the agents running (its documented way out): each
+    run's wrapper and agent live on and the next daemon re-adopts run 1. asyncio used to
+    SIGKILL every wrapper as the daemon's process objects were collected on exit, so the next
+    daemon found the runs ended, exit unknown, and restarted them as crashes."""
+    agent = script("import time; print('up', flush=True); time.sleep(60)")
+    (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "a"\ncommand = {agent}\n')
+    assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
+    try:
+        running = wait_until(
+            lambda: (
+                (s := json.loads(run_herd(tmp_path, "status", "a", "--json").stdout))["state"]
+                == "running"
+                and s
+            )
+        )
+        wrapper = psutil.Process(running["pid"])
+        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        os.kill(daemon_pid, signal.SIGTERM)
+        wait_until(
+            lambda: (
+                not psutil.pid_exists(daemon_pid) or psutil.Process(daemon_pid).status() == "zombie"
+            )
+        )
+        assert wrapper.is_running() and wrapper.status() != psutil.STATUS_ZOMBIE
+        assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
+        wait_until(lambda: [e for e in events_of(tmp_path) if e["kind"] == "adopted"])
+        status = json.loads(run_herd(tmp_path, "status", "a", "--json").stdout)
+        assert (status["state"], status["run"], status["restarts"]) == ("running", 1, 0), status
+        assert not [
+            e for e in events_of(tmp_path) if e["kind"] in ("run-exited", "restart-scheduled")
+        ]
+    finally:
+        run_herd(tmp_path, "down")
