@@ -14,6 +14,7 @@ class StallClock:
     last_activity_s: float
     paused_since_s: float | None = None
     warned: bool = False
+    warned_at_s: float | None = None
 
     def activity(self, now_s: float) -> None:
         """The agent did something visible: the stall clock starts again."""
@@ -23,13 +24,19 @@ class StallClock:
     def output_written(self, at_s: float, now_s: float, threshold_s: float | None) -> bool:
         """Output written at `at_s` was read at `now_s`: True when it ends a stall warned about.
 
-        Output is read in batches, after the fact: a line written before the warning and read
-        after it does not end the stall if the agent has been silent for `threshold_s` since."""
+        Output is read in batches, after the fact. Written after the warning, it ends the stall
+        (the clock then counts from `now_s`, so a late read cannot reopen it at once); written
+        before it and read late, it ends it only if the agent has not been silent for
+        `threshold_s` since."""
         self.last_activity_s = max(self.last_activity_s, min(at_s, now_s))
-        still = threshold_s is not None and self.idle_s(now_s) >= threshold_s
-        ended = self.warned and not still
-        self.warned = self.warned and still
-        return ended
+        if not self.warned:
+            return False
+        if self.warned_at_s is not None and at_s > self.warned_at_s:
+            self.last_activity_s = now_s
+        elif threshold_s is not None and self.idle_s(now_s) >= threshold_s:
+            return False
+        self.warned = False
+        return True
 
     def pause(self, now_s: float) -> None:
         """A person paused the run: time stops counting."""
@@ -52,6 +59,7 @@ class StallClock:
         if threshold_s is None or self.warned or self.idle_s(now_s) < threshold_s:
             return False
         self.warned = True
+        self.warned_at_s = now_s
         return True
 
 

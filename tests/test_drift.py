@@ -23,16 +23,19 @@ def test_the_stall_clock_stops_while_paused() -> None:
 
 def test_output_read_late_ends_a_stall_only_if_written_after_it() -> None:
     """Output is read in batches: a line written at 101 and read at 130 (past a 20 s stall
-    raised at 125) leaves the agent silent since 101, so the stall stays; one written at 129
-    ends it."""
+    raised at 125) leaves the agent silent since 101, so the stall stays; one written at 126,
+    after the warning, ends it even when read late, and the clock counts from the read."""
     clock = StallClock(last_activity_s=100.0)
     assert clock.newly_stalled(125.0, 20.0)
     assert not clock.output_written(101.0, 130.0, 20.0)
     assert clock.warned and clock.idle_s(130.0) == 29.0
-    assert clock.output_written(129.0, 130.0, 20.0)
-    assert not clock.warned and clock.idle_s(130.0) == 1.0
-    assert not clock.output_written(200.0, 130.0, 20.0), "a clock ahead of now counts as now"
-    assert clock.idle_s(130.0) == 0.0
+    assert clock.output_written(126.0, 150.0, 20.0)
+    assert not clock.warned and clock.idle_s(150.0) == 0.0
+    assert not clock.newly_stalled(160.0, 20.0), "not reopened by the late read"
+    assert clock.newly_stalled(171.0, 20.0)
+    assert clock.output_written(170.0, 172.0, 20.0), "written before, but silent under 20 s"
+    assert not clock.output_written(300.0, 172.0, 20.0), "no warning open: nothing to end"
+    assert clock.idle_s(172.0) == 0.0, "a clock ahead of now counts as now"
 
 
 def test_a_silent_agent_is_reported_stalled_once(herd: Herd) -> None:
