@@ -115,6 +115,10 @@ class ControlApi:
         await send(result=_started(supervisor, handle))
 
     async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        with self.daemon.fleet_starts.one():  # the boot's git reads wait for the starts
+            await self._up(request, send)
+
+    async def _up(self, request: dict[str, Any], send: server.Sender) -> None:
         await self.daemon.reconciled.wait()  # states read from the store are settled
         names = request.get("names") or [
             s.config.name for s in self.daemon.sessions.values() if s.wanted_by_up()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -51,3 +53,30 @@ async def start_all(
         for indexes in lanes.values():
             tg.start_soon(start_lane, indexes)
     return [started[i] for i in sorted(started)], [refused[i] for i in sorted(refused)]
+
+
+class InFlight:
+    """The fleet starts (`herd up`) under way, so work that can wait lets them go first."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        """Count one fleet start for as long as the block runs."""
+        self.count += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if self.count == 0:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        """Return once no fleet start is under way."""
+        while self.count:
+            await self._idle.wait()

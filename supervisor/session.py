@@ -233,6 +233,15 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         for kind in ("plan", "progress", "git"):
             self.on_file_change(kind)
 
+    async def refresh_now(self, kind: str) -> None:
+        """Read `kind` now and return once read (or mark it to be read again by a read under
+        way); the daemon's first git reads go a few at a time this way."""
+        if self._refreshing.get(kind) is not None:
+            self._refreshing[kind] = True
+            return
+        self._refreshing[kind] = False
+        await self._refresh(kind)
+
     async def _refresh(self, kind: str) -> None:
         refresh = {
             "plan": self.observer.refresh_plan,
@@ -406,6 +415,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 self.ctx.timings.kill_wait_s,
                 self.ctx.timings.stop_poll_s,
                 continue_first=run.paused,
+                leader_exited=run.exited if run.process is not None else None,
             )
             with anyio.move_on_after(self.ctx.timings.kill_wait_s):
                 await run.exited.wait()
