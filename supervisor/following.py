@@ -70,7 +70,10 @@ class RunFollowing(SessionParts):
                 live.tailer.close()
                 live.drained.set()
                 return
-            await anyio.sleep(self._read_gap_s())
+            # The rest between reads ends when the run does: its exit waits for the last read
+            # (a crash's relaunch waited up to the whole gap, 0.5 s, before it began).
+            with anyio.move_on_after(self._read_gap_s()):
+                await live.exited.wait()
             with anyio.move_on_after(self.ctx.timings.tail_poll_s):
                 await live.wake.wait()
             live.wake = anyio.Event()
