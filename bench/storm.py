@@ -88,7 +88,8 @@ def one(
     time.sleep(settle_s)
     pinger = start_pinger(herd)  # the same pings at rest: what this machine's load alone costs
     time.sleep(IDLE_PINGS_S)
-    got.ping_idle_max_ms = max(float(x) for x in pinger.communicate("", timeout=30)[0].split())
+    idle = [float(x) for x in pinger.communicate("", timeout=30)[0].split()]
+    got.ping_idle_max_ms = max(idle, default=float("nan"))  # none answered: a swamped machine
     verbs = [suite.run_verb(herd.verb()) for _ in range(suite.VERB_REPEATS)]
     got.verb_wall_ms = statistics.median(v[0] for v in verbs)
     got.verb_cpu_ms = statistics.median(v[1] for v in verbs)
