@@ -287,6 +287,8 @@ class ControlApi:
                 for supervisor in supervisors:
                     tg.start_soon(functools.partial(supervisor.stop, reason="down"))
         left = [entry for s in supervisors if (entry := await s.left_running())]
+        if self.daemon.ctx is not None:  # each ended task's report on disk before the reply
+            await self.daemon.ctx.reports.drain(self.daemon.timings.report_drain_s)
         message = "daemon stopping (herd down)"
         if left:
             message += "; still running: " + "; ".join(

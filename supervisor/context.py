@@ -15,6 +15,7 @@ from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
 from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
 from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
+from agentherd.supervisor.reporting import PendingReports
 from agentherd.supervisor.store import Store
 
 
@@ -44,6 +45,8 @@ class Timings:
     """`pause` re-sends SIGSTOP this long until every process of the run shows as stopped."""
     kill_wait_s: float = 5.0
     """After SIGKILL, how long to wait before calling a run unkillable."""
+    report_drain_s: float = 60.0
+    """At exit the daemon waits up to this long for the reports of the tasks it just ended."""
     down_margin_s: float = 30.0
     """`herd down` waits the longest stop_grace, the kill waits and this: a stop may first wait
     for a rescue or a launch that holds its session."""
@@ -113,6 +116,8 @@ class Context:
         self.timings = timings
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        self.reports = PendingReports()
+        """Reports being written (each ended task's); the daemon drains them before it exits."""
         """Worker threads that keep flooding logs within their cap."""
         self.check_budget: Callable[[Any], None] = lambda session: None
         """Check a session's budget now (after its output showed a step); set by the daemon."""

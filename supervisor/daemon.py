@@ -171,6 +171,7 @@ class Daemon:
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
                 await self._shutdown.wait()
+                await self.ctx.reports.drain(self.timings.report_drain_s)
                 tg.cancel_scope.cancel()
         finally:
             for session in self.sessions.values():  # agents outlive the daemon: re-adopted later

@@ -128,6 +128,37 @@ async def write_report(session: SessionPort) -> None:
         log.exception("writing the report of %s failed", session.config.name)
 
 
+class PendingReports:
+    """Reports being written: the daemon waits for them before it exits, because `herd down`
+    ends every task at once and the reports of those tasks would otherwise be cancelled."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    async def write(self, session: SessionPort) -> None:
+        """Write the session's report, counted until it is on disk."""
+        self.count += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        try:
+            await write_report(session)
+        finally:
+            self.count -= 1
+            if self.count == 0:
+                self._idle.set()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for the reports in flight; say how many were left unwritten."""
+        if not self.count:
+            return
+        with anyio.move_on_after(timeout_s):
+            await self._idle.wait()
+        if self.count:
+            log.warning("%d reports left unwritten at exit (after %.0f s)", self.count, timeout_s)
+
+
 def _write(folder: Path, name: str, result: dict[str, Any]) -> None:
     """Write the report's markdown and JSON files (in a worker thread: a report can be large)."""
     folder.mkdir(exist_ok=True)

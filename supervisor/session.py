@@ -36,7 +36,7 @@ from agentherd.sessions.status import (
     WarningStatus,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import gitops, logcap, procs, recovery, reporting
+from agentherd.supervisor import gitops, logcap, procs, recovery
 from agentherd.supervisor.adoption import Adoption
 from agentherd.supervisor.budgets import SessionSpend
 from agentherd.supervisor.context import Context
@@ -302,7 +302,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         handle = self.record.handle
         ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
         self._transition(state, reason, *before, ended, by=by, task=task)
-        self.ctx.tg.start_soon(reporting.write_report, self)
+        self.ctx.tg.start_soon(self.ctx.reports.write, self)
 
     # ----- commands ------------------------------------------------------------------------
 

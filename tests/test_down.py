@@ -79,3 +79,33 @@ def test_down_names_every_pid_it_could_not_stop(tmp_path: Path, no_leftover_proc
         for proc in alive:
             proc.kill()
         psutil.wait_procs(alive, timeout=5)
+
+
+def test_down_writes_every_stopped_sessions_report(
+    tmp_path: Path, no_leftover_processes: str
+) -> None:
+    """Each task that `herd down` ends gets its report in `.herd/reports/`, as any ended task
+    does: the daemon used to exit with the reports still being written (0 of 200 written)."""
+    herd = Herd(tmp_path, FAST)
+    names = [f"s{i}" for i in range(12)]
+    herd.write(
+        "".join(
+            f"""
+        [[session]]
+        name = "{name}"
+        command = {script('print("ready", flush=True); import time; time.sleep(60)')}
+        cwd = "{name}"
+        """
+            for name in names
+        )
+    )
+    for name in names:
+        (tmp_path / name).mkdir()
+    herd.start().call("up")
+    for name in names:
+        wait_until(lambda n=name: herd.status(n)["last_line"] == "ready", what=f"{name} to run")
+    herd.down()
+    reports = tmp_path / ".herd" / "reports"
+    written = sorted(p.stem for p in reports.glob("*.md")) if reports.exists() else []
+    assert written == sorted(names)
+    assert all("stopped" in (reports / f"{name}.md").read_text() for name in names)
