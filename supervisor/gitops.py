@@ -3,8 +3,8 @@
 Every function is synchronous and meant for a worker thread (`anyio.to_thread.run_sync`).
 Reads and writes alike run git plumbing as argv lists with an environment herd controls: no
 hook, pager, editor, prompt, signing or inherited GIT_DIR/GIT_INDEX_FILE matters, and no
-user.name/user.email is needed. (Reads once went through GitPython: ~9 MB of the daemon's
-memory for what one `git log -z` gives.)
+user.name/user.email is needed. (Reads once went through GitPython: 2-3 MB of the daemon's
+memory, once the modules it shares with the daemon are counted, for what one `git log` gives.)
 """
 
 from __future__ import annotations
