@@ -1,10 +1,10 @@
 """Git access for herd: checkpoints, rescue commits, resets and scratch worktrees.
 
 Every function is synchronous and meant for a worker thread (`anyio.to_thread.run_sync`).
-Reads go through GitPython with a short-lived `git.Repo` that is closed at once (a long-lived
-one leaks `git cat-file` processes). Writes run git plumbing as argv lists with an environment
-herd controls: no hook, pager, editor, prompt, signing or inherited GIT_DIR/GIT_INDEX_FILE
-matters, and no user.name/user.email is needed.
+Reads and writes alike run git plumbing as argv lists with an environment herd controls: no
+hook, pager, editor, prompt, signing or inherited GIT_DIR/GIT_INDEX_FILE matters, and no
+user.name/user.email is needed. (Reads once went through GitPython: 2-3 MB of the daemon's
+memory, once the modules it shares with the daemon are counted, for what one `git log` gives.)
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import git
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
 from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
@@ -154,35 +152,61 @@ def _run(
     return result.stdout
 
 
-@contextmanager
-def _open_repo(worktree: Path) -> Iterator[git.Repo]:
-    """A GitPython Repo for the worktree holding `worktree`, closed when the block ends."""
+@dataclass(frozen=True)
+class _Repo:
+    """The worktree top and git folder a read runs against (found without running git)."""
+
+    top: Path
+    git_dir: Path
+
+
+def _is_git_dir(path: Path) -> bool:
+    """True when `path` is itself a git folder (HEAD, objects, refs), e.g. a bare repository."""
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def _dot_git_target(top: Path) -> Path | None:
+    """The git folder `top/.git` stands for: the folder itself, or a `gitdir:` file's target."""
+    dot_git = top / ".git"
+    if dot_git.is_dir():
+        return dot_git
     try:
-        repo = git.Repo(worktree, search_parent_directories=True, expand_vars=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        raise NotAGitRepo(f"not a git repository: {worktree}") from exc
-    with repo:
-        if repo.bare or repo.working_tree_dir is None:
+        text = dot_git.read_text("utf-8", "replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    return (top / text[len("gitdir:") :].strip()).absolute()
+
+
+def _open_repo(worktree: Path) -> _Repo:
+    """The worktree holding `worktree`, searched upwards as git does; raises NotAGitRepo.
+
+    No process runs: one read costs one git command. A bare repository (or a git folder
+    itself) is refused, as it has no worktree to checkpoint.
+    """
+    path = Path(worktree).absolute()
+    if not path.is_dir():
+        raise NotAGitRepo(f"not a git repository: {worktree}")
+    for here in (path, *path.parents):
+        if _is_git_dir(here):
             raise NotAGitRepo(f"not a git worktree (a bare repository): {worktree}")
-        yield repo
+        git_dir = _dot_git_target(here)
+        if git_dir is not None:
+            return _Repo(top=here, git_dir=git_dir)
+    raise NotAGitRepo(f"not a git repository: {worktree}")
 
 
-def _read(repo: git.Repo, *args: str, ok_codes: Sequence[int] = (0,)) -> tuple[int, bytes]:
-    """Run a read-only `git <args>` through the Repo; (exit status, stdout)."""
-    # GIT_DIR/GIT_WORK_TREE pin the command to this Repo whatever the daemon inherited.
-    pins = {**_QUIET_ENV, "GIT_DIR": str(repo.git_dir), "GIT_WORK_TREE": str(repo.working_tree_dir)}
-    result = repo.git.execute(
-        ["git", *_CONFIG_ARGS, *args],
-        env=pins,
-        with_extended_output=True,
-        with_exceptions=False,
-        stdout_as_string=False,
-        kill_after_timeout=GIT_TIMEOUT_S,
-    )
-    status, stdout, stderr = result
-    if status not in ok_codes:
-        raise GitError(f"git {args[0]} failed in {repo.working_tree_dir}: {_first_line(stderr)}")
-    return status, stdout
+def _read(repo: _Repo, *args: str, ok_codes: Sequence[int] = (0,)) -> tuple[int, bytes]:
+    """Run a read-only `git <args>` against `repo`; (exit status, stdout)."""
+    # GIT_DIR/GIT_WORK_TREE pin the command to this repo whatever the daemon inherited.
+    pins = {"GIT_DIR": str(repo.git_dir), "GIT_WORK_TREE": str(repo.top)}
+    result = _run_raw(repo.top, *args, env=pins)
+    if result.returncode not in ok_codes:
+        if b"not a git repository" in result.stderr:
+            raise NotAGitRepo(f"not a git repository: {repo.top} ({_first_line(result.stderr)})")
+        raise GitError(f"git {args[0]} failed in {repo.top}: {_first_line(result.stderr)}")
+    return result.returncode, result.stdout
 
 
 def _check_rev(rev: str) -> None:
@@ -230,7 +254,7 @@ def _parse_log(raw: bytes) -> list[Checkpoint]:
     return found
 
 
-def _log(repo: git.Repo, revs: Sequence[str], limit: int) -> list[Checkpoint]:
+def _log(repo: _Repo, revs: Sequence[str], limit: int) -> list[Checkpoint]:
     """Up to `limit` commits of `git log <revs>`, newest first, each with its files."""
     _, raw = _read(
         repo,
@@ -278,8 +302,7 @@ def is_git_repo(path: Path) -> bool:
 
 def head_checkpoint(worktree: Path) -> Checkpoint | None:
     """The commit HEAD points at, with the files it changed; None before the first commit."""
-    with _open_repo(worktree) as repo:
-        found = _log(repo, ["HEAD"], limit=1)
+    found = _log(_open_repo(worktree), ["HEAD"], limit=1)
     return found[0] if found else None
 
 
@@ -293,26 +316,24 @@ def commits_between(
     `new_sha` gives [].
     """
     _check_rev(new_sha)
-    with _open_repo(worktree) as repo:
-        if old_sha is None:
-            return list(reversed(_log(repo, [new_sha], limit)))
-        _check_rev(old_sha)
-        status, _ = _read(
-            repo, "merge-base", "--is-ancestor", old_sha, new_sha, ok_codes=(0, 1, 128)
-        )
-        if status != 0:
-            return _log(repo, [new_sha], limit=1)
-        return list(reversed(_log(repo, [new_sha, f"^{old_sha}"], limit)))
+    repo = _open_repo(worktree)
+    if old_sha is None:
+        return list(reversed(_log(repo, [new_sha], limit)))
+    _check_rev(old_sha)
+    status, _ = _read(repo, "merge-base", "--is-ancestor", old_sha, new_sha, ok_codes=(0, 1, 128))
+    if status != 0:
+        return _log(repo, [new_sha], limit=1)
+    return list(reversed(_log(repo, [new_sha, f"^{old_sha}"], limit)))
 
 
 def resolve_commit(worktree: Path, rev: str) -> str:
     """The full sha of the commit `rev` names; ValueError when there is none."""
     _check_rev(rev)
-    with _open_repo(worktree) as repo:
-        status, out = _read(
-            repo, "rev-parse", "-q", "--verify", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
-        )
-        where = repo.working_tree_dir
+    repo = _open_repo(worktree)
+    status, out = _read(
+        repo, "rev-parse", "-q", "--verify", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
+    )
+    where = repo.top
     if status != 0 or not out.strip():
         raise ValueError(f"no commit {rev!r} in {where}")
     return out.strip().decode("ascii")
@@ -322,9 +343,8 @@ def diffstat(worktree: Path, base_sha: str, head_sha: str) -> tuple[int, int, in
     """(files changed, insertions, deletions) from `base_sha` to `head_sha` (renames unpaired)."""
     _check_rev(base_sha)
     _check_rev(head_sha)
-    with _open_repo(worktree) as repo:
-        args = ("--shortstat", "--no-renames", "--no-ext-diff", "--no-textconv")
-        _, raw = _read(repo, "diff", *args, base_sha, head_sha, "--")
+    args = ("--shortstat", "--no-renames", "--no-ext-diff", "--no-textconv")
+    _, raw = _read(_open_repo(worktree), "diff", *args, base_sha, head_sha, "--")
     counts = [m.group(1) if (m := rx.search(raw)) else b"0" for rx in _SHORTSTAT_RE.values()]
     return int(counts[0]), int(counts[1]), int(counts[2])
 
@@ -333,8 +353,8 @@ def files_touched(worktree: Path, base_sha: str, head_sha: str) -> list[str]:
     """Paths added, changed or deleted from `base_sha` to `head_sha` (both sides of a rename)."""
     _check_rev(base_sha)
     _check_rev(head_sha)
-    with _open_repo(worktree) as repo:
-        _, raw = _read(repo, "diff", "--name-only", "-z", "--no-renames", base_sha, head_sha, "--")
+    repo = _open_repo(worktree)
+    _, raw = _read(repo, "diff", "--name-only", "-z", "--no-renames", base_sha, head_sha, "--")
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 

@@ -12,12 +12,12 @@ import anyio
 
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.records import Event, RunRecord
-from agentherd.sessions.report import ReportInput, build, render_markdown
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import gitops
 from agentherd.supervisor.store import Store
 
 if TYPE_CHECKING:
+    from agentherd.sessions.report import ReportInput
     from agentherd.supervisor.port import SessionPort
 
 log = logging.getLogger("herd.report")
@@ -86,6 +86,9 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         usage = session.run_usage(live).to_json()
         number = live.record.run
         runs = [r.model_copy(update={"usage": usage}) if r.run == number else r for r in runs]
+    # Imported here: the report's models cost the daemon ~1 MB for a verb few sessions see.
+    from agentherd.sessions.report import ReportInput
+
     data = ReportInput(
         session=name,
         state=str(session.record.state),
@@ -114,6 +117,8 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
 
 def _build(data: ReportInput) -> dict[str, Any]:
     """The report's JSON form and its markdown (run in a worker thread)."""
+    from agentherd.sessions.report import build, render_markdown
+
     report = build(data)
     return {"report": report.model_dump(mode="json"), "markdown": render_markdown(report)}
 

@@ -4,12 +4,11 @@ reply the same way; every other command, and every error, goes to the full comma
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import socket
 import sys
 import time
+
+from agentherd.tui import fastwire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pathlib and typing cost a verb ~10 ms of CPU: neither is imported to run
@@ -80,7 +79,7 @@ def _socket_path(config_path: str) -> str | None:
     """`paths.socket_path_for` the config's state folder, or None where that would first have
     to make or mend the runtime folder (the full command line does)."""
     state_dir = os.path.realpath(os.path.join(os.path.dirname(config_path), STATE_DIR_NAME))
-    digest = hashlib.sha256(state_dir.encode()).hexdigest()[:16]
+    digest = fastwire.sha256_hex(state_dir.encode())[:16]
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and os.path.isdir(base):
         folder = os.path.join(base, "herd")
@@ -100,20 +99,17 @@ def _call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, *
     version = installed_version()
     if version is None:
         raise LookupError("no installed version: the full command line copes")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout_s)
-        sock.connect(socket_path)
-        reader = sock.makefile("rb")
+    with fastwire.LineSocket(socket_path, timeout_s) as sock:
         hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
-        sock.sendall(json.dumps(hello).encode() + b"\n")
-        greeting = json.loads(reader.readline())
+        sock.send(fastwire.dumps_request(hello))
+        greeting = fastwire.loads(sock.readline().decode())
         result = greeting.get("result") or {}
         if not greeting.get("ok") or result.get("protocol") != PROTOCOL:
             raise LookupError("hello refused")
         if result.get("version") != version:
             raise LookupError("another version: the full command line warns")
-        sock.sendall(json.dumps({"id": 1, "op": op, **args}).encode() + b"\n")
-        reply = json.loads(reader.readline())
+        sock.send(fastwire.dumps_request({"id": 1, "op": op, **args}))
+        reply = fastwire.loads(sock.readline().decode())
     if not reply.get("ok"):
         raise LookupError("error reply: the full command line words it")
     return reply.get("result")
@@ -138,7 +134,7 @@ def fast(argv: list[str]) -> bool:
             result = _call(socket_path, "status", target=target)
     except (OSError, ValueError, LookupError):
         return False
-    sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    sys.stdout.write(fastwire.dumps_indented(result) + "\n")
     return True
 
 
