@@ -1,6 +1,6 @@
 """How fast herd recovers: re-adopting live agents after the daemon died, relaunching a crash.
 
-    python bench/recovery.py [--agents 5] [--crashes 20]
+    python bench/recovery.py [--agents 5] [--crashes 20] [--background 49]
 
 1. Re-adoption: N agents run under a daemon that is then stopped without touching them (as a
    `kill -9` would leave them); a new daemon starts on the same state folder and the time from
@@ -25,7 +25,7 @@ from agentherd.sessions.times import parse_iso
 from agentherd.supervisor.context import Timings
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import Served, make_repo  # noqa: E402
+from harness import BUSY_AGENT, Served, make_repo  # noqa: E402
 
 
 def readoption(root: Path, agents: int) -> float:
@@ -62,8 +62,9 @@ def _iso_s(text: str) -> float:
     return moment.timestamp()
 
 
-def crash_gaps(root: Path, crashes: int) -> list[float]:
-    """Per crash: seconds from the agent's last moment to the relaunched agent's first."""
+def crash_gaps(root: Path, crashes: int, background: int = 0) -> list[float]:
+    """Per crash: seconds from the agent's last moment to the relaunched agent's first, with
+    `background` busy sessions (20 lines/s each) running beside the crashing one."""
     marks = root / "marks.jsonl"
     agent = (
         "import json, os, pathlib, sys, time\n"
@@ -74,15 +75,22 @@ def crash_gaps(root: Path, crashes: int) -> list[float]:
         "with marks.open('a') as f: f.write(json.dumps(['exit', time.time()]) + '\\n')\n"
         "sys.exit(1)\n"
     )
+    busy = json.dumps([sys.executable, "-c", BUSY_AGENT])
+    others = [
+        f'[[session]]\nname = "busy{i}"\ncwd = "{make_repo(root / f"busy{i}")}"\n'
+        f'command = {busy}\nstop_grace = "2s"\n'
+        for i in range(background)
+    ]
     config = root / "crash.toml"
     config.write_text(
         f'[[session]]\nname = "crashy"\ncwd = "{make_repo(root / "crashy")}"\n'
         f"command = {json.dumps([sys.executable, '-c', agent])}\n"
         f'restart_delay = 0\nmax_crashes = {crashes + 5}\nstop_grace = "2s"\n'
+        + "".join("\n" + block for block in others)
     )
     served = Served(config, Timings())
     try:
-        served.client.call("start", name="crashy")
+        served.client.call("up", socket_timeout_s=None)  # the crashing one and the busy ones
         while sum(1 for _ in marks.open()) < 2 * crashes + 1 if marks.exists() else True:
             time.sleep(0.01)
     finally:
@@ -99,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=5)
     parser.add_argument("--crashes", type=int, default=20)
+    parser.add_argument("--background", type=int, default=49, help="busy sessions beside it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="herd-bench-") as folder:
         root = Path(folder)
@@ -107,10 +116,11 @@ def main() -> None:
             f"re-adopted {args.agents} live agents: the last adoption was recorded "
             f"{adopt_s * 1000:.0f} ms after the new daemon began (store, socket, reconcile)"
         )
-        gaps = crash_gaps(root / "crash", args.crashes)
+        gaps = crash_gaps(root / "crash", args.crashes, args.background)
         gaps_ms = sorted(g * 1000 for g in gaps)
         print(
-            f"crash -> relaunch (restart_delay 0, rescue + reset in a git repo), "
+            f"crash -> relaunch (restart_delay 0, rescue + reset in a git repo, "
+            f"{args.background} busy sessions beside it), "
             f"{len(gaps_ms)} crashes: p50 {statistics.median(gaps_ms):.0f} ms, "
             f"p95 {gaps_ms[int(0.95 * (len(gaps_ms) - 1))]:.0f} ms, max {gaps_ms[-1]:.0f} ms "
             "(includes the new interpreter's start-up)"
