@@ -13,6 +13,7 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -497,7 +498,9 @@ def svg(f: Figures) -> str:
         )
     for index, (label, got, limit) in enumerate(rows):
         mid = top + row_h * index + row_h / 2
-        parts.append(f'<text x="{left - 10}" y="{mid - 4:.1f}" text-anchor="end">{label}</text>')
+        parts.append(
+            f'<text x="{left - 10}" y="{mid - 4:.1f}" text-anchor="end">{escape(label)}</text>'
+        )
         summary = (
             f"p50 {statistics.median(got):.0f}, p95 {pct(got, 0.95):.0f} (n={len(got)})"
             if got
