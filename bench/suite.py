@@ -288,29 +288,6 @@ FIGURES = [
 ]
 
 
-def table(results: Results, loads: list[Load], systems: list[str]) -> str:
-    """One markdown table per load: each figure, each system's median (range), herd / peer."""
-    out = []
-    for load in loads:
-        out.append(
-            f"\n### {load.agents} agents, {load.kind}"
-            + (f", {load.lines_per_s:g} lines/s each" if load.kind != "quiet" else "")
-            + "\n"
-        )
-        out.append("| figure | " + " | ".join(systems) + " | herd / supervisord |")
-        out.append("|---|" + "---|" * (len(systems) + 1))
-        for label, attr, scale, fmt in FIGURES:
-            row, medians = [], {}
-            for name in systems:
-                values = [getattr(c, attr) * scale for c in results.cycles[(load.name, name)]]
-                medians[name] = statistics.median(values)
-                row.append(spread(values, fmt))
-            peer = medians.get("supervisord")
-            ratio = f"{medians['herd'] / peer:.2f}" if peer else "-"
-            out.append(f"| {label} | " + " | ".join(row) + f" | {ratio} |")
-    return "\n".join(out)
-
-
 def machine() -> str:
     load1, _, _ = os.getloadavg()
     return (
