@@ -303,14 +303,20 @@ TARGETS = [
     Target("flood", "dashboard on a flood", "event-loop lag p99 <= 100 ms; memory bounded", flood),
 ]
 
-CHART_ROWS: list[tuple[str, Callable[[Figures], list[float]], float]] = [
-    ("key -> screen", lambda f: f.dashboard_raw.get("busy", {}).get("key_ms", []), 50),
-    ("progress -> status", lambda f: f.progress_ms, 50),
-    ("commit -> checkpoint", lambda f: f.commit_ms, 100),
-    ("crash -> relaunch", lambda f: f.crash_ms, 100),
-    ("socket answer, storm", _all_pings, 50),
+CHART_ROWS: list[tuple[str, Callable[[Figures], list[float]], float, str]] = [
+    (
+        "key -> screen",
+        lambda f: f.dashboard_raw.get("busy", {}).get("key_ms", []),
+        50,
+        "{m.dash_sessions} busy sessions",
+    ),
+    ("progress -> status", lambda f: f.progress_ms, 50, "{m.latency_sessions} busy sessions"),
+    ("commit -> checkpoint", lambda f: f.commit_ms, 100, "{m.latency_sessions} busy sessions"),
+    ("crash -> relaunch", lambda f: f.crash_ms, 100, "beside {m.crash_background} busy sessions"),
+    ("socket answer, storm", _all_pings, 50, "every herd cold start of the quiet and plain loads"),
 ]
-"""The chart's rows: a label, the sample, the target (the p95's, or the worst's for the socket)."""
+"""The chart's rows: a label, the sample, the target (the p95's, or the worst's for the socket),
+the load."""
 
 
 def read_notes(path: Path) -> dict[str, str]:
@@ -351,10 +357,10 @@ def herd_alone(f: Figures) -> str:
     """The figures without a peer: latencies, the dashboard, the soak."""
     out = ["| figure | load | value |", "|---|---|---|"]
     m = f.mode
-    for label, sample, _ in CHART_ROWS:
+    for label, sample, _, where in CHART_ROWS:
         got = sample(f)
         if got:
-            out.append(f"| {label} | | {dist(got)} |")
+            out.append(f"| {label} | {where.format(m=m)} | {dist(got)} |")
     if f.watcher:
         out.append(
             f"| the watcher during the latency run | {m.latency_sessions} busy | {f.watcher} |"
@@ -470,7 +476,7 @@ def render(f: Figures, chart_name: str, notes: dict[str, str], notes_name: str) 
 def svg(f: Figures) -> str:
     """A strip chart of each latency sample on a log axis, p50-p95 bar, target line."""
     left, right, top, row_h, width = 190, 30, 40, 56, 900
-    rows = [(label, sample(f), limit) for label, sample, limit in CHART_ROWS]
+    rows = [(label, sample(f), limit) for label, sample, limit, _ in CHART_ROWS]
     height = top + row_h * len(rows) + 40
     lo, hi = 1.0, 10_000.0
     plot_w = width - left - right

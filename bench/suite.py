@@ -29,8 +29,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -410,6 +411,63 @@ class Figures:
     facts: dict[str, str] = field(default_factory=dict)
 
 
+def figures_json(f: Figures) -> dict[str, object]:
+    """Everything measured, as JSON: `--from-figures` writes the record again from it."""
+    soaked = f.soak
+    return {
+        "mode": asdict(f.mode),
+        "systems": f.systems,
+        "loads": [asdict(load) for load in f.loads],
+        "sections": f.sections,
+        "cycles": [
+            {"load": load, "system": system, "cycles": [asdict(c) for c in got]}
+            for (load, system), got in f.results.cycles.items()
+        ],
+        "progress_ms": f.progress_ms,
+        "commit_ms": f.commit_ms,
+        "watcher": f.watcher,
+        "crash_ms": f.crash_ms,
+        "dashboard": f.dashboard,
+        "dashboard_raw": f.dashboard_raw,
+        "soak": None if soaked is None else asdict(soaked),  # type: ignore[call-overload]
+        "soak_load": None if f.soak_load is None else asdict(f.soak_load),
+        "facts": f.facts,
+    }
+
+
+def figures_from_json(data: dict[str, Any]) -> Figures:
+    """The inverse of `figures_json`."""
+    import soak as soak_script
+
+    mode = data["mode"]
+    mode["loads"] = tuple(Load(**load) for load in mode["loads"])
+    f = Figures(
+        mode=Mode(**mode),
+        systems=data["systems"],
+        loads=[Load(**load) for load in data["loads"]],
+        sections=data["sections"],
+    )
+    for entry in data["cycles"]:
+        for got in entry["cycles"]:
+            f.results.add(entry["load"], entry["system"], Cycle(**got))
+    f.progress_ms, f.commit_ms, f.crash_ms = (
+        data["progress_ms"],
+        data["commit_ms"],
+        data["crash_ms"],
+    )
+    f.watcher, f.dashboard, f.dashboard_raw = (
+        data["watcher"],
+        data["dashboard"],
+        data["dashboard_raw"],
+    )
+    if data["soak"] is not None:
+        samples = [tuple(sample) for sample in data["soak"].pop("samples")]
+        f.soak = soak_script.Soak(samples=samples, **data["soak"])  # type: ignore[arg-type]
+        f.soak_load = Load(**data["soak_load"])
+    f.facts = data["facts"]
+    return f
+
+
 def peer_version() -> str:
     """supervisord's version, or '' when it is not installed beside this Python."""
     exe = Path(sys.executable).parent / "supervisord"
@@ -536,7 +594,19 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=BENCH.parent / "docs" / "benchmarks.md")
     parser.add_argument("--notes", type=Path, default=BENCH.parent / "docs" / "benchmarks-notes.md")
+    parser.add_argument(
+        "--from-figures",
+        type=Path,
+        help="measure nothing: write the record again from a run's figures (after editing notes)",
+    )
     args = parser.parse_args()
+    chart = args.out.with_name(args.out.stem + "-latency.svg")
+    saved = args.out.with_name(args.out.stem + "-figures.json")
+    if args.from_figures:
+        figures = figures_from_json(json.loads(args.from_figures.read_text()))
+        benchdoc.write(figures, args.out, chart, args.notes)
+        print(f"wrote {args.out} and {chart} from {args.from_figures}")
+        return
     name = "full" if args.full else "tiny" if args.tiny else "short"
     mode = MODES[name]
     if args.rounds:
@@ -577,10 +647,10 @@ def main() -> None:
     if "soak" in sections:
         soak(figures, soak_minutes, say)
     figures.facts["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    chart = args.out.with_name(args.out.stem + "-latency.svg")
+    saved.write_text(json.dumps(figures_json(figures), indent=1) + "\n")
     text = benchdoc.write(figures, args.out, chart, args.notes)
     say(benchdoc.for_terminal(text))
-    say(f"wrote {args.out} and {chart}")
+    say(f"wrote {args.out}, {chart} and {saved}")
 
 
 def as_init(main: Callable[[], None] = main) -> None:

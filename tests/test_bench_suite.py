@@ -3,6 +3,7 @@ notes of the missed ones, and the latency chart (bench/suite.py, bench/benchdoc.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -13,6 +14,7 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 import benchdoc  # noqa: E402
+import soak  # noqa: E402
 import suite  # noqa: E402
 
 STORM = next(t.target for t in benchdoc.TARGETS if t.key == "storm-quiet")
@@ -42,6 +44,8 @@ def figures(herd_cpu: float, peer_cpu: float, start_s: float) -> suite.Figures:
             got.results.add(load.name, system, cycle)
     got.progress_ms, got.commit_ms, got.crash_ms = [10.0] * 20, [20.0] * 18 + [900.0] * 2, [40.0]
     got.dashboard_raw = {"busy": {"key_ms": [15.0, 30.0]}}
+    got.soak = soak.Soak(samples=[(0.0, 50.0, 4, 20, 0), (60.0, 53.0, 4, 20, 1)])
+    got.soak_load = suite.Load("soak", 3, "plain", 1.0)
     got.facts = dict.fromkeys(
         ("machine", "kernel", "python", "herd", "peer", "load_before", "load_after", "began"), "x"
     )
@@ -73,6 +77,8 @@ def test_record_decides_each_target_from_the_figures(tmp_path: Path) -> None:
         "met"
     )
     assert status_of(text, "dashboard, idle", "<= 2 % of a core") == "not run"
+    soaked = next(t for t in benchdoc.TARGETS if t.key == "memory-soak")
+    assert status_of(text, soaked.figure, soaked.target) == "**not met**"  # RSS +6 %
     assert "add a `## commit` section" in text  # a missed target without a note says so
     assert "The plain reader" not in text.split("### CPU, herd / supervisord, <= 0.5")[1]
     assert "## Old runs\n\nSee Y." in text
@@ -85,11 +91,19 @@ def test_record_decides_each_target_from_the_figures(tmp_path: Path) -> None:
     assert status_of(met, "spawn storm, quiet", STORM) == "**not met**"
 
 
+def test_record_written_again_from_saved_figures(tmp_path: Path) -> None:
+    """`--from-figures`: the figures saved as JSON give the same record (notes edited later)."""
+    before = figures(0.3, 0.5, start_s=1.0)
+    saved = json.loads(json.dumps(suite.figures_json(before)))
+    again = suite.figures_from_json(saved)
+    assert benchdoc.render(again, "c.svg", {}, "n") == benchdoc.render(before, "c.svg", {}, "n")
+
+
 def test_chart_draws_every_distribution(tmp_path: Path) -> None:
     """The chart is well-formed SVG with a row per latency, a dot per sample."""
     drawn = ET.fromstring(benchdoc.svg(figures(0.3, 0.5, start_s=1.0)))
     labels = [t.text for t in drawn.iter("{http://www.w3.org/2000/svg}text")]
-    for label, _, _ in benchdoc.CHART_ROWS:
+    for label, *_ in benchdoc.CHART_ROWS:
         assert label in labels
     dots = list(drawn.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(dots) == 2 + 20 + 20 + 1 + 2 * 2  # keys, progress, commits, crash, 2 storms
@@ -118,3 +132,4 @@ def test_suite_runs_end_to_end(tmp_path: Path) -> None:
     drawn = ET.fromstring(chart.read_text())
     assert len(list(drawn.iter("{http://www.w3.org/2000/svg}circle"))) > 10
     assert "## Targets" in done.stdout
+    assert json.loads(out.with_name("benchmarks-figures.json").read_text())["cycles"]
