@@ -220,6 +220,53 @@ class Supervisord:
         self.process.wait(60)
 
 
+CRASHING_AGENT = (
+    "import json, pathlib, sys, time\n"
+    "marks, crashes = pathlib.Path(sys.argv[1]), int(sys.argv[2])\n"
+    "with marks.open('a') as f: f.write(json.dumps(['start', time.time()]) + '\\n')\n"
+    "if sum(1 for _ in marks.open()) > 2 * crashes: time.sleep(120)\n"
+    "with marks.open('a') as f: f.write(json.dumps(['exit', time.time()]) + '\\n')\n"
+    "sys.exit(1)\n"
+)
+"""The peer's crashing agent: writes when it starts and just before it exits 1, `crashes`
+times, then stays up (bench/recovery.py's agent for herd does the same)."""
+
+
+def supervisord_crash_gaps(root: Path, crashes: int, background: int) -> list[float]:
+    """supervisord's crash -> relaunch (autorestart, startsecs=0) beside busy programs: per
+    crash, seconds from the agent's last moment to the relaunched agent's first."""
+    script, marks = root / "crashy.py", root / "marks.jsonl"
+    script.write_text(CRASHING_AGENT)
+    peer = Supervisord()
+    mark = f"m{time.monotonic_ns()}"
+    repos = make_repos(root, max(background, 1))
+    peer.prepare(root, repos, mark, Load("busy", background, "plain", 20))
+    assert peer.conf is not None
+    with peer.conf.open("a") as conf:
+        conf.write(
+            f"\n[program:crashy]\ncommand={sys.executable} {script} {marks} {crashes}\n"
+            f"directory={repos[0]}\nautostart=true\nautorestart=true\nstartsecs=0\n"
+            f"startretries={crashes + 5}\nstdout_logfile={peer.conf.parent}/logs/crashy.log\n"
+            "stopwaitsecs=2\nstopasgroup=true\nkillasgroup=true\n"
+        )
+    peer.start()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S + crashes * 5
+        while not marks.exists() or sum(1 for _ in marks.open()) < 2 * crashes + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"supervisord: {crashes} crashes not seen in time")
+            time.sleep(0.05)
+    finally:
+        peer.stop()
+        wait_agents(mark, 0)
+    rows = [json.loads(line) for line in marks.read_text().splitlines()]
+    return [
+        b[1] - a[1]
+        for a, b in zip(rows, rows[1:], strict=False)
+        if a[0] == "exit" and b[0] == "start"
+    ]
+
+
 def make_repos(root: Path, count: int) -> list[Path]:
     """`count` git repos with one commit (copies of one: a fleet is made in a second)."""
     first = root / "repos" / "r0"
@@ -404,6 +451,7 @@ class Figures:
     commit_ms: list[float] = field(default_factory=list)
     watcher: str = ""
     crash_ms: list[float] = field(default_factory=list)
+    crash_peer_ms: list[float] = field(default_factory=list)
     dashboard: dict[str, dict[str, float]] = field(default_factory=dict)
     dashboard_raw: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     soak: object | None = None
@@ -427,6 +475,7 @@ def figures_json(f: Figures) -> dict[str, object]:
         "commit_ms": f.commit_ms,
         "watcher": f.watcher,
         "crash_ms": f.crash_ms,
+        "crash_peer_ms": f.crash_peer_ms,
         "dashboard": f.dashboard,
         "dashboard_raw": f.dashboard_raw,
         "soak": None if soaked is None else asdict(soaked),  # type: ignore[call-overload]
@@ -455,6 +504,7 @@ def figures_from_json(data: dict[str, Any]) -> Figures:
         data["commit_ms"],
         data["crash_ms"],
     )
+    f.crash_peer_ms = data.get("crash_peer_ms", [])
     f.watcher, f.dashboard, f.dashboard_raw = (
         data["watcher"],
         data["dashboard"],
@@ -539,6 +589,11 @@ def crash(figures: Figures, say: Callable[..., None]) -> None:
         gaps = recovery.crash_gaps(Path(folder), mode.crashes, mode.crash_background)
     figures.crash_ms = [gap * 1000 for gap in gaps]
     say(f"crash -> relaunch, ms: {[round(g) for g in figures.crash_ms]}")
+    if "supervisord" in figures.systems:
+        with tempfile.TemporaryDirectory(prefix="herd-suite-svcrash-") as folder:
+            gaps = supervisord_crash_gaps(Path(folder), mode.crashes, mode.crash_background)
+        figures.crash_peer_ms = [gap * 1000 for gap in gaps]
+        say(f"supervisord crash -> relaunch, ms: {[round(g) for g in figures.crash_peer_ms]}")
 
 
 def dashboard(figures: Figures, say: Callable[..., None]) -> None:
