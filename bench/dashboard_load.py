@@ -165,9 +165,14 @@ async def probe_lag(lag_ms: list[float], stop: float) -> None:
 
 
 async def measure(
-    socket_path: Path, sessions: int, seconds: float, daemon_pid: int
+    socket_path: Path,
+    sessions: int,
+    seconds: float,
+    daemon_pid: int,
+    raw: dict[str, list[float]] | None = None,
 ) -> dict[str, float]:
-    """Run the dashboard headless; press j/k throughout; probe the loop; count CPU."""
+    """Run the dashboard headless; press j/k throughout; probe the loop; count CPU. `raw`, if
+    given, gets every key's and every probe's milliseconds (the distributions)."""
     app = HerdApp(socket_path)
     key_ms: list[float] = []
     key_cpu_ms: list[float] = []
@@ -200,6 +205,8 @@ async def measure(
         await asyncio.sleep(seconds)
         no_keys, daemon_no_keys = own.share(), daemon.share()
         frames_s = (clock.updates - updates) / seconds
+    if raw is not None:
+        raw["key_ms"], raw["lag_ms"] = key_ms, lag_ms
     return {
         "key_p50_ms": statistics.median(key_ms) if key_ms else 0.0,
         "key_p95_ms": percentile(key_ms, 0.95),
@@ -216,7 +223,9 @@ async def measure(
     }
 
 
-async def measure_flood(socket_path: Path, seconds: float) -> dict[str, float]:
+async def measure_flood(
+    socket_path: Path, seconds: float, raw: dict[str, list[float]] | None = None
+) -> dict[str, float]:
     """The flooding session's output open in the dashboard: loop lag and memory over time."""
     app = HerdApp(socket_path)
     lag_ms: list[float] = []
@@ -232,6 +241,8 @@ async def measure_flood(socket_path: Path, seconds: float) -> dict[str, float]:
         await probe_lag(lag_ms, time.monotonic() + seconds)
         cpu = own.share()
         rss_end = rss_mb(os.getpid())
+    if raw is not None:
+        raw["lag_ms"] = lag_ms
     return {
         "lag_p95_ms": percentile(lag_ms, 0.95),
         "lag_p99_ms": percentile(lag_ms, 0.99),
@@ -255,9 +266,15 @@ def profile(folder: Path | None, name: str, pid: int, seconds: float) -> Any:
 
 
 def run(
-    kind: str, sessions: int, seconds: float, profile_dir: Path | None = None
+    kind: str,
+    sessions: int,
+    seconds: float,
+    profile_dir: Path | None = None,
+    settle_s: float = SETTLE_S,
+    raw: dict[str, list[float]] | None = None,
 ) -> dict[str, float]:
-    """One fleet of `kind` under a daemon process; the dashboard measured against it."""
+    """One fleet of `kind` under a daemon process; the dashboard measured against it, after
+    the fleet settled `settle_s`; `raw` gets the latency samples (see `measure`)."""
     root = Path(tempfile.mkdtemp(prefix=f"herd-bench-{kind}-"))
     agent = {"busy": BUSY_AGENT, "quiet": QUIET_AGENT, "flood": FLOOD_AGENT}[kind]
     config = load_config(make_fleet(root, 1 if kind == "flood" else sessions, agent))
@@ -273,22 +290,22 @@ def run(
         while not client.ping():
             time.sleep(0.05)
         client.call("up", socket_timeout_s=None)
-        time.sleep(5.0)  # every agent started
+        time.sleep(min(5.0, settle_s))  # every agent started
         if kind == "flood":
             profiler = profile(profile_dir, "dashboard", os.getpid(), seconds + 5)
-            found = asyncio.run(measure_flood(socket_path, seconds))
+            found = asyncio.run(measure_flood(socket_path, seconds, raw))
             if profiler is not None:
                 profiler.wait(60)
             return found
         # The daemon alone before and after the dashboard, so a drift in the fleet's own
         # cost (restarts come and go) does not pass for the dashboard's.
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         alone = CpuWindow(daemon.pid)
         time.sleep(seconds)
         before = alone.share()
         profilers = [profile(profile_dir, "dashboard", os.getpid(), 2 * seconds)]
         profilers.append(profile(profile_dir, "daemon", daemon.pid, 2 * seconds))
-        found = asyncio.run(measure(socket_path, sessions, seconds, daemon.pid))
+        found = asyncio.run(measure(socket_path, sessions, seconds, daemon.pid, raw))
         for profiler in profilers:
             if profiler is not None:
                 profiler.wait(60)

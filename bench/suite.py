@@ -1,13 +1,18 @@
-"""herd side by side with supervisord: one command for every figure of docs/benchmarks.md.
+"""Every figure of issue 14's Targets, herd beside supervisord, in one command; writes the record.
 
-    unshare --pid --fork --mount-proc python bench/suite.py --short   # a quick look (~3 min)
-    unshare --pid --fork --mount-proc python bench/suite.py --full    # for the record
+    unshare --pid --fork --mount-proc .venv/bin/python bench/suite.py --short   # a quick look
+    unshare --pid --fork --mount-proc .venv/bin/python bench/suite.py --full    # for the record
 
-Each system supervises the same stand-in agents (bench/agent.py), alternately, at least two
-rounds each. A cycle: cold start (no daemon yet) until every agent runs, a warm-up, the
-supervisor's own CPU seconds over a window (its process only: user + system), its memory and
-threads, a CLI verb's latency, then stop everything. `--herd NAME=PATH` adds another herd
-build (its `herd` executable) to the comparison, e.g. the commit before a change.
+Side by side (herd and supervisord supervise the same stand-in agents, bench/agent.py,
+alternately, at least two rounds each): a cold start (no daemon yet) until every agent runs,
+with herd's control socket pinged throughout by bench/pinger.py; a warm-up; the supervisor's
+own CPU seconds over a window (its process only: user + system); its memory, threads and open
+files; a CLI verb; then stop everything. Then herd alone where a figure has no peer:
+progress/commit -> status (bench/watch_latency.py), crash -> relaunch (bench/recovery.py), the
+dashboard (bench/dashboard_load.py) and the soak (bench/soak.py). It writes docs/benchmarks.md
+(bench/benchdoc.py: machine, peer, figures, targets met or not, the explanations of
+docs/benchmarks-notes.md) and the latency chart beside it. `--herd NAME=PATH` adds another
+herd build to the side-by-side figures, e.g. the commit before a change.
 """
 
 from __future__ import annotations
@@ -22,11 +27,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -62,6 +67,8 @@ class Cycle:
     verb_cpu_ms: float = 0.0
     ping_max_ms: float = 0.0
     stop_s: float = 0.0
+    pings_ms: list[float] = field(default_factory=list, repr=False)
+    """Every answer of herd's control socket during the cold start (none for a peer)."""
 
 
 @dataclass
@@ -144,15 +151,16 @@ class Herd:
         assert self.config is not None
         return int((self.config.parent / ".herd" / "daemon.lock").read_text().split()[0])
 
-    def ping_ms(self) -> float | None:
-        """One round trip on the control socket, or None before it is up."""
-        from agentherd.supervisor.client import Client
-        from agentherd.supervisor.paths import socket_path_for
-
+    def pinger(self) -> subprocess.Popen[str]:
+        """bench/pinger.py on this build's socket until its stdin closes: a process of its own,
+        so this one's /proc scans (counting agents) do not hold up the pings."""
         assert self.config is not None
-        client = Client(socket_path_for(self.config.parent / ".herd"))
-        began = time.perf_counter()
-        return (time.perf_counter() - began) * 1000 if client.ping() else None
+        return subprocess.Popen(
+            [sys.executable, str(BENCH / "pinger.py"), str(self.config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def verb(self) -> list[str]:
         return self._herd("status", "s0", "--json")
@@ -203,9 +211,6 @@ class Supervisord:
         assert self.process is not None
         return self.process.pid
 
-    def ping_ms(self) -> float | None:
-        return None  # its XML-RPC socket is not the figure; the CLI verb below measures it
-
     def verb(self) -> list[str]:
         return [self._bin("supervisorctl"), "-c", str(self.conf), "status", "s0"]
 
@@ -213,6 +218,53 @@ class Supervisord:
         subprocess.run(self.verb()[:3] + ["shutdown"], check=True, stdout=subprocess.DEVNULL)
         assert self.process is not None
         self.process.wait(60)
+
+
+CRASHING_AGENT = (
+    "import json, pathlib, sys, time\n"
+    "marks, crashes = pathlib.Path(sys.argv[1]), int(sys.argv[2])\n"
+    "with marks.open('a') as f: f.write(json.dumps(['start', time.time()]) + '\\n')\n"
+    "if sum(1 for _ in marks.open()) > 2 * crashes: time.sleep(120)\n"
+    "with marks.open('a') as f: f.write(json.dumps(['exit', time.time()]) + '\\n')\n"
+    "sys.exit(1)\n"
+)
+"""The peer's crashing agent: writes when it starts and just before it exits 1, `crashes`
+times, then stays up (bench/recovery.py's agent for herd does the same)."""
+
+
+def supervisord_crash_gaps(root: Path, crashes: int, background: int) -> list[float]:
+    """supervisord's crash -> relaunch (autorestart, startsecs=0) beside busy programs: per
+    crash, seconds from the agent's last moment to the relaunched agent's first."""
+    script, marks = root / "crashy.py", root / "marks.jsonl"
+    script.write_text(CRASHING_AGENT)
+    peer = Supervisord()
+    mark = f"m{time.monotonic_ns()}"
+    repos = make_repos(root, max(background, 1))
+    peer.prepare(root, repos, mark, Load("busy", background, "plain", 20))
+    assert peer.conf is not None
+    with peer.conf.open("a") as conf:
+        conf.write(
+            f"\n[program:crashy]\ncommand={sys.executable} {script} {marks} {crashes}\n"
+            f"directory={repos[0]}\nautostart=true\nautorestart=true\nstartsecs=0\n"
+            f"startretries={crashes + 5}\nstdout_logfile={peer.conf.parent}/logs/crashy.log\n"
+            "stopwaitsecs=2\nstopasgroup=true\nkillasgroup=true\n"
+        )
+    peer.start()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S + crashes * 5
+        while not marks.exists() or sum(1 for _ in marks.open()) < 2 * crashes + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"supervisord: {crashes} crashes not seen in time")
+            time.sleep(0.05)
+    finally:
+        peer.stop()
+        wait_agents(mark, 0)
+    rows = [json.loads(line) for line in marks.read_text().splitlines()]
+    return [
+        b[1] - a[1]
+        for a, b in zip(rows, rows[1:], strict=False)
+        if a[0] == "exit" and b[0] == "start"
+    ]
 
 
 def make_repos(root: Path, count: int) -> list[Path]:
@@ -236,25 +288,15 @@ def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: flo
     mark = f"m{time.monotonic_ns()}"
     system.prepare(ROOT, REPOS, mark, load)
     result = Cycle()
-    pings: list[float] = []
-    done = threading.Event()
-
-    def ping_all_along() -> None:
-        while not done.is_set():
-            took = system.ping_ms()
-            if took is not None:
-                pings.append(took)
-            time.sleep(0.01)
-
-    pinger = threading.Thread(target=ping_all_along, daemon=True)
+    # supervisord's XML-RPC socket is not a target; its CLI verb below measures it.
+    pinger = system.pinger() if isinstance(system, Herd) else None
     began = time.monotonic()
-    pinger.start()
     system.start()
     wait_agents(mark, load.agents)
     result.start_s = time.monotonic() - began
-    done.set()
-    pinger.join()
-    result.ping_max_ms = max(pings, default=0.0)
+    if pinger is not None:
+        result.pings_ms = [float(x) for x in pinger.communicate("", timeout=30)[0].split()]
+        result.ping_max_ms = max(result.pings_ms, default=0.0)
     time.sleep(warmup_s)
     proc = psutil.Process(system.pid())
     cpu_0, wall_0 = cpu_seconds(proc), time.monotonic()
@@ -294,29 +336,6 @@ FIGURES = [
 ]
 
 
-def table(results: Results, loads: list[Load], systems: list[str]) -> str:
-    """One markdown table per load: each figure, each system's median (range), herd / peer."""
-    out = []
-    for load in loads:
-        out.append(
-            f"\n### {load.agents} agents, {load.kind}"
-            + (f", {load.lines_per_s:g} lines/s each" if load.kind != "quiet" else "")
-            + "\n"
-        )
-        out.append("| figure | " + " | ".join(systems) + " | herd / supervisord |")
-        out.append("|---|" + "---|" * (len(systems) + 1))
-        for label, attr, scale, fmt in FIGURES:
-            row, medians = [], {}
-            for name in systems:
-                values = [getattr(c, attr) * scale for c in results.cycles[(load.name, name)]]
-                medians[name] = statistics.median(values)
-                row.append(spread(values, fmt))
-            peer = medians.get("supervisord")
-            ratio = f"{medians['herd'] / peer:.2f}" if peer else "-"
-            out.append(f"| {label} | " + " | ".join(row) + f" | {ratio} |")
-    return "\n".join(out)
-
-
 def machine() -> str:
     load1, _, _ = os.getloadavg()
     return (
@@ -326,62 +345,367 @@ def machine() -> str:
     )
 
 
+@dataclass(frozen=True)
+class Mode:
+    """How big and how long each part of the suite runs."""
+
+    name: str
+    loads: tuple[Load, ...]
+    window_s: float
+    warmup_s: float
+    rounds: int
+    latency_sessions: int
+    latency_trials: int
+    crash_background: int
+    crashes: int
+    dash_sessions: int
+    dash_seconds: float
+    dash_settle_s: float
+    soak_agents: int
+    soak_minutes: float
+    soak_every_s: float
+    soak_warmup_s: float
+
+
+MODES = {
+    "full": Mode(
+        "full",
+        loads=(
+            Load("idle", 200, "quiet", 0),
+            Load("plain", 200, "plain", 50),
+            Load("stream", 50, "stream-json", 10),
+        ),
+        window_s=30.0,
+        warmup_s=3.0,
+        rounds=2,
+        latency_sessions=50,
+        latency_trials=40,
+        crash_background=49,
+        crashes=30,
+        dash_sessions=200,
+        dash_seconds=15.0,
+        dash_settle_s=10.0,
+        soak_agents=200,
+        soak_minutes=20.0,
+        soak_every_s=15.0,
+        soak_warmup_s=30.0,
+    ),
+    "short": Mode(
+        "short",
+        loads=(
+            Load("idle", 30, "quiet", 0),
+            Load("plain", 30, "plain", 20),
+            Load("stream", 15, "stream-json", 10),
+        ),
+        window_s=6.0,
+        warmup_s=1.5,
+        rounds=2,
+        latency_sessions=20,
+        latency_trials=15,
+        crash_background=19,
+        crashes=15,
+        dash_sessions=30,
+        dash_seconds=5.0,
+        dash_settle_s=5.0,
+        soak_agents=30,
+        soak_minutes=1.0,
+        soak_every_s=10.0,
+        soak_warmup_s=5.0,
+    ),
+    "tiny": Mode(  # the test's: every part end to end, as small as it goes
+        "tiny",
+        loads=(
+            Load("idle", 3, "quiet", 0),
+            Load("plain", 3, "plain", 5),
+            Load("stream", 2, "stream-json", 5),
+        ),
+        window_s=1.0,
+        warmup_s=0.3,
+        rounds=1,
+        latency_sessions=2,
+        latency_trials=3,
+        crash_background=1,
+        crashes=3,
+        dash_sessions=3,
+        dash_seconds=1.0,
+        dash_settle_s=1.0,
+        soak_agents=3,
+        soak_minutes=0.05,
+        soak_every_s=1.0,
+        soak_warmup_s=0.5,
+    ),
+}
+SECTIONS = ("idle", "plain", "stream", "latency", "crash", "dashboard", "soak")
+
+
+@dataclass
+class Figures:
+    """Everything one run of the suite measured, for bench/benchdoc.py to write up."""
+
+    mode: Mode
+    systems: list[str]
+    loads: list[Load]
+    sections: list[str]
+    results: Results = field(default_factory=Results)
+    progress_ms: list[float] = field(default_factory=list)
+    commit_ms: list[float] = field(default_factory=list)
+    watcher: str = ""
+    crash_ms: list[float] = field(default_factory=list)
+    crash_peer_ms: list[float] = field(default_factory=list)
+    dashboard: dict[str, dict[str, float]] = field(default_factory=dict)
+    dashboard_raw: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    soak: object | None = None
+    soak_load: Load | None = None
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+def figures_json(f: Figures) -> dict[str, object]:
+    """Everything measured, as JSON: `--from-figures` writes the record again from it."""
+    soaked = f.soak
+    return {
+        "mode": asdict(f.mode),
+        "systems": f.systems,
+        "loads": [asdict(load) for load in f.loads],
+        "sections": f.sections,
+        "cycles": [
+            {"load": load, "system": system, "cycles": [asdict(c) for c in got]}
+            for (load, system), got in f.results.cycles.items()
+        ],
+        "progress_ms": f.progress_ms,
+        "commit_ms": f.commit_ms,
+        "watcher": f.watcher,
+        "crash_ms": f.crash_ms,
+        "crash_peer_ms": f.crash_peer_ms,
+        "dashboard": f.dashboard,
+        "dashboard_raw": f.dashboard_raw,
+        "soak": None if soaked is None else asdict(soaked),  # type: ignore[call-overload]
+        "soak_load": None if f.soak_load is None else asdict(f.soak_load),
+        "facts": f.facts,
+    }
+
+
+def figures_from_json(data: dict[str, Any]) -> Figures:
+    """The inverse of `figures_json`."""
+    import soak as soak_script
+
+    mode = data["mode"]
+    mode["loads"] = tuple(Load(**load) for load in mode["loads"])
+    f = Figures(
+        mode=Mode(**mode),
+        systems=data["systems"],
+        loads=[Load(**load) for load in data["loads"]],
+        sections=data["sections"],
+    )
+    for entry in data["cycles"]:
+        for got in entry["cycles"]:
+            f.results.add(entry["load"], entry["system"], Cycle(**got))
+    f.progress_ms, f.commit_ms, f.crash_ms = (
+        data["progress_ms"],
+        data["commit_ms"],
+        data["crash_ms"],
+    )
+    f.crash_peer_ms = data.get("crash_peer_ms", [])
+    f.watcher, f.dashboard, f.dashboard_raw = (
+        data["watcher"],
+        data["dashboard"],
+        data["dashboard_raw"],
+    )
+    if data["soak"] is not None:
+        samples = [tuple(sample) for sample in data["soak"].pop("samples")]
+        f.soak = soak_script.Soak(samples=samples, **data["soak"])  # type: ignore[arg-type]
+        f.soak_load = Load(**data["soak_load"])
+    f.facts = data["facts"]
+    return f
+
+
+def peer_version() -> str:
+    """supervisord's version, or '' when it is not installed beside this Python."""
+    exe = Path(sys.executable).parent / "supervisord"
+    if not exe.exists():
+        return ""
+    done = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def herd_version() -> str:
+    """This checkout's commit, and whether it has changes."""
+    head = subprocess.run(
+        ["git", "-C", str(BENCH), "log", "-1", "--format=%h %cs"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(BENCH.parent), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return (head or "not a git checkout") + (" (with uncommitted changes)" if dirty else "")
+
+
+def side_by_side(
+    figures: Figures, systems: list[Herd | Supervisord], say: Callable[..., None]
+) -> None:
+    """Each load, each system alternately, `rounds` rounds."""
+    global ROOT, REPOS
+    if not figures.loads:
+        return
+    ROOT = Path(tempfile.mkdtemp(prefix="herd-suite-"))
+    try:
+        REPOS = make_repos(ROOT, max(load.agents for load in figures.loads))
+        for load in figures.loads:
+            for round_index in range(figures.mode.rounds):
+                order = systems if round_index % 2 == 0 else systems[::-1]
+                for system in order:
+                    got = cycle(system, load, figures.mode.window_s, figures.mode.warmup_s)
+                    figures.results.add(load.name, system.name, got)
+                    say(f"{load.name} round {round_index + 1} {system.name}: {got}")
+    finally:
+        shutil.rmtree(ROOT, ignore_errors=True)
+
+
+def latency(figures: Figures, say: Callable[..., None]) -> None:
+    """Progress write and commit -> status, with busy sessions (bench/watch_latency.py)."""
+    import watch_latency
+
+    mode = figures.mode
+    with tempfile.TemporaryDirectory(prefix="herd-suite-watch-") as folder:
+        got = watch_latency.measure(Path(folder), mode.latency_sessions, mode.latency_trials)
+    figures.progress_ms, figures.commit_ms, figures.watcher = (
+        got.progress_ms,
+        got.commit_ms,
+        got.watcher,
+    )
+    say(f"latency: progress {got.progress_ms}, commit {got.commit_ms}; watcher {got.watcher}")
+
+
+def crash(figures: Figures, say: Callable[..., None]) -> None:
+    """Crash -> relaunch with no backoff among busy sessions (bench/recovery.py)."""
+    import recovery
+
+    mode = figures.mode
+    with tempfile.TemporaryDirectory(prefix="herd-suite-crash-") as folder:
+        gaps, _phases = recovery.crash_gaps(Path(folder), mode.crashes, mode.crash_background)
+    figures.crash_ms = [gap * 1000 for gap in gaps]
+    say(f"crash -> relaunch, ms: {[round(g) for g in figures.crash_ms]}")
+    if "supervisord" in figures.systems:
+        with tempfile.TemporaryDirectory(prefix="herd-suite-svcrash-") as folder:
+            gaps = supervisord_crash_gaps(Path(folder), mode.crashes, mode.crash_background)
+        figures.crash_peer_ms = [gap * 1000 for gap in gaps]
+        say(f"supervisord crash -> relaunch, ms: {[round(g) for g in figures.crash_peer_ms]}")
+
+
+def dashboard(figures: Figures, say: Callable[..., None]) -> None:
+    """The dashboard on a busy fleet, a quiet one, and one flooding agent (dashboard_load.py)."""
+    import dashboard_load
+
+    mode = figures.mode
+    for kind in ("busy", "quiet", "flood"):
+        raw: dict[str, list[float]] = {}
+        found = dashboard_load.run(
+            kind, mode.dash_sessions, mode.dash_seconds, settle_s=mode.dash_settle_s, raw=raw
+        )
+        figures.dashboard[kind], figures.dashboard_raw[kind] = found, raw
+        say(dashboard_load.report(kind, mode.dash_sessions, found))
+
+
+def soak(figures: Figures, minutes: float, say: Callable[..., None]) -> None:
+    """Memory, threads, open files and git processes over `minutes` (bench/soak.py)."""
+    import soak as soak_script
+
+    mode = figures.mode
+    load = Load("soak", mode.soak_agents, "plain", 1.0)
+    got = soak_script.soak(
+        str(Path(sys.executable).parent / "herd"),
+        load,
+        minutes,
+        mode.soak_every_s,
+        mode.soak_warmup_s,
+        say,
+    )
+    figures.soak, figures.soak_load = got, load
+    say(got.summary(load))
+
+
 ROOT = Path()
 REPOS: list[Path] = []
 
 
 def main() -> None:
-    global ROOT, REPOS
+    import benchdoc
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--short", action="store_true", help="small loads, short windows")
-    mode.add_argument("--full", action="store_true", help="the issue's loads, 30 s windows")
-    parser.add_argument("--rounds", type=int, default=2)
+    mode_arg = parser.add_mutually_exclusive_group()
+    mode_arg.add_argument("--short", action="store_true", help="small loads, a few minutes")
+    mode_arg.add_argument("--full", action="store_true", help="the issue's loads, for the record")
+    mode_arg.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the test's
+    parser.add_argument("--rounds", type=int, help="side-by-side rounds (default 2; tiny 1)")
+    parser.add_argument("--soak-minutes", type=float, help="default 20 in full, 1 in short")
     parser.add_argument("--herd", action="append", default=[], help="NAME=PATH to a herd")
-    parser.add_argument("--only", help="run only the loads whose name contains this")
-    parser.add_argument("--out", type=Path, help="write the tables to this markdown file")
+    parser.add_argument("--no-peer", action="store_true", help="leave supervisord out")
+    parser.add_argument(
+        "--only", action="append", help=f"run only these parts: {', '.join(SECTIONS)}"
+    )
+    parser.add_argument("--out", type=Path, default=BENCH.parent / "docs" / "benchmarks.md")
+    parser.add_argument("--notes", type=Path, default=BENCH.parent / "docs" / "benchmarks-notes.md")
+    parser.add_argument(
+        "--from-figures",
+        type=Path,
+        help="measure nothing: write the record again from a run's figures (after editing notes)",
+    )
     args = parser.parse_args()
-    if args.full:
-        loads = [
-            Load("idle", 200, "quiet", 0),
-            Load("plain", 200, "plain", 50),
-            Load("stream", 50, "stream-json", 10),
-        ]
-        window_s, warmup_s = 30.0, 3.0
-    else:
-        loads = [
-            Load("idle", 30, "quiet", 0),
-            Load("plain", 30, "plain", 20),
-            Load("stream", 15, "stream-json", 10),
-        ]
-        window_s, warmup_s = 6.0, 1.5
-    if args.only:
-        loads = [load for load in loads if args.only in load.name]
+    chart = args.out.with_name(args.out.stem + "-latency.svg")
+    saved = args.out.with_name(args.out.stem + "-figures.json")
+    if args.from_figures:
+        figures = figures_from_json(json.loads(args.from_figures.read_text()))
+        benchdoc.write(figures, args.out, chart, args.notes)
+        print(f"wrote {args.out} and {chart} from {args.from_figures}")
+        return
+    name = "full" if args.full else "tiny" if args.tiny else "short"
+    mode = MODES[name]
+    if args.rounds:
+        mode = replace(mode, rounds=args.rounds)
+    loads = list(mode.loads)
+    sections = [s for s in SECTIONS if not args.only or any(o in s for o in args.only)]
+    soak_minutes = args.soak_minutes if args.soak_minutes is not None else mode.soak_minutes
     herds = [Herd("herd", str(Path(sys.executable).parent / "herd"))]
-    herds += [Herd(name, path) for name, path in (h.split("=", 1) for h in args.herd)]
-    systems: list[Herd | Supervisord] = [*herds, Supervisord()]
-    ROOT = Path(tempfile.mkdtemp(prefix="herd-suite-"))
-    REPOS = make_repos(ROOT, max(load.agents for load in loads))
-    results = Results()
-    header = machine()
-    print(header, flush=True)
-    try:
-        for load in loads:
-            for round_index in range(args.rounds):
-                order = systems if round_index % 2 == 0 else systems[::-1]
-                for system in order:
-                    got = cycle(system, load, window_s, warmup_s)
-                    results.add(load.name, system.name, got)
-                    print(f"{load.name} round {round_index + 1} {system.name}: {got}", flush=True)
-    finally:
-        shutil.rmtree(ROOT, ignore_errors=True)
-    text = table(results, loads, [s.name for s in systems])
-    print(text)
-    if args.out:
-        mode_name = "full" if args.full else "short"
-        args.out.write_text(
-            f"<!-- bench/suite.py --{mode_name}, {args.rounds} rounds; {header} -->\n{text}\n"
-        )
+    herds += [Herd(n, path) for n, path in (h.split("=", 1) for h in args.herd)]
+    systems: list[Herd | Supervisord] = [*herds]
+    peer = "" if args.no_peer else peer_version()
+    if peer:
+        systems.append(Supervisord())
+    figures = Figures(
+        mode=replace(mode, soak_minutes=soak_minutes),
+        systems=[s.name for s in systems],
+        loads=[load for load in loads if load.name in sections],
+        sections=sections,
+    )
+    figures.facts = {
+        "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GB",
+        "kernel": f"Linux {platform.release()}",
+        "python": platform.python_version(),
+        "herd": herd_version(),
+        "peer": f"supervisor {peer} (supervisord, from PyPI)" if peer else "not installed",
+        "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "began": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+    def say(*parts: object) -> None:
+        print(*parts, flush=True)
+
+    say(machine())
+    side_by_side(figures, systems, say)
+    for section, run in (("latency", latency), ("crash", crash), ("dashboard", dashboard)):
+        if section in sections:
+            run(figures, say)
+    if "soak" in sections:
+        soak(figures, soak_minutes, say)
+    figures.facts["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    saved.write_text(json.dumps(figures_json(figures), indent=1) + "\n")
+    text = benchdoc.write(figures, args.out, chart, args.notes)
+    say(benchdoc.for_terminal(text))
+    say(f"wrote {args.out}, {chart} and {saved}")
 
 
 def as_init(main: Callable[[], None] = main) -> None:
@@ -401,4 +725,5 @@ def as_init(main: Callable[[], None] = main) -> None:
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("suite", sys.modules["__main__"])  # soak.py and storm.py import it
     as_init()

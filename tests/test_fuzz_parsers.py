@@ -9,6 +9,7 @@ property with many more examples.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,8 @@ from agentherd.sessions.progress import read_progress_tail
 from agentherd.supervisor.protocol import ApiError, decode, encode
 
 SHORT_EXAMPLES = 60
-LONG_EXAMPLES = 3000
+LONG_EXAMPLES = int(os.environ.get("HERD_FUZZ_EXAMPLES", "3000"))
+"""The `slow` variant's examples per property; HERD_FUZZ_EXAMPLES=100000 for a night's run."""
 
 FOLDER = Path(tempfile.mkdtemp(prefix="herd-fuzz-"))
 """A real folder for the sessions' cwd (herd.toml checks that it exists)."""
@@ -180,7 +182,7 @@ messages = st.lists(
 )
 
 
-def claude_valid(tokens: list[tuple[int, int]]) -> None:
+def claude_valid(tokens: list[tuple[int, int]], agent: str = "claude") -> None:
     lines = [
         json.dumps(
             {
@@ -195,7 +197,7 @@ def claude_valid(tokens: list[tuple[int, int]]) -> None:
         ).encode()
         for i, (inp, out) in enumerate(tokens)
     ]
-    parser = make_parser("claude")
+    parser = make_parser(agent)
     parser.feed_lines(lines, 400)
     assert parser.usage.input_tokens == sum(t[0] for t in tokens)
     # Without a result line a message's output is also estimated from its text; what the
@@ -203,6 +205,82 @@ def claude_valid(tokens: list[tuple[int, int]]) -> None:
     reported = parser.usage.output_tokens - parser.usage.output_estimate_tokens
     assert reported == sum(t[1] for t in tokens)
     assert parser.usage.turns == len(tokens)
+
+
+def amp_valid(tokens: list[tuple[int, int]]) -> None:
+    """Amp prints Claude-compatible lines: the same totals."""
+    claude_valid(tokens, "amp")
+
+
+def codex_valid(steps: list[tuple[int, int]]) -> None:
+    """Each turn.completed carries the thread's running total: the last one is the run's."""
+    running, lines = (0, 0), []
+    for add_in, add_out in steps:
+        running = (running[0] + add_in, running[1] + add_out)
+        usage = {"input_tokens": running[0], "cached_input_tokens": 0, "output_tokens": running[1]}
+        lines.append(json.dumps({"type": "turn.completed", "usage": usage}).encode())
+    parser = make_parser("codex")
+    parser.feed_lines(lines, 400)
+    assert (parser.usage.input_tokens, parser.usage.output_tokens) == running
+    assert parser.usage.turns == len(steps)
+
+
+def gemini_valid(results: list[tuple[int, int]]) -> None:
+    """Each result's stats are the process's totals so far: the last one replaces the rest."""
+    lines = [
+        json.dumps(
+            {
+                "type": "result",
+                "status": "success",
+                "stats": {
+                    "input_tokens": given,
+                    "cached": given // 3,
+                    "output_tokens": out,
+                    "total_tokens": given + out,
+                },
+            }
+        ).encode()
+        for given, out in results
+    ]
+    parser = make_parser("gemini")
+    parser.feed_lines(lines, 400)
+    given, out = results[-1]
+    usage = parser.usage
+    assert (usage.input_tokens, usage.cache_read_tokens) == (given - given // 3, given // 3)
+    assert usage.output_tokens == out
+
+
+def opencode_valid(steps: list[tuple[int, int]]) -> None:
+    """Each step_finish adds its step's tokens."""
+    lines = [
+        json.dumps(
+            {
+                "type": "step_finish",
+                "sessionID": "ses_1",
+                "part": {"reason": "tool-calls", "tokens": {"input": a, "output": b}},
+            }
+        ).encode()
+        for a, b in steps
+    ]
+    parser = make_parser("opencode")
+    parser.feed_lines(lines, 400)
+    assert (parser.usage.input_tokens, parser.usage.output_tokens) == (
+        sum(a for a, _ in steps),
+        sum(b for _, b in steps),
+    )
+    assert parser.usage.turns == len(steps)
+
+
+def aider_valid(replies: list[tuple[int, int]]) -> None:
+    """Each reply's `Tokens: N sent, M received.` line adds to the totals."""
+    lines = [f"Tokens: {a} sent, {b} received.".encode() for a, b in replies]
+    parser = make_parser("aider")
+    parser.feed_lines(lines, 400)
+    assert (parser.usage.input_tokens, parser.usage.output_tokens) == (
+        sum(a for a, _ in replies),
+        sum(b for _, b in replies),
+    )
+    assert parser.usage.turns == len(replies)
 
 
 def plain_valid(totals: list[tuple[int, int]]) -> None:
@@ -263,6 +341,11 @@ PROPERTIES: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
     "herd.toml: valid sessions": (session_names, config_valid),
     "adapters: any lines": (st.lists(lines, max_size=10), adapters_any_lines),
     "claude: valid totals": (messages, claude_valid),
+    "amp: valid totals": (messages, amp_valid),
+    "codex: valid totals": (messages, codex_valid),
+    "gemini: valid totals": (messages, gemini_valid),
+    "opencode: valid totals": (messages, opencode_valid),
+    "aider: valid totals": (messages, aider_valid),
     "plain: valid totals": (messages, plain_valid),
     "socket: any line": (lines, socket_any_line),
     "socket: round trip": (socket_messages, socket_round_trip),
@@ -279,6 +362,7 @@ def test_parser_property_holds(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(PROPERTIES))
 def test_parser_property_holds_long(name: str) -> None:
-    """The same properties with many more examples (run with -m slow)."""
+    """The same properties with many more examples (`-m slow`; HERD_FUZZ_EXAMPLES sets how
+    many)."""
     strategy, check = PROPERTIES[name]
     run(strategy, check, LONG_EXAMPLES)
