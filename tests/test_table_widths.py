@@ -1,4 +1,4 @@
-"""The session table's column widths: wider at once, narrower only when they settle.
+"""The session table: column widths wider at once and narrower when they settle; rows cached.
 
 A narrower column re-renders the whole table, and DataTable measured every cell of a column
 each time one cell got shorter; with 200 busy sessions that landed on key presses (60 ms of a
@@ -81,3 +81,30 @@ async def test_settled_widths_fit_the_widest_cell_or_the_label(tmp_path: Path) -
                 continue  # cut to the room left, not to its cells
             cells = [len(str(c)) for c in table.get_column(key)]
             assert column.content_width == max([len(column.label.plain), *cells]), key.value
+
+
+@pytest.mark.anyio
+async def test_rows_cached_whatever_row_the_cursor_is_on_look_as_datatable_draws_them(
+    tmp_path: Path,
+) -> None:
+    """A row's rendering is cached by whether the cursor is on it, not by where the cursor
+    is; after moves down and up every row (cursor row included) is what DataTable draws."""
+    from textual.widgets import DataTable
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        for key in ("j", "j", "k"):
+            await pilot.press(key)
+        await pilot.pause()
+        assert table.cursor_row == 1
+        style = table.rich_style
+        for row_key in [*table.rows, table._header_row_key]:
+            ours = table._render_line_in_row(
+                row_key, 0, style, table.cursor_coordinate, table.hover_coordinate
+            )
+            theirs = DataTable._render_line_in_row(
+                table, row_key, 0, style, table.cursor_coordinate, table.hover_coordinate
+            )
+            assert ours == theirs, row_key

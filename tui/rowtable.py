@@ -23,10 +23,14 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
+
+OFF_CURSOR = Coordinate(-2, 0)
+"""Where the row cursor is, as far as a row it is not on can tell (-1 is the header row)."""
 
 
 class RowCachedTable(DataTable[Text]):
@@ -156,6 +160,31 @@ class RowCachedTable(DataTable[Text]):
             self._row_render_cache.discard(row_key)
         self._line_cache.clear()  # keyed by line, rebuilt from the row caches
         cells.clear()
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Any,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> Any:
+        """DataTable's row rendering, cached for a row whatever row the cursor is on.
+
+        DataTable keys a row's cached rendering by the cursor's position, so after a key moved
+        the cursor every row painted (a new last output) was put together again from its cells;
+        with a row cursor, only whether the cursor is on this row changes a row's look.
+        """
+        if self.cursor_type == "row":
+            found = self._row_locations.get(row_key)
+            index = -1 if found is None else found  # the header row is -1
+            if cursor_location.row != index:
+                cursor_location = OFF_CURSOR
+            if hover_location.row != index:
+                hover_location = OFF_CURSOR
+        return super()._render_line_in_row(
+            row_key, line_no, base_style, cursor_location, hover_location
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Paint, re-rendering the updated rows, or every row when a column's width moved."""
