@@ -222,7 +222,8 @@ class ControlApi:
         With `changes`, one snapshot and then only what changed (supervisor/statusfeed.py).
         """
         if request.get("changes"):
-            await statusfeed.stream_changes(self.daemon, self.status_cache, send)
+            patches = bool(request.get("patches"))
+            await statusfeed.stream_changes(self.daemon, self.status_cache, send, patches)
             return
         last_version = -1
         while True:

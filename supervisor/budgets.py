@@ -104,6 +104,10 @@ class SessionSpend:
 
     # ----- figures --------------------------------------------------------------------------
 
+    def limited(self) -> bool:
+        """True when the session's budget sets a limit (its status then moves with the clock)."""
+        return _has_limits(self.session.config.budget)
+
     def price(self) -> Price | None:
         """The price for this session's estimates."""
         session = self.session

@@ -119,6 +119,7 @@ class RunFollowing(SessionParts):
             self._commit(run=live.record)
         else:
             self.version += 1
+            self.output_version += 1
 
     def _take_line(self, live: LiveRun, *lines: bytes) -> None:
         """Parse lines, each decoded once; the summary a person reads is made when read."""

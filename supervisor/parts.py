@@ -45,6 +45,7 @@ class SessionParts:
     spend: SessionSpend
     older_logs_bytes: int
     version: int
+    output_version: int
     preparing: gitops.GitDeadline | None
     git_warned: bool
     _lock: anyio.Lock

@@ -82,6 +82,9 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.drift = self.restored_drift()
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
+        self.output_version = 0
+        """Bumped (with `version`) when output was read: the status feed then takes only the
+        output fields again (supervisor/statusfeed.py)."""
 
     # ----- state changes -------------------------------------------------------------------
 
@@ -599,8 +602,9 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     # ----- status ----------------------------------------------------------------------------
 
-    def status(self) -> SessionStatus:
-        """The `herd status --json` object for this session."""
+    def status(self, with_fleet: bool = True) -> SessionStatus:
+        """The `herd status --json` object for this session (`fleet` left out without
+        `with_fleet`: the status feed sends it once per message)."""
         run = self.run
         record = run.record if run is not None else self._last_run_record()
         spent = self.spend.status_fields()
@@ -634,7 +638,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             usage=spent["usage"],
             budget=spent["budget"],
             usage_total=spent["usage_total"],
-            fleet=self.ctx.fleet_spend(),
+            fleet=self.ctx.fleet_spend() if with_fleet else None,
             logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
             warnings=[
                 WarningStatus(

@@ -1,9 +1,10 @@
 """The dashboard's fleet feed: the daemon's changes kept in a mirror, posted a few times a second.
 
 The feed subscribes with `changes` (supervisor/statusfeed.py): one full snapshot, then only the
-sessions whose status changed. Only those are validated, and the app is told which rows to
-touch. A gap in the sequence numbers (a message lost between the daemon and here) ends the
-stream; the feed subscribes again and starts from a full snapshot. A client without changes (an
+sessions whose status changed, and with `patches` only their fields that changed. Only those
+are validated, and the app is told which rows to touch. A gap in the sequence numbers (a
+message lost between the daemon and here) ends the stream; the feed subscribes again and
+starts from a full snapshot. A client without changes (an
 older daemon, the read-only `.herd/` reader, a replayed fleet) streams whole snapshots, which
 the mirror takes as they are.
 """
@@ -30,6 +31,11 @@ RECONNECT_S = 1.0
 POST_EVERY_S = 0.25
 """The fleet view takes the newest state four times a second: lively, and a person cannot
 read faster; the first state is posted at once so the table fills on opening."""
+
+
+SUBSCRIPTIONS: tuple[tuple[bool, bool], ...] = ((True, True), (True, False), (False, False))
+"""`changes` and `patches` the feed asks for, newest first: a daemon that refuses one (it
+predates it) is asked the next."""
 
 
 class Resync(Exception):
@@ -75,6 +81,17 @@ class FleetMirror:
             status = self._status(item)
             self.statuses[status.session] = status
             changed.add(status.session)
+        for item in message.get("patched") or []:
+            name = item.get("session")
+            old = self.statuses.get(name) if isinstance(name, str) else None
+            if old is None:
+                raise Resync(f"change {seq} patches {name!r}, which was never sent")
+            fields = SessionStatus.model_validate(item)  # only the fields it names are set
+            update = {
+                key: getattr(fields, key) for key in item if key in SessionStatus.model_fields
+            }
+            self.statuses[name] = old.model_copy(update=update)
+            changed.add(name)
         for name in message.get("removed") or []:
             self.statuses.pop(name, None)
             changed.add(name)
@@ -99,16 +116,16 @@ def _merge(pending: set[str] | None, changed: set[str] | None) -> set[str] | Non
 async def follow_snapshots(client: Any, post: Post) -> None:
     """Post the fleet's newest state, at most every POST_EVERY_S; on a broken or refused
     stream, say why and retry; on a missed change, subscribe again at once."""
-    changes = True
+    asks = list(SUBSCRIPTIONS)
     while True:
         try:
-            await _relay(client, post, changes)
+            await _relay(client, post, *asks[0])
             reason = "the daemon closed the connection"
         except Resync:
             continue
         except ApiError as exc:
-            if changes and exc.code == "bad-request":  # a daemon from before `changes`
-                changes = False
+            if len(asks) > 1 and exc.code == "bad-request":  # a daemon from before `patches`
+                del asks[0]
                 continue
             reason = exc.message
         except ValidationError as exc:  # a daemon of another herd version
@@ -119,14 +136,13 @@ async def follow_snapshots(client: Any, post: Post) -> None:
         await anyio.sleep(RECONNECT_S)
 
 
-async def _relay(client: Any, post: Post, changes: bool) -> None:
+async def _relay(client: Any, post: Post, changes: bool, patches: bool = False) -> None:
     """Apply every streamed message to a mirror; post its state on a steady beat."""
     mirror = FleetMirror()
     pending: set[str] | None = set()
     ready = anyio.Event()
-    source: AsyncIterator[Any] = (
-        client.stream("subscribe", changes=True) if changes else client.stream("subscribe")
-    )
+    ask = {"changes": True, "patches": True} if patches else {"changes": True} if changes else {}
+    source: AsyncIterator[Any] = client.stream("subscribe", **ask)
 
     def publish() -> None:
         nonlocal pending, ready

@@ -7,18 +7,30 @@ that was most of the dashboard's time and what a key press waited behind. Here a
 only its own cell's cached renderings (and its row's, put together again from the cells'); a
 change of column widths still re-renders everything, as
 DataTable does. textual is pinned (pyproject.toml): the cache names used here are its own.
+
+Column widths are kept here too, from a count of each column's cell widths: DataTable measured
+every cell of a column through Rich whenever one cell became narrower (60 ms for 200 rows, with
+a key press waiting), and a narrower column re-renders the whole table. So a column widens at
+once (nothing is cut) but narrows only when `settle_widths` says so, which the owner calls
+every few seconds: a fleet whose states come and go re-renders the table once per settle at
+most, not once per change.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
+
+OFF_CURSOR = Coordinate(-2, 0)
+"""Where the row cursor is, as far as a row it is not on can tell (-1 is the header row)."""
 
 
 class RowCachedTable(DataTable[Text]):
@@ -30,16 +42,65 @@ class RowCachedTable(DataTable[Text]):
         """Cells whose cached renderings (and their rows') are dropped before the next paint."""
         self._painted_widths: tuple[int, ...] = ()
         """Column widths of the last paint: cached cells are only valid at those widths."""
+        self._cell_widths: dict[ColumnKey, Counter[int]] | None = None
+        """Per column, how many cells have each width (None: count again from the cells)."""
+        self._too_wide: set[ColumnKey] = set()
+        """Columns a narrower cell may have left wider than they need: `settle_widths` fits them."""
 
     def set_cell(
         self, row: str, column: str, text: str, style: str = "", grow_only: bool = False
     ) -> None:
-        """Put `text` in a cell and fit its column to it; with `grow_only` the column widens to
-        fit but does not narrow (narrowing measures every cell of the column: too dear for
-        cells that change every second; `narrow_column` does it when it matters)."""
-        key = ColumnKey(column)
-        widen = cell_len(text) > self.columns[key].content_width if key in self.columns else True
-        self.update_cell(row, column, Text(text, style=style), update_width=widen or not grow_only)
+        """Put `text` in a cell; its column widens at once to fit it and narrows (if it may)
+        at the next `settle_widths`. A `grow_only` column never narrows for a shorter cell
+        (`narrow_column` does it when it matters)."""
+        key, row_key = ColumnKey(column), RowKey(row)
+        widths = self._column_widths(key)
+        cells = self._data.get(row_key)
+        if cells is not None and key in cells:
+            old = cell_len(cells[key].plain)
+            widths[old] -= 1
+            if not widths[old]:
+                del widths[old]
+        new = cell_len(text)
+        widths[new] += 1
+        self.update_cell(row, column, Text(text, style=style))
+        found = self.columns.get(key)
+        if found is None:
+            return
+        if new > found.content_width:
+            found.content_width = new
+            self._require_update_dimensions = True
+            self.check_idle()
+        elif not grow_only and new < found.content_width:
+            self._too_wide.add(key)
+
+    def _column_widths(self, key: ColumnKey) -> Counter[int]:
+        """How many of the column's cells have each width (counted again after a rebuild)."""
+        if self._cell_widths is None:
+            counted: dict[ColumnKey, Counter[int]] = {k: Counter() for k in self.columns}
+            for cells in self._data.values():
+                for column, cell in cells.items():
+                    counted.setdefault(column, Counter())[cell_len(cell.plain)] += 1
+            self._cell_widths = counted
+        return self._cell_widths.setdefault(key, Counter())
+
+    def settle_widths(self) -> None:
+        """Fit the columns a narrower cell left too wide (one re-render of the table)."""
+        narrowed = False
+        for key in self._too_wide:
+            found = self.columns.get(key)
+            if found is None:
+                continue
+            widths = self._column_widths(key)
+            need = max([cell_len(found.label.plain), *widths])
+            if need < found.content_width:
+                found.content_width = need
+                narrowed = True
+        self._too_wide.clear()
+        if narrowed:
+            self._require_update_dimensions = True
+            self.check_idle()
+            self.refresh()
 
     def narrow_column(self, column: str, most: int) -> None:
         """Fit a grow-only column to what its cells hold now, counting none wider than `most`
@@ -48,10 +109,21 @@ class RowCachedTable(DataTable[Text]):
         found = self.columns.get(key)
         if found is None:
             return
-        widths = [min(most, cell_len(cells[key].plain)) for cells in self._data.values()]
-        found.content_width = max([cell_len(found.label.plain), *widths])
+        widest = max(self._column_widths(key), default=0)
+        found.content_width = max(cell_len(found.label.plain), min(most, widest))
         self._require_update_dimensions = True
         self.refresh()
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> RowKey:
+        """DataTable's `add_row`; the width counts are taken again when next needed."""
+        self._cell_widths = None
+        return super().add_row(*cells, **kwargs)
+
+    def clear(self, columns: bool = False) -> Any:
+        """DataTable's `clear`; the width counts are taken again when next needed."""
+        self._cell_widths = None
+        self._too_wide.clear()
+        return super().clear(columns)
 
     def update_cell(
         self,
@@ -88,6 +160,31 @@ class RowCachedTable(DataTable[Text]):
             self._row_render_cache.discard(row_key)
         self._line_cache.clear()  # keyed by line, rebuilt from the row caches
         cells.clear()
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Any,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> Any:
+        """DataTable's row rendering, cached for a row whatever row the cursor is on.
+
+        DataTable keys a row's cached rendering by the cursor's position, so after a key moved
+        the cursor every row painted (a new last output) was put together again from its cells;
+        with a row cursor, only whether the cursor is on this row changes a row's look.
+        """
+        if self.cursor_type == "row":
+            found = self._row_locations.get(row_key)
+            index = -1 if found is None else found  # the header row is -1
+            if cursor_location.row != index:
+                cursor_location = OFF_CURSOR
+            if hover_location.row != index:
+                hover_location = OFF_CURSOR
+        return super()._render_line_in_row(
+            row_key, line_no, base_style, cursor_location, hover_location
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Paint, re-rendering the updated rows, or every row when a column's width moved."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -18,6 +19,10 @@ from agentherd.tui.rowtable import RowCachedTable
 GROW_ONLY = frozenset({"last", "uptime"})
 """Columns whose cells change all the time: they widen to fit and do not narrow for each
 shorter line (measuring the whole column each time); the last output narrows on a resize."""
+
+SETTLE_WIDTHS_S = 10.0
+"""Columns left too wide by a shorter cell narrow this often: each narrowing re-renders the
+whole table, so a fleet whose states come and go pays it once in a while, not per change."""
 
 
 class SessionTable(RowCachedTable):
@@ -37,6 +42,8 @@ class SessionTable(RowCachedTable):
         self._dirty: set[str] = set()
         """Rows whose status changed since their cells were last updated."""
         self.column_keys: tuple[str, ...] = tuple(key for key, _ in COLUMNS)
+        self._settle_at = 0.0
+        """When (monotonic s) the columns are next fitted to their cells."""
 
     def on_mount(self) -> None:
         """Add the columns once."""
@@ -173,8 +180,13 @@ class SessionTable(RowCachedTable):
         self.call_after_refresh(self.fit_last)
 
     def tick(self) -> None:
-        """Move the uptimes of the rows on screen (the only cells that change with the clock)."""
+        """Move the uptimes of the rows on screen (the only cells that change with the clock);
+        every SETTLE_WIDTHS_S, narrow the columns a shorter cell left too wide."""
         self.sync_visible()
+        now_s = time.monotonic()
+        if now_s >= self._settle_at:
+            self._settle_at = now_s + SETTLE_WIDTHS_S
+            self.settle_widths()
         if "uptime" not in self.column_keys or not self._order:
             return
         first = max(0, int(self.scroll_offset.y))
