@@ -176,3 +176,66 @@ def test_without_a_checkpoint_remote_nothing_is_pushed(
     status = h1.client.call("status", target="job")
     assert status["checkpoint"]["sha"] == git(h1.root / "work", "rev-parse", "HEAD")
     assert remote_refs(bare) == []
+
+
+def crasher(marks: Path) -> str:
+    """Run 1 commits, leaves an untracked file and crashes; run 2 exits cleanly."""
+    return script(f"""
+        import os, subprocess, sys
+        name = os.environ["HERD_SESSION"]
+        ran = open({str(marks)!r}).read().split() if os.path.exists({str(marks)!r}) else []
+        with open({str(marks)!r}, "a") as f:
+            f.write(name + "\\n")
+        if name in ran:
+            sys.exit(0)
+        with open("work.txt", "w") as f:
+            f.write("committed")
+        subprocess.run(["git", "add", "work.txt"], check=True)
+        ident = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
+        subprocess.run(["git", *ident, "commit", "-q", "-m", "work"], check=True)
+        with open("secret.txt", "w") as f:
+            f.write("token-" + name)
+        sys.exit(1)
+    """)
+
+
+def test_rescue_refs_are_pushed_and_a_failed_push_is_only_a_warning(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    marks = tmp_path / "marks.txt"
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    blocks = "".join(
+        f"""
+        [[session]]
+        name = "{name}"
+        command = {crasher(marks)}
+        cwd = "{name}"
+        restart = "on-failure"
+        restart_delay = "0s"
+        autostart = false
+        """
+        for name in ("kept", "lost")
+    )
+    h1 = HostProc(tmp_path, "h1", cluster_toml(blocks, checkpoint_remote="herd"), pg_url)
+    for name, url in (("kept", str(bare)), ("lost", str(tmp_path / "no-such-remote.git"))):
+        make_repo(h1.root / name)
+        git(h1.root / name, "remote", "add", "herd", url)  # the name, each repo its own
+    hosts.append(h1.start())
+    fleet = ClusterFleet(load_config(h1.root / "herd.toml"), pg_url)
+    try:
+        for name in ("kept", "lost"):
+            waited = fleet.wait(fleet.start(name).handle, timeout_s=60)
+            assert (waited.state, waited.exit) == ("completed", 0), h1.log()
+    finally:
+        fleet.close()
+    rescue = "refs/herd/kept/hosts/h1/rescue/1"
+    wait_until(lambda: rescue in remote_refs(bare), 30, "the rescue ref's push")
+    assert git(bare, "show", f"{rescue}:secret.txt") == "token-kept"  # untracked files go too
+    local_head = git(h1.root / "kept", "rev-parse", "HEAD")
+    wait_until(lambda: "refs/herd/kept/last" in remote_refs(bare), 30, "the checkpoint's push")
+    assert git(bare, "rev-parse", "refs/herd/kept/last") == local_head
+    assert not any(ref.startswith("refs/herd/lost/") for ref in remote_refs(bare))
+    wait_until(lambda: "checkpoint push failed" in h1.log(), 30, "the failed push's warning")
