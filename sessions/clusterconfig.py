@@ -40,6 +40,8 @@ class ClusterConfig(BaseModel):
     """Sessions running at once across every host (the whole fleet)."""
     max_sessions_per_host: int | None = None
     """Sessions running at once on this host (each host's own herd.toml says its own)."""
+    checkpoint_remote: str | None = None
+    """A git remote (name or URL) each checkpoint and rescue ref is pushed to; none: no push."""
 
     @field_validator("database_url_env")
     @classmethod
@@ -65,6 +67,17 @@ class ClusterConfig(BaseModel):
     def _limit(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
             raise ValueError("must be at least 1 (leave it out for no limit)")
+        return value
+
+    @field_validator("checkpoint_remote")
+    @classmethod
+    def _remote(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or value.startswith("-") or any(c.isspace() or ord(c) < 32 for c in value):
+            raise ValueError(
+                'must be a git remote name or URL, like "herd" or "ssh://git.example/work.git"'
+            )
         return value
 
     def database_url(self) -> str | None:

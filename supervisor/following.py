@@ -47,6 +47,8 @@ class RunFollowing(SessionParts):
     def _watch(self, live: LiveRun) -> None:
         self.run = live
         self.ctx.runs_changed()
+        if self.observer.cached_git_paths is None:  # not a repository when last looked at
+            self.on_file_change("git")
         self.ctx.tg.start_soon(self._follow_output, live)
         self.ctx.tg.start_soon(self._wait_exit, live)
         self.ctx.tg.start_soon(self._guard_log, live)

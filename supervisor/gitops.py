@@ -112,6 +112,10 @@ def _first_line(stderr: bytes | str | None) -> str:
     return (fatal or lines or ["no error output"])[0]
 
 
+first_line = _first_line
+"""Public: the most telling line of git's error output (for modules running git themselves)."""
+
+
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a git command herd runs itself."""
     env = {k: v for k, v in os.environ.items() if k not in _INHERITED_GIT_VARS}
@@ -135,6 +139,13 @@ def _run_raw(
     """
     argv = ["git", *_CONFIG_ARGS, *args]
     return run_bounded(argv, cwd, _env(env), stdin or b"", GIT_TIMEOUT_S, deadline)
+
+
+def run_git(
+    cwd: Path, *args: str, deadline: GitDeadline | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git <args>` in `cwd` as herd runs every git command; the result, whatever its exit."""
+    return _run_raw(cwd, *args, deadline=deadline)
 
 
 def _run(

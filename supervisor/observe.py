@@ -109,6 +109,8 @@ class Observer:
         self.checkpoint: Checkpoint | None = None
         self.git_error: str | None = None
         self._git_paths: GitPaths | None = None
+        self._git_missing = False
+        """The last look found no repository (so finding one changes what is watched)."""
         self._head_log_sig: FileSignature | None = None
         self._verify_submit: Submit | None = None
         self.verification: dict[str, Any] | None = None
@@ -301,7 +303,10 @@ class Observer:
                     gitops.git_paths, self.config.cwd, limiter=self._git_limiter
                 )
             except (gitops.NotAGitRepo, OSError):
+                self._git_missing = True
                 return None
+            if self._git_missing:  # the folder became a repository (a moved session's host
+                self.session.ctx.runs_changed()  # made it from the remote): watch its git too
         return self._git_paths
 
     async def refresh_git(self) -> None:

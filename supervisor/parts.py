@@ -87,6 +87,9 @@ class SessionParts:
     def _cancel_pending_restart(self) -> None:
         raise NotImplementedError
 
+    def on_file_change(self, kind: str) -> None:
+        raise NotImplementedError
+
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         raise NotImplementedError
 

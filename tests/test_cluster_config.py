@@ -30,6 +30,7 @@ def test_a_cluster_with_its_url_in_the_environment_checks(tmp_path: Path) -> Non
     config = load_config(tmp_path / "herd.toml")
     assert config.cluster is not None and config.cluster.max_sessions == 3
     assert config.cluster.lease == 30.0
+    assert config.cluster.checkpoint_remote is None  # nothing is pushed unless named
     assert config.sessions[0].host == ["h1", "h2"]
 
 
@@ -69,6 +70,12 @@ def test_without_a_cluster_nothing_changes(tmp_path: Path) -> None:
             '[cluster]\ndatabase_url_env = "HERD_TEST_DB"\nlease = "1s"\n',
             {"HERD_TEST_DB": "postgresql://x@y/z"},
             "herd.toml: cluster.lease: must be at least 3s",
+        ),
+        (
+            '[cluster]\ndatabase_url_env = "HERD_TEST_DB"\ncheckpoint_remote = "--upload-pack=x"\n',
+            {"HERD_TEST_DB": "postgresql://x@y/z"},
+            'herd.toml: cluster.checkpoint_remote: must be a git remote name or URL, like "herd" '
+            'or "ssh://git.example/work.git"',
         ),
     ],
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
@@ -53,6 +54,8 @@ class _Local:
     client: Client | None = None
     host: str | None = None
     url: str | None = None
+    before_start: Callable[[str], None] | None = None
+    """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
 
 
 def _url() -> str:
@@ -71,6 +74,8 @@ def _client() -> Client:
 def run_attempt(session: str) -> dict[str, Any]:
     """Start the session on this host's daemon and wait for its task to end; its outcome."""
     client = _client()
+    if _Local.before_start is not None:
+        _Local.before_start(session)
     try:
         started = client.call("start", name=session)
         waited = client.call("wait", target=started["handle"], socket_timeout_s=None)
@@ -150,9 +155,11 @@ def launch(
     client: Client,
     max_sessions: int | None,
     max_sessions_per_host: int | None,
+    before_start: Callable[[str], None] | None = None,
 ) -> None:
     """Start DBOS in this process as executor `host`, listening to the fleet's queue and its own."""
     _Local.client, _Local.host, _Local.url = client, host, url
+    _Local.before_start = before_start
     DBOS(
         config={
             "name": APP_NAME,
@@ -183,6 +190,7 @@ def shutdown() -> None:
     """Stop DBOS in this process (its pending workflows stay pending for recovery)."""
     DBOS.destroy()
     _Local.client = _Local.host = _Local.url = None
+    _Local.before_start = None
 
 
 def recover(hosts: list[str]) -> int:

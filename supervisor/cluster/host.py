@@ -14,6 +14,7 @@ import time
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
 from agentherd.supervisor.cluster import engine, fencing, leases
+from agentherd.supervisor.cluster.movework import MovingWork
 from agentherd.supervisor.daemon import run_foreground
 from agentherd.supervisor.launcher import client_for
 
@@ -49,6 +50,7 @@ class ClusterHost:
         self._stop = threading.Event()
         self._launched = False
         self.recovered: list[str] = []
+        self.work = MovingWork(config, host, self.client)
 
     def _fence(self) -> None:
         fencing.stop_every_agent(self.client)
@@ -65,12 +67,14 @@ class ClusterHost:
         while not self.client.ping():
             if self._stop.wait(0.05) or time.monotonic() > deadline:
                 return
+        self.work.start()
         engine.launch(
             self.url,
             self.host,
             self.client,
             self.cluster.max_sessions,
             self.cluster.max_sessions_per_host,
+            self.work.before_start,
         )
         self._launched = True
         self.keeper.ready()
@@ -97,6 +101,7 @@ class ClusterHost:
         """Leave the cluster: stop renewing, give the lease up, stop the engine."""
         self._stop.set()
         self.keeper.stop()
+        self.work.stop()
         if self._launched:
             engine.shutdown()
 
