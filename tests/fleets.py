@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
 import pytest
 from conftest import Herd
 

@@ -68,6 +68,12 @@ class ClusterFleet:
             )
         )
 
+    def may_autostart(self, name: str) -> bool:
+        """`herd up` starts a session that never had a task, or whose task is active (its
+        handle again); not one that ended."""
+        tasks = self._tasks(name)
+        return not tasks or any(t.status in ACTIVE for t in tasks)
+
     def start(self, name: str) -> StartReply:
         """Place the session's next task on a host and enqueue it (already queued or running:
         that task's handle)."""
@@ -126,7 +132,11 @@ class ClusterFleet:
             load_input=False,
         )
         attempts = sorted(found, key=lambda wf: wf.created_at or 0)
-        return str(attempts[-1].queue_name).removeprefix(engine.HOST_QUEUE_PREFIX) if attempts else None
+        return (
+            str(attempts[-1].queue_name).removeprefix(engine.HOST_QUEUE_PREFIX)
+            if attempts
+            else None
+        )
 
     def _row(self, name: str) -> view.Row | None:
         """The row that speaks for `name` (None: no host has published it)."""
@@ -250,9 +260,7 @@ class ClusterFleet:
             best = view.merged(view.rows(conn))
         names = [s.name for s in self.config.sessions]
         names += sorted(n for n in best if n not in names)
-        return [
-            view.speaking(best[n]) if n in best else SessionStatus(session=n) for n in names
-        ]
+        return [view.speaking(best[n]) if n in best else SessionStatus(session=n) for n in names]
 
     def events(self, since: int = 0, session: str | None = None) -> Iterator[Event]:
         """Every host's events after the fleet-wide `since`, page by page."""

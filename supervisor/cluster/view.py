@@ -82,9 +82,7 @@ def speaking(row: Row) -> SessionStatus:
     return row.status
 
 
-def events(
-    conn: psycopg.Connection, since: int, session: str | None, limit: int
-) -> list[Event]:
+def events(conn: psycopg.Connection, since: int, session: str | None, limit: int) -> list[Event]:
     """Events of every host after the fleet-wide `since`, oldest first, each with its host."""
     found = conn.execute(
         """
