@@ -64,6 +64,8 @@ WAIT_TIMEOUT_EXIT = 124
 REASONS: dict[str, str] = {
     "user": "a person stopped, killed, restarted or paused it",
     "down": "`herd down` stopped it; the next `herd up` starts it again",
+    "fenced": "stopped (SIGKILL): its host could not renew its cluster lease, so the session "
+    "may run elsewhere",
     "crashed": "backoff: the run failed; the next run starts after the delay",
     "exited": "backoff: the run exited cleanly and the restart policy runs it again",
     "disk-full": "backoff: the run ended while the disk was full; the restart waits for "
