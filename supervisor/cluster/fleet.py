@@ -23,7 +23,7 @@ from agentherd.sessions.status import (
     TaskStatus,
     WaitReply,
 )
-from agentherd.supervisor.cluster import engine, leases, view
+from agentherd.supervisor.cluster import leases, view
 from agentherd.supervisor.cluster.placement import place
 from agentherd.supervisor.protocol import ApiError
 
@@ -34,17 +34,33 @@ FOLLOW_POLL_S = 0.2
 """How often `herd events -f` across hosts looks for new events."""
 
 
+def _engine() -> Any:
+    """The engine module, imported on first use (DBOS is slow to import; `ls` needs none)."""
+    from agentherd.supervisor.cluster import engine
+
+    return engine
+
+
 class ClusterFleet:
     """The fleet across hosts: tasks through the engine, the view from what hosts publish."""
 
     def __init__(self, config: HerdConfig, url: str) -> None:
         self.config = config
         self.url = url
-        self.dbos = engine.client_for(url)
+        self._dbos: Any = None
+
+    @property
+    def dbos(self) -> Any:
+        """The engine's client, made on first use: reading the view needs only PostgreSQL
+        (importing DBOS costs about a second)."""
+        if self._dbos is None:
+            self._dbos = _engine().client_for(self.url)
+        return self._dbos
 
     def close(self) -> None:
         """Drop the engine's connections."""
-        self.dbos.destroy()
+        if self._dbos is not None:
+            self._dbos.destroy()
 
     def hosts(self) -> list[leases.HostRow]:
         """Every registered host."""
@@ -88,13 +104,13 @@ class ClusterFleet:
         allowed = host_names(session.host)
         host = place(name, allowed, self.hosts(), self._load())
         number = len(tasks) + 1
-        engine.enqueue_task(self.dbos, name, number, host, allowed)
+        _engine().enqueue_task(self.dbos, name, number, host, allowed)
         return StartReply(handle=f"{name}/{number}", session=name, state="starting")
 
     def wait(self, target: str, timeout_s: float | None = None) -> WaitReply:
         """Block until the cluster task `NAME/N` ends (or `timeout_s` passes)."""
         name, _, number = target.partition("/")
-        workflow_id = engine.task_id(name, int(number or len(self._tasks(name))))
+        workflow_id = _engine().task_id(name, int(number or len(self._tasks(name))))
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             found = self.dbos.list_workflows(workflow_ids=[workflow_id])
@@ -120,20 +136,20 @@ class ClusterFleet:
                 )
             if deadline is not None and time.monotonic() > deadline:
                 return WaitReply(handle=target, state=State.STARTING, exit=WAIT_TIMEOUT_EXIT)
-            time.sleep(engine.POLL_S)
+            time.sleep(_engine().POLL_S)
 
     def task_host(self, target: str) -> str | None:
         """The host that ran (or runs) the task `NAME/N`, once it has one."""
         name, _, number = target.partition("/")
         found = self.dbos.list_workflows(
-            workflow_id_prefix=engine.task_id(name, int(number)) + ":",
+            workflow_id_prefix=_engine().task_id(name, int(number)) + ":",
             name="herd.host_task",
             load_output=False,
             load_input=False,
         )
         attempts = sorted(found, key=lambda wf: wf.created_at or 0)
         return (
-            str(attempts[-1].queue_name).removeprefix(engine.HOST_QUEUE_PREFIX)
+            str(attempts[-1].queue_name).removeprefix(_engine().HOST_QUEUE_PREFIX)
             if attempts
             else None
         )
@@ -171,7 +187,7 @@ class ClusterFleet:
                 if attempt.status == "ENQUEUED":
                     self.dbos.cancel_workflow(attempt.workflow_id)
                 elif attempt.status == "PENDING":
-                    hosts.append(str(attempt.queue_name).removeprefix(engine.HOST_QUEUE_PREFIX))
+                    hosts.append(str(attempt.queue_name).removeprefix(_engine().HOST_QUEUE_PREFIX))
         row = self._row(name)
         if not hosts and row is not None and row.alive and row.status.state in ACTIVE_STATES:
             hosts.append(row.host)  # started on its host outside the engine
@@ -223,7 +239,7 @@ class ClusterFleet:
         return self._task_status(name, int(number) if number.isdigit() else 0, target)
 
     def _task_status(self, name: str, number: int, target: str) -> TaskStatus:
-        found = self.dbos.list_workflows(workflow_ids=[engine.task_id(name, number)])
+        found = self.dbos.list_workflows(workflow_ids=[_engine().task_id(name, number)])
         if not found:
             raise ApiError("unknown-task", f"{name} has no task {target!r}")
         task = found[0]
