@@ -148,7 +148,6 @@ def test_a_viewer_approves_a_plan_change_on_another_host(
     (h1.root / "repo").mkdir()  # every host's herd.toml names the folder; only h2 runs it
     hosts += [h1.start(), h2.start()]
     herd = viewer(tmp_path, toml, pg_url)
-    (tmp_path / "laptop" / "repo").mkdir()
     assert herd([HERD, "start", "api"]).stdout == "api/1\n"
     wait_until(lambda: ls_json(herd)["api"]["state"] == "waiting-approval", 60, "the gate on h2")
     assert ls_json(herd)["api"]["reason"] == "plan-tampered"

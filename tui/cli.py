@@ -131,7 +131,7 @@ def _fleet(read: bool = False, across: bool = False) -> Fleet:
     if across and _config().cluster is not None:
         from agentherd.tui.clusterverbs import cluster_fleet
 
-        return cluster_fleet(_checked_config())
+        return cluster_fleet(_viewer_config())
     return LocalFleet(_reader() if read else _client())
 
 
@@ -236,6 +236,20 @@ def daemon(host: str | None) -> None:
         raise Failure(f"{exc}; `herd down` stops it") from None
 
 
+def _viewer_config() -> HerdConfig:
+    """herd.toml checked for a viewer of the cluster: the URL and the extra, not this
+    machine's folders and programs (the hosts run the sessions)."""
+    from agentherd.sessions.clusterconfig import cluster_problems
+
+    config = _config()
+    problems = cluster_problems(config)
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    if any(not p.warning for p in problems):
+        sys.exit(EXIT_PERSON)
+    return config
+
+
 def _checked_config() -> HerdConfig:
     config = _config()
     problems = environment_problems(config)
@@ -252,7 +266,7 @@ def _checked_config() -> HerdConfig:
 @guarded
 def up(no_tui: bool, names: tuple[str, ...]) -> None:
     """Start the daemon if none runs, start autostart (or named) sessions, open the dashboard."""
-    config = _checked_config()
+    config = _viewer_config() if _config().cluster is not None else _checked_config()
     unknown = [n for n in names if config.session(n) is None]
     if unknown:
         raise Failure(f"no session named {unknown[0]!r} in {config.path}")
@@ -304,7 +318,7 @@ def tui() -> None:
     """Open the dashboard on the running daemon; with none, read-only on the state on disk."""
     config = _config()
     if config.cluster is not None:
-        _open_cluster_tui(_checked_config())
+        _open_cluster_tui(_viewer_config())
         return
     if client_for(config).ping():
         _open_tui(config)

@@ -150,4 +150,6 @@ def event_line(event: Event) -> str:
     where = event.session or "herd"
     if event.run is not None:
         where += f"/{event.run}"
+    if event.host:  # across hosts: which host's daemon logged it
+        where += f"@{event.host}"
     return f"{event.seq:>5} {event.at} {where} {event.kind}: {inert(event.message)}"

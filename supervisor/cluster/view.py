@@ -76,9 +76,12 @@ def merged(found: list[Row]) -> dict[str, Row]:
 
 
 def speaking(row: Row) -> SessionStatus:
-    """The row's status as a viewer shows it: no host for a session that never ran."""
+    """The row's status as a viewer shows it: no host for a session that never ran; reason
+    `host-lost` while its host's lease has lapsed with the session active there."""
     if row.status.started_at is None and row.status.handle is None:
         return row.status.model_copy(update={"host": None})
+    if not row.alive and row.status.state in ACTIVE_STATES:
+        return row.status.model_copy(update={"reason": "host-lost"})
     return row.status
 
 
