@@ -24,7 +24,7 @@ from agentherd.sessions.status import (
     WaitReply,
 )
 from agentherd.supervisor.cluster import leases, view
-from agentherd.supervisor.cluster.placement import place
+from agentherd.supervisor.cluster.placement import NoHost, place
 from agentherd.supervisor.protocol import ApiError
 
 ACTIVE = ["PENDING", "ENQUEUED"]
@@ -96,13 +96,16 @@ class ClusterFleet:
         session = self.config.session(name)
         if session is None:
             raise ApiError("unknown-session", f"no session named {name!r} in {self.config.path}")
+        live = self.hosts()
+        if not any(h.alive and h.ready for h in live):  # nor has any made the engine's tables
+            raise NoHost("no host has joined the cluster yet; start `herd daemon --host NAME`")
         tasks = self._tasks(name)
         active = [t for t in tasks if t.status in ACTIVE]
         if active:
             number = int(active[-1].workflow_id.rsplit(":", 1)[1])
             return StartReply(handle=f"{name}/{number}", session=name, state="starting")
         allowed = host_names(session.host)
-        host = place(name, allowed, self.hosts(), self._load())
+        host = place(name, allowed, live, self._load())
         number = len(tasks) + 1
         _engine().enqueue_task(self.dbos, name, number, host, allowed)
         return StartReply(handle=f"{name}/{number}", session=name, state="starting")
