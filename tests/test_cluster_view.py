@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from clusterhosts import DB_VAR, HostProc, cluster_toml
 from conftest import HERD, SIMAGENT, script, sim_repo, wait_until
@@ -158,3 +159,52 @@ def test_a_viewer_approves_a_plan_change_on_another_host(
     assert (waited.returncode, waited.stdout) == (0, "api/1: completed\n"), waited.stderr
     again = herd([HERD, "reject", "api"])  # nothing to reject now: h2's own answer comes back
     assert again.returncode == 2 and again.stderr.strip(), again.stdout
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Textual runs on asyncio."""
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_dashboard_shows_hosts_and_starts_and_stops_through_the_engine(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,  # noqa: F811
+) -> None:
+    from test_dashboard import cell, select, until
+
+    from agentherd.sessions.config import load_config
+    from agentherd.supervisor.cluster.dashclient import AsyncClusterClient
+    from agentherd.supervisor.cluster.fleet import ClusterFleet
+    from agentherd.tui.app import HerdApp
+
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "far"
+        command = {SLEEPER}
+        restart = "never"
+        autostart = false
+        host = "h2"
+    """)
+    started = await anyio.to_thread.run_sync(
+        lambda: [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    )
+    hosts += started
+    fleet = ClusterFleet(load_config(started[0].root / "herd.toml"), pg_url)
+    app = HerdApp(client=AsyncClusterClient(fleet, poll_s=0.2), config_label="cluster")
+    try:
+        async with app.run_test(size=(160, 40)) as pilot:
+            await until(pilot, lambda: app.table.row_count == 1, "the row")
+            assert "host" in app.table.column_keys and cell(app, "far", "host") == "-"
+            await select(pilot, app, "far")
+            await pilot.press("s")  # start: placed by the engine on h2
+            await until(pilot, lambda: cell(app, "far", "state") == "running", "far running")
+            assert cell(app, "far", "host") == "h2"
+            await pilot.press("s")  # stop: h2's daemon stops it
+            await until(pilot, lambda: cell(app, "far", "state").startswith("stopped"), "stop")
+    finally:
+        await anyio.to_thread.run_sync(fleet.close)
+    status = started[1].client.call("status", target="far")
+    assert (status["state"], status["reason"]) == ("stopped", "user")
