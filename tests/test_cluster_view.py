@@ -19,7 +19,7 @@ from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (f
 
 require_cluster_extra()
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
 SLEEPER = script("""
     import time
