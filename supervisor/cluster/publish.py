@@ -107,15 +107,19 @@ class Publisher:
         with self._lock:
             try:
                 conn = self._connection()
-                self._publish_status(conn)
-                self._publish_events(conn)
+                # One transaction: a viewer that sees a state sees the events that led to it.
+                with conn.transaction():
+                    self._publish_status(conn)
+                    self._publish_events(conn)
             except ApiError as exc:  # the daemon is starting or stopping: next tick
                 log.info("cluster: nothing to publish now: %s", exc.message)
+                self._shown, self._event_seq = {}, None  # the transaction was rolled back
             except (psycopg.Error, OSError) as exc:
                 log.warning("cluster: cannot publish to PostgreSQL: %s", exc)
                 if self._conn is not None:
                     self._conn.close()
                 self._conn = None
+                self._event_seq = None  # read back from PostgreSQL: nothing is skipped
 
     def _publish_status(self, conn: psycopg.Connection) -> None:
         statuses: list[dict[str, Any]] = self.client.call("ls")
