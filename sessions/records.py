@@ -136,10 +136,13 @@ class Event(BaseModel):
     kind: str
     message: str
     data: dict[str, Any] = Field(default_factory=dict)
+    host: str | None = None
+    """The host whose daemon logged it (across hosts only, `[cluster]`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The `herd events --json` object."""
-        return self.model_dump(include={"seq", "at", "session", "run", "kind", "message", "data"})
+        """The `herd events --json` object (`host` only across hosts)."""
+        keys = {"seq", "at", "session", "run", "kind", "message", "data"}
+        return self.model_dump(include=keys | ({"host"} if self.host else set()))
 
 
 class RunRecord(BaseModel):

@@ -64,6 +64,10 @@ WAIT_TIMEOUT_EXIT = 124
 REASONS: dict[str, str] = {
     "user": "a person stopped, killed, restarted or paused it",
     "down": "`herd down` stopped it; the next `herd up` starts it again",
+    "host-lost": "across hosts: the host it ran on stopped renewing its lease; this is that "
+    "host's last word until the engine moves the task (after the lease expired)",
+    "fenced": "stopped (SIGKILL): its host could not renew its cluster lease, so the session "
+    "may run elsewhere",
     "crashed": "backoff: the run failed; the next run starts after the delay",
     "exited": "backoff: the run exited cleanly and the restart policy runs it again",
     "disk-full": "backoff: the run ended while the disk was full; the restart waits for "

@@ -214,6 +214,8 @@ class SessionStatus(Wire):
     """The last line of output a person can read, already summarised."""
     agent: str = "plain"
     next_restart_at: str | None = None
+    host: str | None = None
+    """The host it runs (or last ran) on, across hosts (`[cluster]`); null on one machine."""
 
 
 class TaskStatus(Wire):
@@ -227,6 +229,8 @@ class TaskStatus(Wire):
     reason: str | None = None
     started_at: str | None = None
     ended_at: str | None = None
+    host: str | None = None
+    """The host that ran it, across hosts (`[cluster]`)."""
 
 
 # ----- other replies ---------------------------------------------------------------------------

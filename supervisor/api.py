@@ -135,13 +135,14 @@ class ControlApi:
     async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
         kill = bool(request.get("kill"))
+        reason = request.get("reason") or "user"
         if request.get("no_wait"):
             assert self.daemon.task_group is not None
             self.daemon.task_group.start_soon(
-                self.daemon.run_logged, functools.partial(supervisor.stop, kill=kill)
+                self.daemon.run_logged, functools.partial(supervisor.stop, kill=kill, reason=reason)
             )
         else:
-            await supervisor.stop(kill=kill)
+            await supervisor.stop(kill=kill, reason=reason)
         await send(result=supervisor.status().to_json())
 
     async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:

@@ -42,6 +42,10 @@ class Fleet(Protocol):
         """Stop, then begin a new task (from a checkpoint when `from_rev`)."""
         ...
 
+    def control(self, verb: str, name: str, **args: Any) -> SessionStatus:
+        """pause, resume, approve, reject or ack the session (`args`: ack's `kind`)."""
+        ...
+
     def status(self, target: str | None = None) -> list[SessionStatus] | SessionStatus | TaskStatus:
         """One session (NAME), one task (NAME/N), or every session (None)."""
         ...
@@ -105,6 +109,11 @@ class LocalFleet:
         reply: StartReply = self._ask(
             "restart", name=name, socket_timeout_s=None, **{"from": from_rev}
         )
+        return reply
+
+    def control(self, verb: str, name: str, **args: Any) -> SessionStatus:
+        """pause, resume, approve, reject or ack the session."""
+        reply: SessionStatus = self._ask(verb, name=name, **args)
         return reply
 
     def status(self, target: str | None = None) -> list[SessionStatus] | SessionStatus | TaskStatus:

@@ -6,7 +6,7 @@ a number belongs is a `bad-request` naming the field, never an `internal` failur
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -58,6 +58,8 @@ class StopArgs(_Args):
     name: Text
     kill: bool = False
     no_wait: bool = False
+    reason: Literal["user", "fenced"] = "user"
+    """`fenced`: the host's lease is running out (supervisor/cluster/fencing.py)."""
 
 
 class RestartArgs(_Args):

@@ -7,7 +7,6 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import Herd
@@ -27,26 +26,6 @@ class FleetWorld:
 
     fleet: Fleet
     root: Path
-
-
-class SkipNotBuilt:
-    """A Fleet whose verbs not built yet skip the test, saying which (the cluster's, for now)."""
-
-    def __init__(self, fleet: Any) -> None:
-        self._fleet = fleet
-
-    def __getattr__(self, verb: str) -> Any:
-        method = getattr(self._fleet, verb)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            from agentherd.supervisor.cluster.fleet import NotBuilt
-
-            try:
-                return method(*args, **kwargs)
-            except NotBuilt as exc:
-                pytest.skip(f"cluster: {exc.message}")
-
-        return call
 
 
 @contextlib.contextmanager
@@ -72,7 +51,7 @@ def open_world(
         host = HostProc(root, "h1", cluster_toml(sessions), pg_url).start()
         fleet = ClusterFleet(load_config(host.root / "herd.toml"), pg_url)
         try:
-            yield FleetWorld(SkipNotBuilt(fleet), root)
+            yield FleetWorld(fleet, root)
         finally:
             fleet.close()
             host.down()

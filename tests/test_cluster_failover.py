@@ -15,6 +15,7 @@ from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (f
 require_cluster_extra()
 
 from agentherd.sessions.config import load_config  # noqa: E402
+from agentherd.sessions.status import SessionStatus  # noqa: E402
 from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
@@ -44,6 +45,21 @@ def lease_expiry(url: str, host: str) -> float:
         ).fetchone()
     assert row is not None
     return float(row[0])
+
+
+def seen(fleet: ClusterFleet) -> tuple[str, str | None]:
+    """The session's state and host as any viewer sees them."""
+    status = fleet.status("job")
+    assert isinstance(status, SessionStatus)
+    return status.state, status.host
+
+
+def seen_rows(fleet: ClusterFleet) -> list[tuple[str, str | None]]:
+    """Every host's own row of the session: its state and reason there."""
+    from agentherd.supervisor.cluster import view
+
+    with view.connect(fleet.url) as conn:
+        return [(r.status.state, r.status.reason) for r in view.rows(conn, "job")]
 
 
 @pytest.fixture
@@ -78,11 +94,15 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1
         wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 to run")
+        wait_until(lambda: seen(fleet) == ("running", "h1"), 30, "the view to show it on h1")
         killed_at = time.time()
         hosts[0].kill()  # daemon and agent, as a machine's death
         waited = fleet.wait(handle, timeout_s=90)
         assert (waited.state, waited.exit) == ("completed", 0)
         assert fleet.task_host(handle) in ("h1", "h2")
+        assert seen(fleet) == ("completed", "h2")  # h1's stale row no longer speaks for it
+        started_on = [e.host for e in fleet.events(session="job") if e.kind == "run-started"]
+        assert started_on == ["h1", "h2"]
     finally:
         fleet.close()
     lines = marks.read_text().splitlines()
@@ -136,10 +156,13 @@ def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
             )
             fenced_at = time.time()
             assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
+            assert hosts[0].client.call("status", target="job")["reason"] == "fenced"
             waited = fleet.wait(handle, timeout_s=90)
             assert (waited.state, waited.exit) == ("completed", 0)
             link.restore()  # h1 returns: fenced, it does not take the session back
             wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
+            wait_until(lambda: ("stopped", "fenced") in seen_rows(fleet), 30, "h1 to publish again")
+            assert seen(fleet) == ("completed", "h2")
         finally:
             fleet.close()
     finally:

@@ -57,7 +57,7 @@ def _state(fleet: Fleet, name: str) -> str:
 
 
 def test_every_implementation_is_a_fleet(world: FleetWorld) -> None:
-    assert isinstance(getattr(world.fleet, "_fleet", world.fleet), Fleet)
+    assert isinstance(world.fleet, Fleet)
 
 
 def test_list_names_every_session_before_any_starts(world: FleetWorld) -> None:

@@ -214,6 +214,7 @@ class HerdApp(App[None]):
         """The fleet view and the keys."""
         self.fleet = FleetView(id="fleet")
         self.fleet.notes = self.notes
+        self.fleet.hosts = bool(getattr(self.client, "across_hosts", False))
         yield self.fleet
         yield Footer()
 

@@ -131,7 +131,7 @@ def _fleet(read: bool = False, across: bool = False) -> Fleet:
     if across and _config().cluster is not None:
         from agentherd.tui.clusterverbs import cluster_fleet
 
-        return cluster_fleet(_checked_config())
+        return cluster_fleet(_viewer_config())
     return LocalFleet(_reader() if read else _client())
 
 
@@ -236,6 +236,20 @@ def daemon(host: str | None) -> None:
         raise Failure(f"{exc}; `herd down` stops it") from None
 
 
+def _viewer_config() -> HerdConfig:
+    """herd.toml checked for a viewer of the cluster: the URL and the extra, not this
+    machine's folders and programs (the hosts run the sessions)."""
+    from agentherd.sessions.clusterconfig import cluster_problems
+
+    config = _config()
+    problems = cluster_problems(config)
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    if any(not p.warning for p in problems):
+        sys.exit(EXIT_PERSON)
+    return config
+
+
 def _checked_config() -> HerdConfig:
     config = _config()
     problems = environment_problems(config)
@@ -252,10 +266,20 @@ def _checked_config() -> HerdConfig:
 @guarded
 def up(no_tui: bool, names: tuple[str, ...]) -> None:
     """Start the daemon if none runs, start autostart (or named) sessions, open the dashboard."""
-    config = _checked_config()
+    config = _viewer_config() if _config().cluster is not None else _checked_config()
     unknown = [n for n in names if config.session(n) is None]
     if unknown:
         raise Failure(f"no session named {unknown[0]!r} in {config.path}")
+    if config.cluster is not None:  # across hosts: the engine places them, no local daemon
+        from agentherd.tui.clusterverbs import cluster_up
+
+        handles = cluster_up(config, list(names))
+        click.echo(f"herd: {len(handles)} session(s) placed through the cluster")
+        for handle in handles:
+            click.echo(f"  {handle}")
+        if not no_tui and sys.stdout.isatty():
+            _open_cluster_tui(config)
+        return
     client, started = ensure_daemon(config)
     _warn_version(client)
     if not started:
@@ -282,11 +306,20 @@ def _open_tui(config: HerdConfig, client: Any = None, notes: dict[str, str] | No
     run_dashboard(config, client=client, notes=notes)
 
 
+def _open_cluster_tui(config: HerdConfig) -> None:
+    from agentherd.tui.clusterverbs import cluster_dashboard_client
+
+    _open_tui(config, client=cluster_dashboard_client(config))
+
+
 @main.command()
 @guarded
 def tui() -> None:
     """Open the dashboard on the running daemon; with none, read-only on the state on disk."""
     config = _config()
+    if config.cluster is not None:
+        _open_cluster_tui(_viewer_config())
+        return
     if client_for(config).ping():
         _open_tui(config)
         return
@@ -332,7 +365,7 @@ def left_running_line(left: list[LeftRunning], waited_s: float | None) -> str:
 @guarded
 def ls_(as_json: bool) -> None:
     """Every session."""
-    statuses = _fleet(read=True).list()
+    statuses = _fleet(read=True, across=True).list()
     if as_json:
         _print_json(statuses)
     else:
@@ -353,7 +386,7 @@ def start(name: str, as_json: bool) -> None:
 
 
 def _stop(name: str, kill: bool, no_wait: bool) -> None:
-    status = _fleet().stop(name, kill=kill, no_wait=no_wait)
+    status = _fleet(across=True).stop(name, kill=kill, no_wait=no_wait)
     reason = f" ({status.reason})" if status.reason else ""
     click.echo(f"{name}: {status.state}{reason}")
     if status.state == "failed" and status.reason == "unkillable":
@@ -391,7 +424,7 @@ def kill(name: str, no_wait: bool) -> None:
 @guarded
 def restart(name: str, from_rev: str | None, as_json: bool) -> None:
     """Stop, then begin a new task."""
-    result = _fleet().restart(name, from_rev)
+    result = _fleet(across=True).restart(name, from_rev)
     if as_json:
         _print_json(result)
     else:
@@ -403,7 +436,7 @@ def restart(name: str, from_rev: str | None, as_json: bool) -> None:
 @guarded
 def pause(name: str) -> None:
     """SIGSTOP the whole run."""
-    status: SessionStatus = _ask(_client(), "pause", name=name)
+    status = _fleet(across=True).control("pause", name)
     click.echo(f"{name}: {status.state}")
 
 
@@ -412,7 +445,7 @@ def pause(name: str) -> None:
 @guarded
 def resume(name: str) -> None:
     """SIGCONT the whole run."""
-    status: SessionStatus = _ask(_client(), "resume", name=name)
+    status = _fleet(across=True).control("resume", name)
     click.echo(f"{name}: {status.state}")
 
 
@@ -421,7 +454,7 @@ def resume(name: str) -> None:
 @guarded
 def approve(name: str) -> None:
     """Adopt the session's changed plan as its new baseline."""
-    status: SessionStatus = _ask(_client(), "approve", name=name)
+    status = _fleet(across=True).control("approve", name)
     click.echo(f"{name}: plan approved ({_passing(status)} passing)")
 
 
@@ -430,7 +463,7 @@ def approve(name: str) -> None:
 @guarded
 def reject(name: str) -> None:
     """Write the session's baseline plan back (items passing now stay passing)."""
-    status: SessionStatus = _ask(_client(), "reject", name=name)
+    status = _fleet(across=True).control("reject", name)
     click.echo(f"{name}: plan restored ({_passing(status)} passing)")
 
 
@@ -440,7 +473,7 @@ def reject(name: str) -> None:
 @guarded
 def ack(name: str, kind: str | None) -> None:
     """Acknowledge an open warning (KIND, or every one): it leaves the badge, stays in history."""
-    status: SessionStatus = _ask(_client(), "ack", name=name, kind=kind)
+    status = _fleet(across=True).control("ack", name, kind=kind)
     what = kind or "every open warning"
     click.echo(f"{name}: acknowledged {what}; {len(status.warnings)} warning(s) left on the badge")
 
@@ -457,7 +490,7 @@ def _passing(status: SessionStatus) -> str:
 @guarded
 def status(target: str | None, as_json: bool) -> None:
     """One session or task (NAME or NAME/N); with none, every session."""
-    result = _fleet(read=True).status(target)
+    result = _fleet(read=True, across=True).status(target)
     if as_json:
         _print_json(result)
     elif isinstance(result, list):
@@ -546,7 +579,7 @@ def logs(
 @guarded
 def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
     """The event log."""
-    fleet = _fleet(read=True)
+    fleet = _fleet(read=True, across=True)
     for event in (fleet.follow if follow else fleet.events)(since, session):
         click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
         if follow:
@@ -559,7 +592,7 @@ def events(since: int, session: str | None, follow: bool, as_json: bool) -> None
 @guarded
 def report(name: str, as_json: bool) -> None:
     """The session's report: what changed, what passed, what remains, what it cost."""
-    result = _fleet(read=True).report(name)
+    result = _fleet(read=True, across=True).report(name)
     if as_json:
         _print_json(result.report)
     else:

@@ -39,3 +39,27 @@ def cluster_fleet(config: HerdConfig) -> Fleet:
     url = config.cluster.database_url() if config.cluster else None
     assert url is not None
     return ClusterFleet(config, url)
+
+
+def cluster_up(config: HerdConfig, names: list[str]) -> list[str]:
+    """`herd up` with [cluster]: each autostart (or named) session that has no task yet, or
+    whose task still runs, is placed through the engine; the handles. No local daemon."""
+    from agentherd.supervisor.cluster.fleet import ClusterFleet
+
+    fleet = cluster_fleet(config)
+    assert isinstance(fleet, ClusterFleet)
+    try:
+        wanted = names or [s.name for s in config.sessions if s.autostart]
+        return [fleet.start(name).handle for name in wanted if fleet.may_autostart(name)]
+    finally:
+        fleet.close()
+
+
+def cluster_dashboard_client(config: HerdConfig) -> object:
+    """The dashboard's client across hosts (supervisor/cluster/dashclient.py)."""
+    from agentherd.supervisor.cluster.dashclient import AsyncClusterClient
+    from agentherd.supervisor.cluster.fleet import ClusterFleet
+
+    fleet = cluster_fleet(config)
+    assert isinstance(fleet, ClusterFleet)
+    return AsyncClusterClient(fleet)

@@ -34,9 +34,9 @@ SORT_KEYS = tuple(key for key, _ in SORTS)
 SORT_LABELS = dict(SORTS)
 
 
-def columns_for(width: int) -> tuple[str, ...]:
-    """The columns that fit a terminal `width` characters wide."""
-    dropped = {key for key, below in GIVE_WAY if width < below}
+def columns_for(width: int, hosts: bool = False) -> tuple[str, ...]:
+    """The columns that fit a terminal `width` characters wide (HOST only with `hosts`)."""
+    dropped = {key for key, below in GIVE_WAY if width < below} | (set() if hosts else {"host"})
     return tuple(key for key, _ in COLUMNS if key not in dropped)
 
 
@@ -53,6 +53,8 @@ class FleetView(Vertical):
         Binding("escape", "back", "Back", show=False),
     ]
 
+    hosts = False
+    """Across hosts (`[cluster]`): the HOST column shows."""
     sort_key: reactive[str] = reactive("attention")
     filter_text: reactive[str] = reactive("")
 
@@ -93,11 +95,11 @@ class FleetView(Vertical):
 
     def on_mount(self) -> None:
         """Fit the columns to the terminal."""
-        self.table.set_columns(columns_for(self.app.size.width))
+        self.table.set_columns(columns_for(self.app.size.width, self.hosts))
 
     def on_resize(self, event: Resize) -> None:
         """Columns give way on a narrow terminal, least useful first."""
-        self.table.set_columns(columns_for(event.size.width))
+        self.table.set_columns(columns_for(event.size.width, self.hosts))
 
     # ----- what is shown ------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ def plan_text(status: SessionStatus) -> str:
 
 def table(statuses: list[SessionStatus], width: int = 120) -> str:
     """One line per session, columns aligned, the last output line cut to fit."""
-    headers = (
+    headers: tuple[str, ...] = (
         "SESSION",
         "STATE",
         "HANDLE",
@@ -56,7 +56,7 @@ def table(statuses: list[SessionStatus], width: int = 120) -> str:
         "BUDGET",
         "LAST OUTPUT",
     )
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             s.session,
             state_text(s),
@@ -73,6 +73,9 @@ def table(statuses: list[SessionStatus], width: int = 120) -> str:
     ]
     if not rows:
         return "no sessions in herd.toml"
+    if any(s.host for s in statuses):  # across hosts: where each session runs
+        headers = (headers[0], "HOST", *headers[1:])
+        rows = [(r[0], s.host or "-", *r[1:]) for r, s in zip(rows, statuses, strict=True)]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers[:-1])]
     lines = []
     for row in (headers, *rows):
@@ -147,4 +150,6 @@ def event_line(event: Event) -> str:
     where = event.session or "herd"
     if event.run is not None:
         where += f"/{event.run}"
+    if event.host:  # across hosts: which host's daemon logged it
+        where += f"@{event.host}"
     return f"{event.seq:>5} {event.at} {where} {event.kind}: {inert(event.message)}"

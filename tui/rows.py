@@ -13,6 +13,7 @@ from agentherd.tui.spend import budget_cell, fleet_text, usage_money
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("session", "SESSION"),
+    ("host", "HOST"),
     ("state", "STATE"),
     ("pid", "PID"),
     ("restarts", "RST"),
@@ -23,7 +24,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("budget", "BUDGET"),
     ("last", "LAST OUTPUT"),
 )
-"""Column key and label, left to right; the last output takes whatever width is left."""
+"""Column key and label, left to right; the last output takes whatever width is left.
+HOST shows only across hosts (`[cluster]`)."""
 
 LAST_MIN_CHARS = 12
 """Below this the last output says nothing; the table scrolls sideways instead."""
@@ -171,6 +173,7 @@ def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
     state_cell += f" ⚠{len(warnings)}" if warnings else ""
     return {
         "session": (status.session, "bold"),
+        "host": (status.host or "-", "cyan"),
         "state": (state_cell, style),
         "pid": (str(status.pid) if status.pid else "-", ""),
         "restarts": (str(status.restarts), "yellow" if status.restarts else ""),

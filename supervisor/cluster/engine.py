@@ -38,9 +38,12 @@ HOST_WAIT_S = 2.0
 """How often a waiting workflow and the queues poll PostgreSQL (DBOS's default is 1 s)."""
 
 
+HOST_QUEUE_PREFIX = "herd-host-"
+
+
 def host_queue(host: str) -> str:
     """The queue only `host` dequeues from."""
-    return f"herd-host-{host}"
+    return f"{HOST_QUEUE_PREFIX}{host}"
 
 
 def task_id(session: str, number: int) -> str:
@@ -56,6 +59,12 @@ class _Local:
     url: str | None = None
     before_start: Callable[[str], None] | None = None
     """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
+    publisher: Any = None
+    """This host's `publish.Publisher`, flushed before a step returns."""
+
+
+STOPPED_BY_VIEWER = {"state": "stopped", "reason": "user", "exit": 3}
+"""The outcome of an attempt a person stopped (`herd stop` across hosts) before it ran."""
 
 
 def _url() -> str:
@@ -74,6 +83,9 @@ def _client() -> Client:
 def run_attempt(session: str) -> dict[str, Any]:
     """Start the session on this host's daemon and wait for its task to end; its outcome."""
     client = _client()
+    own = DBOS.get_workflow_status(DBOS.workflow_id) if DBOS.workflow_id else None
+    if own is not None and own.status == "CANCELLED":  # stopped while it was dequeued
+        return {"host": _Local.host, "handle": None, **STOPPED_BY_VIEWER}
     if _Local.before_start is not None:
         _Local.before_start(session)
     try:
@@ -81,6 +93,8 @@ def run_attempt(session: str) -> dict[str, Any]:
         waited = client.call("wait", target=started["handle"], socket_timeout_s=None)
     except ApiError as exc:  # DBOS pickles a step's error: ApiError would not come back
         raise RuntimeError(f"{_Local.host}: {exc.code}: {exc.message}") from None
+    if _Local.publisher is not None:  # whoever sees the task end sees its events too
+        _Local.publisher.flush()
     return {
         "host": _Local.host,
         "handle": started["handle"],
@@ -118,6 +132,8 @@ def await_attempt(attempt_id: str, host: str) -> dict[str, Any] | None:
             return outcome
         if status is not None and status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
             return {"host": host, "state": "failed", "reason": "engine", "exit": 1}
+        if status is not None and status.status == "CANCELLED":  # `herd stop` before it ran
+            return {"host": host, **STOPPED_BY_VIEWER}
         with leases.connect(_url()) as conn:
             alive = any(h.alive for h in leases.hosts(conn) if h.name == host)
         if not alive:

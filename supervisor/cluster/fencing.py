@@ -21,7 +21,9 @@ def stop_every_agent(client: Client) -> list[str]:
         if status["state"] not in ACTIVE_STATES:
             continue
         try:
-            client.call("stop", name=status["session"], kill=True, socket_timeout_s=None)
+            client.call(
+                "stop", name=status["session"], kill=True, reason="fenced", socket_timeout_s=None
+            )
             stopped.append(status["session"])
         except ApiError as exc:
             log.error("fencing: could not stop %s: %s", status["session"], exc.message)

@@ -13,7 +13,7 @@ import time
 
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
-from agentherd.supervisor.cluster import engine, fencing, leases
+from agentherd.supervisor.cluster import engine, fencing, leases, publish
 from agentherd.supervisor.cluster.movework import MovingWork
 from agentherd.supervisor.daemon import run_foreground
 from agentherd.supervisor.launcher import client_for
@@ -47,6 +47,7 @@ class ClusterHost:
             self.cluster.lease,
             on_fence=self._fence,
         )
+        self.publisher = publish.Publisher(url, host, self.keeper.identity, self.client)
         self._stop = threading.Event()
         self._launched = False
         self.recovered: list[str] = []
@@ -77,6 +78,9 @@ class ClusterHost:
             self.work.before_start,
         )
         self._launched = True
+        engine._Local.publisher = self.publisher
+        self.publisher.flush()  # a viewer lists this host's sessions once tasks may come
+        threading.Thread(target=self.publisher.run, name="herd-publish", daemon=True).start()
         self.keeper.ready()
         log.info("host %s joined the cluster", self.host)
         while not self._stop.wait(self.keeper.interval_s):
@@ -100,6 +104,7 @@ class ClusterHost:
     def stop(self) -> None:
         """Leave the cluster: stop renewing, give the lease up, stop the engine."""
         self._stop.set()
+        self.publisher.stop()
         self.keeper.stop()
         self.work.stop()
         if self._launched:
