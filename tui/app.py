@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
@@ -23,11 +23,12 @@ from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.feeds import follow_output, quiet_cancelled_wakeups
+from agentherd.tui.feeds import quiet_cancelled_wakeups
 from agentherd.tui.fleet import FleetView
 from agentherd.tui.fleetfeed import follow_snapshots
 from agentherd.tui.help import HelpScreen, KeyLine
-from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
+from agentherd.tui.messages import DaemonLost, Snapshot
+from agentherd.tui.output_view import FleetOutput
 from agentherd.tui.palette import SessionCommands
 from agentherd.tui.render import state_text
 from agentherd.tui.session_screen import SessionScreen
@@ -55,6 +56,7 @@ ACTION_IDS = (
     "quit",
     "stop-all",
     "back",
+    "runs",
 )
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
@@ -206,7 +208,6 @@ class HerdApp(App[None]):
         self.output_session: str | None = None
         self._connected = False
         self._frozen = False
-        self._output_title = ""
 
     # ----- composition --------------------------------------------------------------------
 
@@ -280,20 +281,6 @@ class HerdApp(App[None]):
         self.fleet.query_one("#summary", Static).update(
             f"herd  {self.config_label}  ·  the last known state:"
         )
-
-    def on_log_lines(self, message: LogLines) -> None:
-        """Append a batch to the output pane if it still shows that session."""
-        if message.session != self.output_session or not self.table.is_attached:
-            return
-        log = self.fleet.query_one("#output", Log)
-        if message.reset:
-            log.clear()
-        title = self.fleet.query_one("#output-title", Static)
-        if message.title != self._output_title:  # one line: no new layout of the screen
-            self._output_title = message.title
-            title.update(message.title, layout=False)
-        if message.lines:
-            log.write_lines(message.lines)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker outcomes reach the person: a notice, never a traceback."""
@@ -558,25 +545,19 @@ class HerdApp(App[None]):
             self._show_output(name)
 
     def _show_output(self, name: str) -> None:
-        """Point the output pane at one session and start following its file."""
+        """Point the output pane at one session: blank at once, then its newest run's lines."""
         self.output_session = name
-        self.fleet.query_one("#output", Log).clear()
-        self._output_title = f"{name}: …"
-        self.fleet.query_one("#output-title", Static).update(self._output_title)
         self.fleet.add_class("-output")
-        self.run_worker(
-            follow_output(self.client, name, self.post_message),
-            name=f"output {name}",
-            group="output",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        self.fleet.query_one(FleetOutput).follow(name)
 
     def action_hide_output(self) -> None:
-        """Hide the output pane and stop reading the file."""
-        self.workers.cancel_group(self, "output")
+        """Hide the output pane and stop reading the file; the table has the keys again."""
+        pane = self.fleet.query_one(FleetOutput)
+        pane.follow(None)
         self.output_session = None
-        self.fleet.remove_class("-output")
+        if self.fleet.has_class("-output"):
+            self.fleet.remove_class("-output")
+            self.table.focus()
 
     def action_stop_all(self) -> None:
         """Stop every session and the daemon, then quit (after a confirmation)."""

@@ -11,15 +11,13 @@ from textual.containers import Vertical
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Log, Static
+from textual.widgets import DataTable, Input, Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.ordering import SORTS, needs_person, shown
+from agentherd.tui.output_view import FleetOutput
 from agentherd.tui.rows import COLUMNS, cut, detail_lines, fleet_summary
 from agentherd.tui.widgets import SessionTable
-
-LOG_MAX_LINES = 2000
-"""The output pane keeps this many lines; the session screen reads any part of the file."""
 
 GIVE_WAY: tuple[tuple[str, int], ...] = (
     ("pid", 110),
@@ -82,9 +80,7 @@ class FleetView(Vertical):
         with Vertical(id="body"):
             yield self._table
             yield Static("", id="details", markup=False)
-            with Vertical(id="output-pane"):
-                yield Static("", id="output-title", markup=False)
-                yield Log(id="output", max_lines=LOG_MAX_LINES)
+            yield FleetOutput(named=True, id="output-pane")
 
     @property
     def table(self) -> SessionTable:

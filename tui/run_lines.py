@@ -122,14 +122,15 @@ class RunLines(ScrollView, can_focus=True):
         return self.line_count - before
 
     def keep_end(self) -> None:
-        """To the end, now and once the new height is laid out."""
+        """To the end, now and once the new height is laid out (forced: until that layout
+        Textual has no scrollbar for the new height and would refuse the scroll)."""
         self.following = True
-        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         self.call_after_refresh(self._to_end)
 
     def _to_end(self) -> None:
         if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
             self.following = True
 
     def line_bytes(self, number: int) -> bytes:

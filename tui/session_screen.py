@@ -29,7 +29,6 @@ from agentherd.tui.messages import Loaded
 from agentherd.tui.output_view import OutputView
 from agentherd.tui.render import state_text
 from agentherd.tui.rows import VERIFIED_MARKS, cut
-from agentherd.tui.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.spend import usage_money
 from agentherd.tui.spend_chart import SpendCharts
 
@@ -180,8 +179,6 @@ class SessionScreen(Screen[None]):
         for key, label in (("at", "AT"), ("sha", "SHA"), ("v", "✓"), ("files", "FILES")):
             table.add_column(label, key=key)
         table.add_column("SUBJECT", key="subject")
-        view = self.query_one(OutputView)
-        self.watch(view, "run", self._follow, init=False)
         self.show_status(self.herd.status_of(self.session))
         self._load()
         self.set_interval(SPEND_READ_EVERY_S, self._spend_if_shown)
@@ -190,8 +187,6 @@ class SessionScreen(Screen[None]):
 
     def watch_session(self) -> None:
         """Another session: start over on every tab."""
-        view = self.query_one(OutputView)
-        view.set_reactive(OutputView.run, None)
         self._seen = ()
         self.samples = None
         self.show_status(self.herd.status_of(self.session))
@@ -203,13 +198,7 @@ class SessionScreen(Screen[None]):
         self._read()
 
     def _follow(self) -> None:
-        view = self.query_one(OutputView)
-        self.run_worker(
-            follow_run(self.herd.client, self.session, self.post_message, view.run),
-            group="output",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        self.query_one(OutputView).follow(self.session)
 
     @work(group="read", exclusive=True, exit_on_error=False)
     async def _read(self) -> None:
@@ -295,16 +284,6 @@ class SessionScreen(Screen[None]):
         self._seen = seen
 
     # ----- what the readers found -----------------------------------------------------------
-
-    def on_run_opened(self, message: RunOpened) -> None:
-        """The output tab shows another run's file (only this session's)."""
-        if message.session == self.session and self.query(OutputView):
-            self.query_one(OutputView).opened(message)
-
-    def on_run_grew(self, message: RunGrew) -> None:
-        """More of the shown run's lines are indexed."""
-        if message.session == self.session and self.query(OutputView):
-            self.query_one(OutputView).grew(message)
 
     def on_loaded(self, message: Loaded) -> None:
         """Fill the tab a reader finished, if it is still about this session."""
