@@ -50,6 +50,17 @@ def drawn_rows(pane: OutputView) -> list[str]:
     return rows
 
 
+def drawn_colour(pane: OutputView, word: str) -> int | None:
+    """The colour number `word` is drawn in on screen (not only in the text kept): seen in
+    tmux, the pane's own text colour was laid over the agent's colours."""
+    lines = pane.lines
+    for y in range(lines.scrollable_content_region.height):
+        for segment in lines.render_line(y):
+            if word in segment.text and segment.style is not None and segment.style.color:
+                return segment.style.color.number
+    return None
+
+
 def title(pane: OutputView) -> str:
     """The pane's title line as shown."""
     return str(pane.query_one("#output-title").render())
@@ -65,7 +76,7 @@ async def click_row(pilot: Pilot[Any], app: HerdApp, name: str) -> None:
 async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once(
     herd: Herd,
 ) -> None:
-    """`l` on a coloured line: the words in colour, the other controls dropped; `j` to a
+    """`l` on a coloured line: the words drawn in their colours, the other controls dropped; `j` to a
     Claude agent blanks the pane at once and then shows readable summaries, never raw
     stream-json; a click on a 50,000-line log shows its end having rendered about a screen;
     on a ticking agent, tab then `g` holds the top while "+N new lines" counts, `G` follows
@@ -101,6 +112,7 @@ async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once
         styles = {text.plain[s.start : s.end]: str(s.style) for s in text.spans}
         assert "color(1)" in styles["RED-TEXT"] and "color(2)" in styles["GREEN-TEXT"]
         assert any("RED-TEXT" in row for row in drawn_rows(pane))
+        assert drawn_colour(pane, "RED-TEXT") == 1 and drawn_colour(pane, "GREEN-TEXT") == 2
         assert title(pane).startswith("colours: run 1 of 1")
 
         await pilot.press("j")

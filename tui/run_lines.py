@@ -220,7 +220,7 @@ class RunLines(ScrollView, can_focus=True):
 
     def _strip(self, text: Text, number: int) -> Strip:
         line = text.copy()
-        line.stylize(self.rich_style)
+        line.stylize_before(self.rich_style)
         if number == self.mark_line:
             line.stylize("reverse")
         return Strip(line.render(self.app.console), line.cell_len)
@@ -249,7 +249,7 @@ class RunLines(ScrollView, can_focus=True):
 
     def _wrapped(self, number: int, width: int) -> list[Strip]:
         text = self.line_text(number).copy()
-        text.stylize(self.rich_style)
+        text.stylize_before(self.rich_style)
         if number == self.mark_line:
             text.stylize("reverse")
         lines = _cut_every(text, max(1, width))
