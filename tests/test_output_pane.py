@@ -141,7 +141,7 @@ async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once
         await pilot.press("g")
         await until(pilot, lambda: pane.unseen >= 5, "new lines counted")
         assert pane.lines.shown_lines()[0] == "tick 000000", "the view held"
-        assert f"+{pane.unseen:,} new lines (scroll to the end follows)" in title(pane)
+        assert f"+{pane.unseen:,} new lines (below)" in title(pane)
         await pilot.press("G")
         await until(pilot, lambda: pane.unseen == 0 and pane.lines.following, "following")
         await pilot.press("escape")

@@ -94,6 +94,22 @@ class HerdApp(App[None]):
     COMMANDS = App.COMMANDS | {SessionCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", id="open", tooltip="The session screen: output, plan..."),
+        # The keys a newcomer needs first: an 80-column footer shows only the first few.
+        Binding(
+            "l",
+            "logs",
+            "Output",
+            id="logs",
+            tooltip="Show the selected session's output below the table; again hides it",
+        ),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
+        Binding(
+            "q",
+            "quit",
+            "Detach",
+            id="quit",
+            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
+        ),
         Binding(
             "s",
             "start_stop",
@@ -139,13 +155,6 @@ class HerdApp(App[None]):
             tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
         ),
         Binding(
-            "l",
-            "logs",
-            "Output",
-            id="logs",
-            tooltip="Show the selected session's output below the table; again hides it",
-        ),
-        Binding(
             "a",
             "ack",
             "Ack",
@@ -167,14 +176,6 @@ class HerdApp(App[None]):
             id="shell",
             show=False,
             tooltip="A shell in the session's worktree; exit returns here",
-        ),
-        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
-        Binding(
-            "q",
-            "quit",
-            "Detach",
-            id="quit",
-            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
         ),
         Binding(
             "Q",
@@ -558,6 +559,7 @@ class HerdApp(App[None]):
         if self.fleet.has_class("-output"):
             self.fleet.remove_class("-output")
             self.table.focus()
+            self.refresh_bindings()  # seen in tmux: the footer kept the pane's keys
 
     def action_stop_all(self) -> None:
         """Stop every session and the daemon, then quit (after a confirmation)."""
@@ -566,7 +568,9 @@ class HerdApp(App[None]):
             return
         count = sum(1 for s in self.statuses if s.state in ACTIVE_STATES)
         self._confirm(
-            f"Stop all {count} active session(s) and quit?",
+            f"Stop all {count} active session(s) and quit?"
+            if count
+            else "No session is active: stop the daemon and quit?",
             "Each agent gets its stop signal and grace period, then the daemon exits. "
             "`herd up` starts them again.",
             lambda: self.run_worker(self._down(), group="commands", exit_on_error=False),
@@ -578,13 +582,16 @@ class HerdApp(App[None]):
         await self.client.call("down")
         self.exit()
 
-    def key_lines(self) -> list[KeyLine]:
-        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS."""
+    def key_lines(self, fleet: bool = True) -> list[KeyLine]:
+        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS;
+        without `fleet` (the session screen's help) those of the fleet view only are left
+        out (seen in tmux: its help said `/` filters, where `/` searches the output)."""
+        fleet_only = set() if fleet else {"open", "logs", "filter", "sort"}
         found = {
             binding.id: binding
             for node in (self, self.fleet)
             for binding in bindings_of(node)
-            if binding.id in ACTION_IDS
+            if binding.id in ACTION_IDS and binding.id not in fleet_only
         }
         lines = []
         for action_id in ACTION_IDS:
@@ -593,7 +600,7 @@ class HerdApp(App[None]):
                 lines.append(
                     (self.get_key_display(binding), binding.tooltip or binding.description)
                 )
-        lines.insert(1, ("j/k ↓/↑", "Move the cursor"))
+        lines.insert(1 if fleet else 0, ("j/k ↓/↑", "Move the cursor"))
         lines.append(("ctrl+p", "Command palette: type a verb and a session"))
         return lines
 
@@ -606,7 +613,8 @@ class HerdApp(App[None]):
             view_lines = [
                 (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
             ]
-        self.push_screen(HelpScreen(self.key_lines(), view_lines))
+        fleet = not isinstance(screen, SessionScreen)
+        self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
 
 
 def freeze_startup_objects() -> None:

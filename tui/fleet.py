@@ -115,12 +115,12 @@ class FleetView(Vertical):
         attention = sum(1 for s in self.statuses if needs_person(s))
         if attention:  # before the totals: on a narrow terminal the header's end is cut
             summary += f"  ·  {attention} need a person"
-        if rest:
-            summary += f"  ·  {rest}"
+        if self.filter_text:  # what the person chose before the totals, for the same reason
+            summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
         if self.sort_key != "config":
             summary += f"  ·  by {SORT_LABELS[self.sort_key]}"
-        if self.filter_text:
-            summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
+        if rest:
+            summary += f"  ·  {rest}"
         if summary != self._summary:
             self._summary = summary
             # One line at full width: no new layout (a layout repaints the whole screen).

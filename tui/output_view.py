@@ -107,7 +107,7 @@ class OutputView(Vertical):
         if session != self.session:
             self.session = session
             self.set_reactive(OutputView.run, None)
-            self.shown_run, self.latest_run, self.title_text = None, 0, "…"
+            self.shown_run, self.latest_run, self.title_text = None, 0, "reading…"
             self.lines.open(None)
             self.unseen = 0
             self._title()
@@ -168,17 +168,18 @@ class OutputView(Vertical):
     def _title(self) -> None:
         lines = self.query_one(RunLines)
         named = self.named and self.session
-        parts = [
-            f"{self.session}: {self.title_text}" if named else self.title_text,
+        parts = [f"{self.session}: {self.title_text}" if named else self.title_text]
+        # What the person is doing comes before the counts: a narrow terminal cuts the end.
+        if self.pattern:
+            where = f"line {self.match_line + 1:,}" if self.match_line is not None else "no match"
+            parts.append(f"/{self.pattern}: {where}")
+        if self.unseen:
+            parts.append(f"+{self.unseen:,} new lines ({self.FOLLOW_HINT})")
+        parts += [
             f"{lines.line_count:,} lines",
             "raw" if self.raw else "readable",
             "wrap" if lines.wrap else "",
         ]
-        if self.unseen:
-            parts.append(f"+{self.unseen:,} new lines ({self.FOLLOW_HINT})")
-        if self.pattern:
-            where = f"line {self.match_line + 1:,}" if self.match_line is not None else "no match"
-            parts.append(f"/{self.pattern}: {where}")
         self.query_one("#output-title", Static).update("  ·  ".join(p for p in parts if p))
 
     def watch_unseen(self) -> None:
@@ -264,9 +265,14 @@ class OutputView(Vertical):
         """The previous or next run; stepping past the newest follows the newest again."""
         shown = self.run or self.shown_run or self.latest_run
         wanted = shown + step
-        if wanted >= self.latest_run:
+        if not self.latest_run:
+            self.notify("no run yet", timeout=2)
+        elif not 1 <= wanted <= self.latest_run:  # say so: a key that does nothing looks broken
+            edge = "first" if step < 0 else "newest"
+            self.notify(f"run {shown} is the {edge} run", timeout=2, markup=False)
+        elif wanted >= self.latest_run:
             self.run = None
-        elif wanted >= 1:
+        else:
             self.run = wanted
 
     def action_pick_run(self) -> None:
@@ -290,5 +296,6 @@ class OutputView(Vertical):
 class FleetOutput(OutputView):
     """The fleet view's output pane: the selected row's output, read as the Output tab reads it."""
 
-    FOLLOW_HINT = "scroll to the end follows"
-    """The table keeps the focus, so `G` is the pane's only once it has the focus (tab)."""
+    FOLLOW_HINT = "below"
+    """The table keeps the focus (`G` is the pane's only once tab gives it the focus);
+    scrolling down to the end follows again."""
