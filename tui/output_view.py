@@ -37,32 +37,32 @@ def _via_view(action: str) -> str:
     return f"view('{name}', {args})" if args else f"view('{name}')"
 
 
+OUTPUT_KEYS: list[Binding] = [
+    Binding("slash", "search", "Search", tooltip="Search the output"),
+    Binding("n", "next_match(1)", "Next", show=False, tooltip="Next match"),
+    Binding("N", "next_match(-1)", "Prev", show=False, tooltip="Previous match"),
+    Binding("left_square_bracket", "run(-1)", "Run -", tooltip="The previous run's output"),
+    Binding("right_square_bracket", "run(1)", "Run +", tooltip="The next run's output"),
+    Binding(
+        "L",
+        "pick_run",
+        "Runs",
+        id="runs",
+        tooltip="Every run of the session (start, end, exit, size): pick one to read",
+    ),
+    Binding("v", "toggle_raw", "Raw", tooltip="Stream-json as written, or readable"),
+    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines, or cut them"),
+    Binding("g", "top", "Top", show=False, tooltip="Jump to the first line"),
+    Binding("G", "follow", "Follow", show=False, tooltip="Jump to the end, follow"),
+]
+"""Keys of a run's output, as actions of the view (the fleet's pane binds them while it has
+the focus: tab or a click)."""
+
+
 class OutputView(Vertical):
     """One run's output; `run` None follows the newest run, a number pins that run."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "search", "Search", tooltip="Search the output"),
-        Binding("n", "next_match(1)", "Next", show=False, tooltip="Next match"),
-        Binding("N", "next_match(-1)", "Prev", show=False, tooltip="Previous match"),
-        Binding("left_square_bracket", "run(-1)", "Run -", tooltip="The previous run's output"),
-        Binding("right_square_bracket", "run(1)", "Run +", tooltip="The next run's output"),
-        Binding(
-            "L",
-            "pick_run",
-            "Runs",
-            id="runs",
-            tooltip="Every run of the session (start, end, exit, size): pick one to read",
-        ),
-        Binding("v", "toggle_raw", "Raw", tooltip="Stream-json as written, or readable"),
-        Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines, or cut them"),
-        Binding("g", "top", "Top", show=False, tooltip="Jump to the first line"),
-        Binding("G", "follow", "Follow", show=False, tooltip="Jump to the end, follow"),
-    ]
-    """Keys of the output while it has the focus (the fleet's pane: tab or a click)."""
-
-    KEYS: ClassVar[list[Binding]] = [
-        replace(key, action=_via_view(key.action)) for key in BINDINGS if isinstance(key, Binding)
-    ]
+    KEYS: ClassVar[list[Binding]] = [replace(k, action=_via_view(k.action)) for k in OUTPUT_KEYS]
     """The same keys for the session screen, which binds them whatever has the focus and
     hands them here (through its `view` action, which also brings the Output tab forward)."""
 
@@ -253,6 +253,8 @@ class OutputView(Vertical):
                 break
             at = hit
         found = found if found is not None else first  # the line as written, at worst
+        if found is None:  # the match shown is the only one (seen in tmux: `n` said no match)
+            found = self.match_line
         self.match_line = found
         lines.mark_line = found
         lines.refresh()
@@ -295,6 +297,10 @@ class OutputView(Vertical):
 
 class FleetOutput(OutputView):
     """The fleet view's output pane: the selected row's output, read as the Output tab reads it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(OUTPUT_KEYS)
+    """The output's keys while the pane has the focus (the session screen binds its own, so
+    that its footer leads with Back and Help)."""
 
     FOLLOW_HINT = "below"
     """The table keeps the focus (`G` is the pane's only once tab gives it the focus);
