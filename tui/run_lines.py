@@ -165,8 +165,10 @@ class RunLines(ScrollView, can_focus=True):
             spare = max(0, self.scrollable_content_region.height - 1)
             self.virtual_size = Size(0, self.line_count + spare)
         else:
-            width = max(self.widest, self.scrollable_content_region.width)
-            self.virtual_size = Size(width, self.line_count)
+            # The widest line only: the view's own width, taken before the vertical
+            # scrollbar claimed two columns, made a horizontal scrollbar for short lines
+            # (seen in tmux), and its row hid the last line.
+            self.virtual_size = Size(self.widest, self.line_count)
         self._page_key = None
         self.refresh()
 
