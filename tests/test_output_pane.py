@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 from agentherd.tui.app import HerdApp
 from agentherd.tui.output_view import FleetOutput, OutputView
 from agentherd.tui.run_picker import RunPicker, size_text
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
 BIG_LINES = 50_000
 
@@ -76,8 +76,8 @@ async def click_row(pilot: Pilot[Any], app: HerdApp, name: str) -> None:
 async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once(
     herd: Herd,
 ) -> None:
-    """`l` on a coloured line: the words drawn in their colours, the other controls dropped; `j` to a
-    Claude agent blanks the pane at once and then shows readable summaries, never raw
+    """`l` on a coloured line: the words drawn in their colours, the other controls dropped;
+    `j` to a Claude agent blanks the pane at once and then shows readable summaries, never raw
     stream-json; a click on a 50,000-line log shows its end having rendered about a screen;
     on a ticking agent, tab then `g` holds the top while "+N new lines" counts, `G` follows
     again; Escape closes the pane and gives the table the keys back."""
@@ -211,3 +211,48 @@ async def test_L_lists_every_run_and_shows_the_one_chosen(herd: Herd) -> None:
         await until(pilot, lambda: len(picker_rows(app.screen)) == 3, "three runs")  # type: ignore[arg-type]
         await pilot.press("k", "k", "enter")
         await until(pilot, lambda: shows(3) and view.run is None, "the newest, followed")
+
+
+@pytest.mark.anyio
+async def test_checkpoints_tab_takes_the_keys_so_F_restarts_from_the_row_chosen(
+    herd: Herd,
+) -> None:
+    """Seen in tmux: after Enter and `4` the arrows and `j` still went elsewhere (or a late
+    tab event pulled the Output tab back), and F offered the newest checkpoint. Now `4` then
+    `j` moves to the second checkpoint and F names it; `n` cancels."""
+    code = (
+        "import subprocess, time\n"
+        "git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@localhost']\n"
+        "for n in (1, 2):\n"
+        "    open(f'f{n}.txt', 'w').write('x')\n"
+        "    subprocess.run([*git, 'add', f'f{n}.txt'], check=True)\n"
+        "    subprocess.run([*git, 'commit', '-qm', f'commit {n}'], check=True)\n"
+        "print('committed', flush=True)\ntime.sleep(60)\n"
+    )
+    write_toml(herd, script_session(herd.root, "commits", code))
+    client = herd.start()
+    client.call("up")
+    wait_until(
+        lambda: (client.call("status", target="commits").get("checkpoint") or {}).get("subject")
+        == "commit 2",
+        30,
+        "the second commit",
+    )
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: "commits" in table._order, "the row")
+        await pilot.press("enter", "4")
+        screen = app.screen
+        checkpoints = screen.query_one("#checkpoint-table", DataTable)
+        await until(pilot, lambda: checkpoints.row_count >= 3, "the checkpoints")
+        await pilot.pause(0.3)
+        assert app.focused is checkpoints
+        await pilot.press("j")
+        await pilot.press("F")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        second = screen.checkpoints[1]["sha"][:10]  # type: ignore[attr-defined]
+        question = str(app.screen.query_one("#question").render())
+        assert f"from {second}?" in question and "commit 1" in screen.checkpoints[1]["subject"]  # type: ignore[attr-defined]
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")

@@ -251,9 +251,10 @@ class SessionScreen(Screen[None]):
             "checkpoints": "#checkpoint-table",
             "events": "#event-log",
         }.get(str(event.pane.id), "VerticalScroll")
-        for widget in event.pane.query(target).results():
-            widget.focus()
-            break
+        if event.pane.id == event.tabbed_content.active:  # a late event must not pull back
+            for widget in event.pane.query(target).results():
+                widget.focus()
+                break
         if event.pane.id == "spend":
             self._show_spend()
             self._spend_if_shown()
