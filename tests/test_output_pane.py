@@ -233,8 +233,10 @@ async def test_checkpoints_tab_takes_the_keys_so_F_restarts_from_the_row_chosen(
     client = herd.start()
     client.call("up")
     wait_until(
-        lambda: (client.call("status", target="commits").get("checkpoint") or {}).get("subject")
-        == "commit 2",
+        lambda: (
+            (client.call("status", target="commits").get("checkpoint") or {}).get("subject")
+            == "commit 2"
+        ),
         30,
         "the second commit",
     )
