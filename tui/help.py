@@ -42,7 +42,7 @@ def _table(rows: list[KeyLine] | tuple[tuple[str, str], ...], style: str = "b") 
     table.add_column(style=style, no_wrap=True)
     table.add_column()
     for key, what in rows:
-        table.add_row(key, what)
+        table.add_row(key, what.strip())  # a continuation row is indented by the grid
     return table
 
 
