@@ -601,6 +601,8 @@ class HerdApp(App[None]):
                     (self.get_key_display(binding), binding.tooltip or binding.description)
                 )
         lines.insert(1 if fleet else 0, ("j/k ↓/↑", "Move the cursor"))
+        if fleet:  # the pane's own keys are in no footer until it has the focus
+            lines.append(("tab", "Into the output pane (l): / [ ] L v w g G work there"))
         lines.append(("ctrl+p", "Command palette: type a verb and a session"))
         return lines
 
