@@ -41,6 +41,8 @@ async def capture(logs: Path) -> None:
         while not any(op == "report" for op, _ in client.calls):
             await pilot.pause(0.05)
         await pilot.pause(0.5)
+        await pilot.wait_for_scheduled_animations()  # as the snapshot tests do: the tab's
+        await pilot.pause()  # underline and the footer of the focus it moved settle
         app.save_screenshot("dashboard-session.svg", str(HERE))
         await pilot.press("escape")
         await pilot.pause(0.2)
@@ -55,6 +57,8 @@ async def capture(logs: Path) -> None:
         while not any(op == "spend" for op, _ in client.calls):
             await pilot.pause(0.05)
         await pilot.pause(0.5)
+        await pilot.wait_for_scheduled_animations()  # as the snapshot tests do: the tab's
+        await pilot.pause()  # underline and the footer of the focus it moved settle
         app.save_screenshot("dashboard-spend.svg", str(HERE))
     app = HerdApp(client=ReplayClient(write_logs(logs)), config_label="demo", notes=NOTES)
     async with app.run_test(size=(120, 50)) as pilot:

@@ -14,11 +14,12 @@ import anyio
 import pytest
 from conftest import Herd
 from textual.pilot import Pilot
-from textual.widgets import Log, Static
+from textual.widgets import Static
 
 from agentherd.supervisor.client import Client
 from agentherd.tui.app import HerdApp
 from agentherd.tui.help import HelpScreen
+from agentherd.tui.output_view import FleetOutput
 from agentherd.tui.widgets import ConfirmScreen, SessionTable
 
 NAMES = ("alpha", "beta", "gamma")
@@ -212,10 +213,10 @@ async def test_output_view_shows_the_selected_sessions_output(fleet: tuple[Path,
         await until(pilot, lambda: app.query_one(SessionTable).row_count == len(NAMES), "rows")
         await select(pilot, app, "beta")
         await pilot.press("l")
-        log = app.query_one("#output", Log)
+        pane = app.query_one(FleetOutput)
         await until(
             pilot,
-            lambda: any("agent session started" in line for line in log.lines),
+            lambda: any("agent session started" in line for line in pane.lines.shown_lines()),
             "the agent's first line in the output view",
         )
         assert app.output_session == "beta"

@@ -71,6 +71,24 @@ def test_fleet_filtered_by_warning(snap_compare: Any, tmp_path: Path) -> None:
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=filtered)
 
 
+def test_fleet_output_pane_reads_the_selected_run(snap_compare: Any, tmp_path: Path) -> None:
+    """`l` on billing-export: under the table and details, the pane titled "billing-export:
+    run 6 of 6 · 7 lines · readable" shows the stream-json log as one readable line per
+    event (init, text, Write, → result, Bash, result), never raw JSON; the footer starts
+    with Open, Filter, Sort, Output, Help, Detach."""
+
+    async def pane_open(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        await pilot.press("l")
+        for _ in range(200):
+            if "log_info" in [op for op, _ in pilot.app.client.calls]:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.5)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=pane_open)
+
+
 def test_help_lists_keys_and_the_legend(snap_compare: Any, tmp_path: Path) -> None:
     """`?`: every key as bound (K kills, j/k move) and the legend of ⚠N ✓ ✗ … RST PLAN."""
 

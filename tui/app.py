@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
@@ -23,11 +23,12 @@ from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.client import AsyncClient
 from agentherd.supervisor.paths import socket_path_for
 from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.feeds import follow_output, quiet_cancelled_wakeups
+from agentherd.tui.feeds import quiet_cancelled_wakeups
 from agentherd.tui.fleet import FleetView
 from agentherd.tui.fleetfeed import follow_snapshots
 from agentherd.tui.help import HelpScreen, KeyLine
-from agentherd.tui.messages import DaemonLost, LogLines, Snapshot
+from agentherd.tui.messages import DaemonLost, Snapshot
+from agentherd.tui.output_view import FleetOutput
 from agentherd.tui.palette import SessionCommands
 from agentherd.tui.render import state_text
 from agentherd.tui.session_screen import SessionScreen
@@ -55,6 +56,7 @@ ACTION_IDS = (
     "quit",
     "stop-all",
     "back",
+    "runs",
 )
 """The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
 
@@ -92,6 +94,22 @@ class HerdApp(App[None]):
     COMMANDS = App.COMMANDS | {SessionCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", id="open", tooltip="The session screen: output, plan..."),
+        # The keys a newcomer needs first: an 80-column footer shows only the first few.
+        Binding(
+            "l",
+            "logs",
+            "Output",
+            id="logs",
+            tooltip="Show the selected session's output below the table; again hides it",
+        ),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
+        Binding(
+            "q",
+            "quit",
+            "Detach",
+            id="quit",
+            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
+        ),
         Binding(
             "s",
             "start_stop",
@@ -137,13 +155,6 @@ class HerdApp(App[None]):
             tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
         ),
         Binding(
-            "l",
-            "logs",
-            "Output",
-            id="logs",
-            tooltip="Show the selected session's output below the table; again hides it",
-        ),
-        Binding(
             "a",
             "ack",
             "Ack",
@@ -165,14 +176,6 @@ class HerdApp(App[None]):
             id="shell",
             show=False,
             tooltip="A shell in the session's worktree; exit returns here",
-        ),
-        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
-        Binding(
-            "q",
-            "quit",
-            "Detach",
-            id="quit",
-            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
         ),
         Binding(
             "Q",
@@ -206,7 +209,6 @@ class HerdApp(App[None]):
         self.output_session: str | None = None
         self._connected = False
         self._frozen = False
-        self._output_title = ""
 
     # ----- composition --------------------------------------------------------------------
 
@@ -281,20 +283,6 @@ class HerdApp(App[None]):
         self.fleet.query_one("#summary", Static).update(
             f"herd  {self.config_label}  ·  the last known state:"
         )
-
-    def on_log_lines(self, message: LogLines) -> None:
-        """Append a batch to the output pane if it still shows that session."""
-        if message.session != self.output_session or not self.table.is_attached:
-            return
-        log = self.fleet.query_one("#output", Log)
-        if message.reset:
-            log.clear()
-        title = self.fleet.query_one("#output-title", Static)
-        if message.title != self._output_title:  # one line: no new layout of the screen
-            self._output_title = message.title
-            title.update(message.title, layout=False)
-        if message.lines:
-            log.write_lines(message.lines)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker outcomes reach the person: a notice, never a traceback."""
@@ -559,25 +547,20 @@ class HerdApp(App[None]):
             self._show_output(name)
 
     def _show_output(self, name: str) -> None:
-        """Point the output pane at one session and start following its file."""
+        """Point the output pane at one session: blank at once, then its newest run's lines."""
         self.output_session = name
-        self.fleet.query_one("#output", Log).clear()
-        self._output_title = f"{name}: …"
-        self.fleet.query_one("#output-title", Static).update(self._output_title)
         self.fleet.add_class("-output")
-        self.run_worker(
-            follow_output(self.client, name, self.post_message),
-            name=f"output {name}",
-            group="output",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        self.fleet.query_one(FleetOutput).follow(name)
 
     def action_hide_output(self) -> None:
-        """Hide the output pane and stop reading the file."""
-        self.workers.cancel_group(self, "output")
+        """Hide the output pane and stop reading the file; the table has the keys again."""
+        pane = self.fleet.query_one(FleetOutput)
+        pane.follow(None)
         self.output_session = None
-        self.fleet.remove_class("-output")
+        if self.fleet.has_class("-output"):
+            self.fleet.remove_class("-output")
+            self.table.focus()
+            self.refresh_bindings()  # seen in tmux: the footer kept the pane's keys
 
     def action_stop_all(self) -> None:
         """Stop every session and the daemon, then quit (after a confirmation)."""
@@ -586,7 +569,9 @@ class HerdApp(App[None]):
             return
         count = sum(1 for s in self.statuses if s.state in ACTIVE_STATES)
         self._confirm(
-            f"Stop all {count} active session(s) and quit?",
+            f"Stop all {count} active session(s) and quit?"
+            if count
+            else "No session is active: stop the daemon and quit?",
             "Each agent gets its stop signal and grace period, then the daemon exits. "
             "`herd up` starts them again.",
             lambda: self.run_worker(self._down(), group="commands", exit_on_error=False),
@@ -598,13 +583,16 @@ class HerdApp(App[None]):
         await self.client.call("down")
         self.exit()
 
-    def key_lines(self) -> list[KeyLine]:
-        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS."""
+    def key_lines(self, fleet: bool = True) -> list[KeyLine]:
+        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS;
+        without `fleet` (the session screen's help) those of the fleet view only are left
+        out (seen in tmux: its help said `/` filters, where `/` searches the output)."""
+        fleet_only = set() if fleet else {"open", "logs", "filter", "sort"}
         found = {
             binding.id: binding
             for node in (self, self.fleet)
             for binding in bindings_of(node)
-            if binding.id in ACTION_IDS
+            if binding.id in ACTION_IDS and binding.id not in fleet_only
         }
         lines = []
         for action_id in ACTION_IDS:
@@ -613,7 +601,9 @@ class HerdApp(App[None]):
                 lines.append(
                     (self.get_key_display(binding), binding.tooltip or binding.description)
                 )
-        lines.insert(1, ("j/k ↓/↑", "Move the cursor"))
+        lines.insert(1 if fleet else 0, ("j/k ↓/↑", "Move the cursor"))
+        if fleet:  # the pane's own keys are in no footer until it has the focus
+            lines.append(("tab", "Into the output pane (l): / [ ] L v w g G work there"))
         lines.append(("ctrl+p", "Command palette: type a verb and a session"))
         return lines
 
@@ -626,7 +616,8 @@ class HerdApp(App[None]):
             view_lines = [
                 (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
             ]
-        self.push_screen(HelpScreen(self.key_lines(), view_lines))
+        fleet = not isinstance(screen, SessionScreen)
+        self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
 
 
 def freeze_startup_objects() -> None:

@@ -11,15 +11,13 @@ from textual.containers import Vertical
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Log, Static
+from textual.widgets import DataTable, Input, Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.ordering import SORTS, needs_person, shown
+from agentherd.tui.output_view import FleetOutput
 from agentherd.tui.rows import COLUMNS, cut, detail_lines, fleet_summary
 from agentherd.tui.widgets import SessionTable
-
-LOG_MAX_LINES = 2000
-"""The output pane keeps this many lines; the session screen reads any part of the file."""
 
 GIVE_WAY: tuple[tuple[str, int], ...] = (
     ("pid", 110),
@@ -84,9 +82,7 @@ class FleetView(Vertical):
         with Vertical(id="body"):
             yield self._table
             yield Static("", id="details", markup=False)
-            with Vertical(id="output-pane"):
-                yield Static("", id="output-title", markup=False)
-                yield Log(id="output", max_lines=LOG_MAX_LINES)
+            yield FleetOutput(named=True, id="output-pane")
 
     @property
     def table(self) -> SessionTable:
@@ -121,12 +117,12 @@ class FleetView(Vertical):
         attention = sum(1 for s in self.statuses if needs_person(s))
         if attention:  # before the totals: on a narrow terminal the header's end is cut
             summary += f"  ·  {attention} need a person"
-        if rest:
-            summary += f"  ·  {rest}"
+        if self.filter_text:  # what the person chose before the totals, for the same reason
+            summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
         if self.sort_key != "config":
             summary += f"  ·  by {SORT_LABELS[self.sort_key]}"
-        if self.filter_text:
-            summary += f"  ·  filter {self.filter_text!r}: {rows} shown"
+        if rest:
+            summary += f"  ·  {rest}"
         if summary != self._summary:
             self._summary = summary
             # One line at full width: no new layout (a layout repaints the whole screen).

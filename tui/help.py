@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -34,12 +34,16 @@ LEGEND: tuple[tuple[str, str], ...] = (
 """Every symbol and colour of the fleet view, with what it means."""
 
 
-def _table(rows: list[KeyLine] | tuple[tuple[str, str], ...], style: str = "b") -> str:
-    """Aligned `key  meaning` lines, the key in `style` (markup escaped)."""
-    width = max((len(key) for key, _ in rows), default=1)
-    return "\n".join(
-        f"[{style}]{escape(key.ljust(width))}[/{style}]  {escape(what)}" for key, what in rows
-    )
+def _table(rows: list[KeyLine] | tuple[tuple[str, str], ...], style: str = "b") -> Table:
+    """Aligned `key  meaning` rows, the key in `style`; a long meaning wraps under itself.
+
+    Plain text, not markup: seen in tmux, the `[` key came out as "[  [/b]"."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style=style, no_wrap=True)
+    table.add_column()
+    for key, what in rows:
+        table.add_row(key, what.strip())  # a continuation row is indented by the grid
+    return table
 
 
 class HelpScreen(ModalScreen[None]):

@@ -40,17 +40,6 @@ class DaemonLost(Message):
         return isinstance(message, DaemonLost)
 
 
-class LogLines(Message):
-    """A batch of inert output lines of one session, for the visible output view."""
-
-    def __init__(self, session: str, lines: list[str], title: str, reset: bool = False) -> None:
-        super().__init__()
-        self.session = session
-        self.lines = lines
-        self.title = title
-        self.reset = reset
-
-
 class Loaded(Message):
     """A read for the session screen finished: what (`report`, `events`, `progress`), for whom."""
 

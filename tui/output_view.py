@@ -1,54 +1,85 @@
-"""A run's output in the session screen: follows the file, holds the view when scrolled up
-("+N new lines"), searches with `/`, `n`, `N`, wraps with `w`, and switches runs and
-readable/raw. The lines come from the file by offset (tui/run_lines.py): any size."""
+"""A run's output, in the session screen's Output tab and the fleet view's output pane:
+follows the file, holds the view when scrolled up ("+N new lines"), searches with `/`, `n`,
+`N`, wraps with `w`, and switches runs (`[`, `]`, the picker `L`) and readable/raw. The lines
+come from the file by offset (tui/run_lines.py): any size. The view reads its own feed
+(tui/run_feed.py) for the session it is given."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar, cast
 
 import anyio
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from agentherd.tui.logfile import find_line
-from agentherd.tui.run_feed import RunGrew, RunOpened
+from agentherd.tui.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.run_lines import RunLines
+from agentherd.tui.run_picker import RunPicker
+
+if TYPE_CHECKING:
+    from agentherd.tui.app import HerdApp
 
 SEARCH_CHECKS = 200
 """Matches in the bytes a search checks against the line as shown (a summary may not hold
 the word) before it settles for the line as written: a search never renders the whole log."""
 
 
+def _via_view(action: str) -> str:
+    """`next_match(1)` as the session screen's `view('next_match', 1)`."""
+    name, _, args = action.partition("(")
+    args = args.rstrip(")")
+    return f"view('{name}', {args})" if args else f"view('{name}')"
+
+
+OUTPUT_KEYS: list[Binding] = [
+    Binding("slash", "search", "Search", tooltip="Search the output"),
+    Binding("n", "next_match(1)", "Next", show=False, tooltip="Next match"),
+    Binding("N", "next_match(-1)", "Prev", show=False, tooltip="Previous match"),
+    Binding("left_square_bracket", "run(-1)", "Run -", tooltip="The previous run's output"),
+    Binding("right_square_bracket", "run(1)", "Run +", tooltip="The next run's output"),
+    Binding(
+        "L",
+        "pick_run",
+        "Runs",
+        id="runs",
+        tooltip="Every run of the session (start, end, exit, size): pick one to read",
+    ),
+    Binding("v", "toggle_raw", "Raw", tooltip="Stream-json as written, or readable"),
+    Binding("w", "toggle_wrap", "Wrap", tooltip="Wrap long lines, or cut them"),
+    Binding("g", "top", "Top", show=False, tooltip="Jump to the first line"),
+    Binding("G", "follow", "Follow", show=False, tooltip="Jump to the end, follow"),
+]
+"""Keys of a run's output, as actions of the view (the fleet's pane binds them while it has
+the focus: tab or a click)."""
+
+
 class OutputView(Vertical):
     """One run's output; `run` None follows the newest run, a number pins that run."""
 
-    KEYS: ClassVar[list[Binding]] = [
-        Binding("slash", "view('search')", "Search", tooltip="Search the output"),
-        Binding("n", "view('next_match', 1)", "Next", show=False, tooltip="Next match"),
-        Binding("N", "view('next_match', -1)", "Prev", show=False, tooltip="Previous match"),
-        Binding(
-            "left_square_bracket", "view('run', -1)", "Run -", tooltip="The previous run's output"
-        ),
-        Binding("right_square_bracket", "view('run', 1)", "Run +", tooltip="The next run's output"),
-        Binding("v", "view('toggle_raw')", "Raw", tooltip="Stream-json as written, or readable"),
-        Binding("w", "view('toggle_wrap')", "Wrap", tooltip="Wrap long lines, or cut them"),
-        Binding("g", "view('top')", "Top", show=False, tooltip="Jump to the first line"),
-        Binding("G", "view('follow')", "Follow", show=False, tooltip="Jump to the end, follow"),
-    ]
-    """Keys of the output tab; the session screen binds them (whatever has the focus) and
-    hands them here."""
+    KEYS: ClassVar[list[Binding]] = [replace(k, action=_via_view(k.action)) for k in OUTPUT_KEYS]
+    """The same keys for the session screen, which binds them whatever has the focus and
+    hands them here (through its `view` action, which also brings the Output tab forward)."""
+
+    FOLLOW_HINT = "G follows"
+    """How the person gets back to the end, said next to "+N new lines"."""
 
     run: reactive[int | None] = reactive(None)
     raw: reactive[bool] = reactive(False)
     unseen: reactive[int] = reactive(0)
     """Lines that arrived while the person was scrolled up."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, named: bool = False, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.named = named
+        """The title starts with the session's name (the fleet's pane, under every row)."""
+        self.session: str | None = None
+        """Whose output is read (None: nobody's, the feed stopped)."""
         self.title_text = ""
         self.pattern = ""
         self.match_line: int | None = None
@@ -66,6 +97,46 @@ class OutputView(Vertical):
     def lines(self) -> RunLines:
         """The lines."""
         return self.query_one(RunLines)
+
+    # ----- the feed ---------------------------------------------------------------------------
+
+    def follow(self, session: str | None) -> None:
+        """Read `session`'s output, run `run` (None: the newest, following newer ones); another
+        session starts from its newest run, blank at once so no other session's lines stay;
+        None stops reading."""
+        if session != self.session:
+            self.session = session
+            self.set_reactive(OutputView.run, None)
+            self.shown_run, self.latest_run, self.title_text = None, 0, "reading…"
+            self.lines.open(None)
+            self.unseen = 0
+            self._title()
+        self.workers.cancel_group(self, "run-feed")
+        if session is not None:
+            client = cast("HerdApp", self.app).client
+            self.run_worker(
+                follow_run(client, session, self.post_message, self.run),
+                group="run-feed",
+                exclusive=True,
+                exit_on_error=False,
+            )
+
+    def watch_run(self) -> None:
+        """Another run picked: read that one."""
+        if self.is_mounted and self.session is not None:
+            self.follow(self.session)
+
+    def on_run_opened(self, message: RunOpened) -> None:
+        """The feed opened a run's file (only the session shown now counts)."""
+        message.stop()
+        if message.session == self.session:
+            self.opened(message)
+
+    def on_run_grew(self, message: RunGrew) -> None:
+        """The feed indexed more lines (only the session shown now counts)."""
+        message.stop()
+        if message.session == self.session:
+            self.grew(message)
 
     # ----- what the feed found --------------------------------------------------------------
 
@@ -96,17 +167,19 @@ class OutputView(Vertical):
 
     def _title(self) -> None:
         lines = self.query_one(RunLines)
-        parts = [
-            self.title_text,
+        named = self.named and self.session
+        parts = [f"{self.session}: {self.title_text}" if named else self.title_text]
+        # What the person is doing comes before the counts: a narrow terminal cuts the end.
+        if self.pattern:
+            where = f"line {self.match_line + 1:,}" if self.match_line is not None else "no match"
+            parts.append(f"/{self.pattern}: {where}")
+        if self.unseen:
+            parts.append(f"+{self.unseen:,} new lines ({self.FOLLOW_HINT})")
+        parts += [
             f"{lines.line_count:,} lines",
             "raw" if self.raw else "readable",
             "wrap" if lines.wrap else "",
         ]
-        if self.unseen:
-            parts.append(f"+{self.unseen:,} new lines (G follows)")
-        if self.pattern:
-            where = f"line {self.match_line + 1:,}" if self.match_line is not None else "no match"
-            parts.append(f"/{self.pattern}: {where}")
         self.query_one("#output-title", Static).update("  ·  ".join(p for p in parts if p))
 
     def watch_unseen(self) -> None:
@@ -180,6 +253,8 @@ class OutputView(Vertical):
                 break
             at = hit
         found = found if found is not None else first  # the line as written, at worst
+        if found is None:  # the match shown is the only one (seen in tmux: `n` said no match)
+            found = self.match_line
         self.match_line = found
         lines.mark_line = found
         lines.refresh()
@@ -192,11 +267,41 @@ class OutputView(Vertical):
         """The previous or next run; stepping past the newest follows the newest again."""
         shown = self.run or self.shown_run or self.latest_run
         wanted = shown + step
-        if wanted >= self.latest_run:
+        if not self.latest_run:
+            self.notify("no run yet", timeout=2)
+        elif not 1 <= wanted <= self.latest_run:  # say so: a key that does nothing looks broken
+            edge = "first" if step < 0 else "newest"
+            self.notify(f"run {shown} is the {edge} run", timeout=2, markup=False)
+        elif wanted >= self.latest_run:
             self.run = None
-        elif wanted >= 1:
+        else:
             self.run = wanted
+
+    def action_pick_run(self) -> None:
+        """A list of every run of the session; the one chosen is shown (the newest follows)."""
+        if self.session is None:
+            return
+
+        def chosen(run: int | None) -> None:
+            if run is not None:
+                self.run = None if run >= self.latest_run else run
+
+        client = cast("HerdApp", self.app).client
+        shown = self.shown_run or self.latest_run
+        self.app.push_screen(RunPicker(client, self.session, shown), chosen)
 
     def action_toggle_raw(self) -> None:
         """Readable summaries or the lines as the agent wrote them."""
         self.raw = not self.raw
+
+
+class FleetOutput(OutputView):
+    """The fleet view's output pane: the selected row's output, read as the Output tab reads it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(OUTPUT_KEYS)
+    """The output's keys while the pane has the focus (the session screen binds its own, so
+    that its footer leads with Back and Help)."""
+
+    FOLLOW_HINT = "below"
+    """The table keeps the focus (`G` is the pane's only once tab gives it the focus);
+    scrolling down to the end follows again."""

@@ -102,7 +102,8 @@ def detail_lines(status: SessionStatus | None) -> list[str]:
     """A few lines on where the selected session stands: plan, checkpoint, progress, warnings."""
     if status is None:
         return []
-    name = status.session
+    # The reason leads: at 80 columns the table shows the bare state.
+    name = f"{status.session}  {state_text(status)}  ·" if status.reason else status.session
     plan = status.plan
     lines = []
     if plan:
@@ -164,12 +165,14 @@ def uptime_cell(status: SessionStatus) -> str:
     return f"{hours // 24}d{hours % 24:02d}h"
 
 
-def row_cells(status: SessionStatus, last_width: int) -> dict[str, Cell]:
-    """Every cell of one session's row, the last output cut to `last_width` characters."""
+def row_cells(status: SessionStatus, last_width: int, reasons: bool = True) -> dict[str, Cell]:
+    """Every cell of one session's row, the last output cut to `last_width` characters;
+    without `reasons` (a narrow terminal) the state is the bare state, its reason left to
+    the details under the table."""
     state = str(status.state)
     style = STATE_STYLES.get(state, "")
     warnings = status.warnings
-    state_cell = state_text(status) + resumes_in(status)
+    state_cell = (state_text(status) if reasons else state) + resumes_in(status)
     state_cell += f" ⚠{len(warnings)}" if warnings else ""
     return {
         "session": (status.session, "bold"),

@@ -122,14 +122,15 @@ class RunLines(ScrollView, can_focus=True):
         return self.line_count - before
 
     def keep_end(self) -> None:
-        """To the end, now and once the new height is laid out."""
+        """To the end, now and once the new height is laid out (forced: until that layout
+        Textual has no scrollbar for the new height and would refuse the scroll)."""
         self.following = True
-        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         self.call_after_refresh(self._to_end)
 
     def _to_end(self) -> None:
         if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
             self.following = True
 
     def line_bytes(self, number: int) -> bytes:
@@ -164,8 +165,10 @@ class RunLines(ScrollView, can_focus=True):
             spare = max(0, self.scrollable_content_region.height - 1)
             self.virtual_size = Size(0, self.line_count + spare)
         else:
-            width = max(self.widest, self.scrollable_content_region.width)
-            self.virtual_size = Size(width, self.line_count)
+            # The widest line only: the view's own width, taken before the vertical
+            # scrollbar claimed two columns, made a horizontal scrollbar for short lines
+            # (seen in tmux), and its row hid the last line.
+            self.virtual_size = Size(self.widest, self.line_count)
         self._page_key = None
         self.refresh()
 
@@ -219,7 +222,7 @@ class RunLines(ScrollView, can_focus=True):
 
     def _strip(self, text: Text, number: int) -> Strip:
         line = text.copy()
-        line.stylize(self.rich_style)
+        line.stylize_before(self.rich_style)
         if number == self.mark_line:
             line.stylize("reverse")
         return Strip(line.render(self.app.console), line.cell_len)
@@ -248,7 +251,7 @@ class RunLines(ScrollView, can_focus=True):
 
     def _wrapped(self, number: int, width: int) -> list[Strip]:
         text = self.line_text(number).copy()
-        text.stylize(self.rich_style)
+        text.stylize_before(self.rich_style)
         if number == self.mark_line:
             text.stylize("reverse")
         lines = _cut_every(text, max(1, width))

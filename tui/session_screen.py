@@ -29,7 +29,6 @@ from agentherd.tui.messages import Loaded
 from agentherd.tui.output_view import OutputView
 from agentherd.tui.render import state_text
 from agentherd.tui.rows import VERIFIED_MARKS, cut
-from agentherd.tui.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.spend import usage_money
 from agentherd.tui.spend_chart import SpendCharts
 
@@ -114,6 +113,7 @@ class SessionScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="back", tooltip="Back to the fleet"),
+        Binding("question_mark", "app.help", "Help", show=True),  # early: 80 columns cut the rest
         *(
             Binding(str(n), f"tab('{tab}')", label, show=False, tooltip=f"The {label} tab")
             for n, (tab, label) in enumerate(TABS, start=1)
@@ -127,6 +127,8 @@ class SessionScreen(Screen[None]):
             id="restart-from",
             tooltip="Restart from the checkpoint under the cursor (Checkpoints tab; asks first)",
         ),
+        Binding("j", "move(1)", "Down", show=False, tooltip="Down a line, or the next checkpoint"),
+        Binding("k", "move(-1)", "Up", show=False, tooltip="Up a line, or the previous checkpoint"),
         Binding("ctrl+r", "reload", "Reload", show=False, tooltip="Read the tabs again"),
         Binding("O", "order", "Order", show=False, tooltip="Progress: newest first or last"),
         *OutputView.KEYS,
@@ -180,8 +182,6 @@ class SessionScreen(Screen[None]):
         for key, label in (("at", "AT"), ("sha", "SHA"), ("v", "✓"), ("files", "FILES")):
             table.add_column(label, key=key)
         table.add_column("SUBJECT", key="subject")
-        view = self.query_one(OutputView)
-        self.watch(view, "run", self._follow, init=False)
         self.show_status(self.herd.status_of(self.session))
         self._load()
         self.set_interval(SPEND_READ_EVERY_S, self._spend_if_shown)
@@ -190,8 +190,6 @@ class SessionScreen(Screen[None]):
 
     def watch_session(self) -> None:
         """Another session: start over on every tab."""
-        view = self.query_one(OutputView)
-        view.set_reactive(OutputView.run, None)
         self._seen = ()
         self.samples = None
         self.show_status(self.herd.status_of(self.session))
@@ -203,13 +201,7 @@ class SessionScreen(Screen[None]):
         self._read()
 
     def _follow(self) -> None:
-        view = self.query_one(OutputView)
-        self.run_worker(
-            follow_run(self.herd.client, self.session, self.post_message, view.run),
-            group="output",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        self.query_one(OutputView).follow(self.session)
 
     @work(group="read", exclusive=True, exit_on_error=False)
     async def _read(self) -> None:
@@ -251,7 +243,18 @@ class SessionScreen(Screen[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
-        """The Spend tab draws what it has and asks for newer samples."""
+        """The tab's content takes the keys (arrows, j/k move the checkpoint cursor or scroll:
+        seen in tmux, after `4` they still went to the tab bar and F took the first
+        checkpoint); the Spend tab draws what it has and asks for newer samples."""
+        target = {
+            "output": "#run-output",
+            "checkpoints": "#checkpoint-table",
+            "events": "#event-log",
+        }.get(str(event.pane.id), "VerticalScroll")
+        if event.pane.id == event.tabbed_content.active:  # a late event must not pull back
+            for widget in event.pane.query(target).results():
+                widget.focus()
+                break
         if event.pane.id == "spend":
             self._show_spend()
             self._spend_if_shown()
@@ -275,9 +278,9 @@ class SessionScreen(Screen[None]):
         warnings = f"  ⚠{len(status.warnings)}" if status.warnings else ""
         known = status.usage is not None and status.usage.cost_usd is not None
         spend = f"  {usage_money(status.usage)}" if known else ""
-        head = (
-            f"{status.session}  {state_text(status)}  ·  {status.handle or 'no task'}"
-            f"  ·  run {status.run or '-'}  ·  {plan}{warnings}{spend}"
+        head = (  # the state and its warnings first: a narrow terminal cuts the end
+            f"{status.session}  {state_text(status)}{warnings}  ·  {plan}"
+            f"  ·  run {status.run or '-'}{spend}  ·  {status.handle or 'no task'}"
         )
         self.query_one("#session-head", Static).update(head)
         self._show_spend()
@@ -295,16 +298,6 @@ class SessionScreen(Screen[None]):
         self._seen = seen
 
     # ----- what the readers found -----------------------------------------------------------
-
-    def on_run_opened(self, message: RunOpened) -> None:
-        """The output tab shows another run's file (only this session's)."""
-        if message.session == self.session and self.query(OutputView):
-            self.query_one(OutputView).opened(message)
-
-    def on_run_grew(self, message: RunGrew) -> None:
-        """More of the shown run's lines are indexed."""
-        if message.session == self.session and self.query(OutputView):
-            self.query_one(OutputView).grew(message)
 
     def on_loaded(self, message: Loaded) -> None:
         """Fill the tab a reader finished, if it is still about this session."""
@@ -344,9 +337,16 @@ class SessionScreen(Screen[None]):
         text = "\n\n".join(inert(entry) for entry in entries) or "the progress file is empty"
         self.query_one("#progress-text", Static).update(f"({order}; O flips)\n\n{text}")
 
-    def watch_newest_first(self) -> None:
+    def watch_newest_first(self, newest_first: bool) -> None:
+        """Show the newest entry: at the top, or at the end (scrolled to)."""
         if self.is_mounted:
             self._show_progress()
+            scroll = self.query_one("#progress-text").parent
+            if isinstance(scroll, VerticalScroll):
+                if newest_first:
+                    scroll.scroll_home(animate=False)
+                else:
+                    scroll.call_after_refresh(scroll.scroll_end, animate=False)
 
     def _show_events(self, events: list[Event]) -> None:
         log = self.query_one("#event-log", Log)
@@ -373,7 +373,7 @@ class SessionScreen(Screen[None]):
         for checkpoint in self.checkpoints:
             mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
             table.add_row(
-                checkpoint["at"].replace("T", " ")[:19],
+                _short_time(checkpoint["at"]),
                 checkpoint["sha"][:10],
                 Text(mark, style=style),
                 f"{len(checkpoint.get('files', []))}{_line_counts(checkpoint)}",
@@ -431,6 +431,17 @@ class SessionScreen(Screen[None]):
         if tabs.active != "output":
             tabs.active = "output"
         getattr(self.query_one(OutputView), f"action_{action}")(*args)
+
+    def action_move(self, step: int) -> None:
+        """j/k: the checkpoint cursor, or scroll the tab in front by a line."""
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            focused.move_cursor(row=max(0, focused.cursor_row + step))
+        elif focused is not None:
+            if step > 0:
+                focused.scroll_down(animate=False)
+            else:
+                focused.scroll_up(animate=False)
 
     def action_reload(self) -> None:
         """Read every tab again."""

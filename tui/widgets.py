@@ -32,6 +32,12 @@ class SessionTable(RowCachedTable):
     uptime is refreshed by `tick` for the rows on screen only, so a quiet fleet costs nothing.
     """
 
+    BINDINGS = [
+        # DataTable's own Enter (hidden) hid the app's from the footer: Open is shown, and
+        # the `open` id lets [keys] rebind this one too.
+        Binding("enter", "select_cursor", "Open", id="open", tooltip="The session screen"),
+    ]
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._cells: dict[str, dict[str, Cell]] = {}
@@ -85,7 +91,9 @@ class SessionTable(RowCachedTable):
         return max(LAST_MIN_CHARS, room)
 
     def _shown_cells(self, status: SessionStatus, width: int) -> dict[str, Cell]:
-        cells = row_cells(status, width)
+        # Where the uptime gave way (80 columns) a reason such as "(plan-tampered)" would
+        # leave the last output four characters; the details under the table say it.
+        cells = row_cells(status, width, reasons="uptime" in self.column_keys)
         return {key: cells[key] for key in self.column_keys if key in cells}
 
     def show(
