@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
@@ -9,6 +11,8 @@ from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, displ
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
 _PASS_STRINGS = frozenset({"done", "success"})
+_JSON_START = re.compile(rb"(?:^|\n)[ \t\r\x0b\x0c]*[{\[]")
+"""A line (of lines joined by newlines) that may be JSON: its first non-blank byte opens one."""
 _FAIL_STRINGS = frozenset({"error", "failed"})
 
 
@@ -54,6 +58,18 @@ class PlainParser(OutputParser):
             cost_estimated=self._cost_estimated,
             turns=self._turns,
         )
+
+    def decode_lines(self, lines: Sequence[bytes]) -> list[object | None]:
+        """`OutputParser.decode_lines`, with text lines passed over in bulk: most of a harness's
+        output is text, of which only the last non-blank line is kept (`last_text`)."""
+        if len(lines) < 2 or _JSON_START.search(b"\n".join(lines)) is not None:
+            return super().decode_lines(lines)
+        self.skipped_lines += len(lines)
+        for line in reversed(lines):  # what feeding them one by one would have kept
+            if line.strip():
+                self._on_other_line(line)
+                break
+        return [None] * len(lines)
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Apply a usage line or a done line."""
