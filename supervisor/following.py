@@ -101,7 +101,9 @@ class RunFollowing(SessionParts):
                 break
             read_any = True
             self._take_line(live, *live.splitter.feed(data))
-            if time.monotonic() > deadline:
+            if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
+                # The end of the file as it was (what came since raised the next wake-up: the
+                # watch was armed before reading): no second look, nor its replaced-file check.
                 break
         if not read_any:
             return

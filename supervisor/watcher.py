@@ -51,7 +51,7 @@ class WatchTarget:
 
 _Index = tuple[dict[str, list[Hit]], dict[str, list[Hit]], dict[str, str]]
 """Watched files and git folders (real paths), each with the (session, kind) pairs it concerns,
-and the log folders watched one change at a time (as given -> real path)."""
+and the log folders watched one change at a time (the log's path as given -> real folder)."""
 
 
 def _index(targets: Iterable[WatchTarget]) -> _Index:
@@ -68,7 +68,7 @@ def _index(targets: Iterable[WatchTarget]) -> _Index:
         else:
             files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
         if target.kind == "log":
-            log_dirs[str(target.directory)] = directory
+            log_dirs[str(target.path)] = directory
         else:
             other_dirs.add(directory)
     # Only a folder that holds nothing but logs is watched one change at a time: its readers
@@ -97,7 +97,8 @@ class FleetWatcher:
         self._dirs: tuple[str, ...] = ()
         self._watched: dict[str, DirId] = {}
         self._log_dirs: dict[str, str] = {}
-        """Log folders watched one change at a time: as given by `arm`'s callers -> real path."""
+        """Log folders watched one change at a time, by the path of their log as given (a
+        Path keeps its string: `arm` costs a lookup, not a path resolution)."""
         self._oneshot: frozenset[str] = frozenset()
         self._oneshot_files: dict[str, list[str]] = {}
         """The watched files in each one-shot folder: any change there wakes their readers."""
@@ -169,7 +170,7 @@ class FleetWatcher:
         otherwise be an event to read and dispatch, while its reader rests between reads anyway.
         Its reader arms it before each read, so a write after that read raises the next event.
         """
-        folder = self._log_dirs.get(str(log_path.parent))
+        folder = self._log_dirs.get(str(log_path))
         if folder is None or folder not in self._disarmed or self._notify is None:
             return
         self._disarmed.discard(folder)
