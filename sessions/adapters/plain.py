@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -11,8 +10,15 @@ from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, displ
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
 _PASS_STRINGS = frozenset({"done", "success"})
-_JSON_START = re.compile(rb"(?:^|\n)[ \t\r\x0b\x0c]*[{\[]")
-"""A line (of lines joined by newlines) that may be JSON: its first non-blank byte opens one."""
+_JSON_OPENERS = (b"{", b"[")
+
+
+def _all_text(lines: Sequence[bytes]) -> bool:
+    """True when no line can be JSON: none starts (after blanks) with `{` or `[`."""
+    joined = b"".join(lines)
+    if b"{" not in joined and b"[" not in joined:  # one pass in C: most text has neither
+        return True
+    return not any(line.lstrip()[:1] in _JSON_OPENERS for line in lines)
 _FAIL_STRINGS = frozenset({"error", "failed"})
 
 
@@ -62,7 +68,7 @@ class PlainParser(OutputParser):
     def decode_lines(self, lines: Sequence[bytes]) -> list[object | None]:
         """`OutputParser.decode_lines`, with text lines passed over in bulk: most of a harness's
         output is text, of which only the last non-blank line is kept (`last_text`)."""
-        if len(lines) < 2 or _JSON_START.search(b"\n".join(lines)) is not None:
+        if len(lines) < 2 or not _all_text(lines):
             return super().decode_lines(lines)
         self.skipped_lines += len(lines)
         for line in reversed(lines):  # what feeding them one by one would have kept
