@@ -19,6 +19,8 @@ def _all_text(lines: Sequence[bytes]) -> bool:
     if b"{" not in joined and b"[" not in joined:  # one pass in C: most text has neither
         return True
     return not any(line.lstrip()[:1] in _JSON_OPENERS for line in lines)
+
+
 _FAIL_STRINGS = frozenset({"error", "failed"})
 
 
