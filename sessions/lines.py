@@ -28,7 +28,14 @@ class LineSplitter:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add a chunk and return the lines it completed; truncated ones are TruncatedLine."""
-        lines: list[bytes] = []
+        if not self._pending and len(chunk) <= self.max_line_bytes:
+            # No line in it can pass the cap: split it in one call instead of line by line.
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            if tail:
+                self._keep(tail, 0, len(tail))
+            return lines
+        lines = []
         start = 0
         end = len(chunk)
         while start < end:

@@ -149,6 +149,7 @@ class Daemon:
                 self.watcher = FleetWatcher(
                     self._on_file_change, self.timings.watch_debounce_ms, self.timings.watch_step_ms
                 )
+                self.ctx.arm_log = self.watcher.arm
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, ControlApi(self).handle)
                 await self._clean_verify_leftovers()

@@ -64,6 +64,9 @@ class RunFollowing(SessionParts):
     async def _follow_output(self, live: LiveRun) -> None:
         """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
         while True:
+            # The log's folder reports one change, then waits to be armed: armed before the
+            # read, a write after the read raises the next wake-up.
+            self.ctx.arm_log(live.tailer.path)
             self._read_output(live)
             if live.exited.is_set() and not live.tailer.has_more():
                 tail = live.splitter.flush()
@@ -103,7 +106,9 @@ class RunFollowing(SessionParts):
                 break
             read_any = True
             self._take_line(live, *live.splitter.feed(data))
-            if time.monotonic() > deadline:
+            if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
+                # The end of the file as it was (what came since raised the next wake-up: the
+                # watch was armed before reading): no second look, nor its replaced-file check.
                 break
         if not read_any:
             return
@@ -237,12 +242,19 @@ class RunFollowing(SessionParts):
                 # it can pass the cap at the fastest planned rate.
                 if grew:  # each watcher batch of a chatty log need not cost a check
                     await anyio.sleep(max(LOG_CHECK_MIN_S, room / LOG_WRITE_BYTES_PER_S))
-                else:
+                elif self._armed_and_quiet(live):
                     with anyio.move_on_after(self.ctx.timings.tail_poll_s):
                         await live.log_grew.wait()
             live.log_grew = anyio.Event()
         self._cap_log(live)
         self._report_log_cap(live, final=True)
+
+    def _armed_and_quiet(self, live: LiveRun) -> bool:
+        """Arm the log's watch, then look once more: True when nothing was written meanwhile (a
+        later write raises an event even while the reader rests with the watch fired)."""
+        self.ctx.arm_log(live.tailer.path)
+        grew, _ = self._cap_log(live)
+        return grew == 0
 
     def _cap_log(self, live: LiveRun) -> tuple[int, int]:
         """Cut the running log's middle if it passed the cap; return its growth and room left."""

@@ -22,6 +22,7 @@ IN_MOVE_SELF = 0x800
 IN_Q_OVERFLOW = 0x4000
 IN_IGNORED = 0x8000
 IN_ONLYDIR = 0x01000000
+IN_ONESHOT = 0x80000000
 IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
 
@@ -69,13 +70,22 @@ class Inotify:
         self.folders: dict[int, str] = {}
         self.overflowed = False
         """Set when the kernel dropped events (its queue was full): anything may have changed."""
+        self.oneshot: set[int] = set()
+        """Watches that report one change and then end (the kernel removes them)."""
+        self.fired: list[str] = []
+        """Folders whose one-shot watch reported its change since the caller last emptied this."""
 
-    def add(self, folder: str) -> None:
-        """Watch one folder's entries (not recursive); raises OSError (ENOENT, ENOSPC)."""
-        wd = _check(
-            _libc.inotify_add_watch(self.fd, os.fsencode(folder), WATCH_MASK), f"watch {folder}"
-        )
+    def add(self, folder: str, oneshot: bool = False) -> None:
+        """Watch one folder's entries (not recursive); raises OSError (ENOENT, ENOSPC).
+
+        A one-shot watch reports the first change only (a chatty log's writes would each be an
+        event): whoever reads the folder's files adds it again before reading them.
+        """
+        mask = WATCH_MASK | (IN_ONESHOT if oneshot else 0)
+        wd = _check(_libc.inotify_add_watch(self.fd, os.fsencode(folder), mask), f"watch {folder}")
         self.folders[wd] = folder
+        if oneshot:
+            self.oneshot.add(wd)
 
     def read(self) -> tuple[list[str], bool]:
         """The paths changed since the last read, and whether a watched folder itself went."""
@@ -97,6 +107,10 @@ class Inotify:
                 folder = self.folders.get(wd)
                 if folder is None:
                     continue
+                if wd in self.oneshot:  # its one event: the kernel has removed the watch
+                    self.oneshot.discard(wd)
+                    del self.folders[wd]
+                    self.fired.append(folder)
                 if mask & FOLDER_GONE:
                     gone = True
                     continue

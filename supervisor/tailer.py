@@ -39,6 +39,8 @@ class LogTailer:
         self._fd: int | None = None
         self._inode: int | None = None
         self._next_check = 0.0
+        self.size_seen = 0
+        """The file's size at the last read: reading up to it, the reader is at its end."""
         self.written_at = 0.0
         """The file's last write (wall clock, its mtime) as of the last read: a line read late
         was still written when the agent wrote it."""
@@ -49,7 +51,7 @@ class LogTailer:
             return b""
         assert self._fd is not None
         stat = os.fstat(self._fd)
-        size = stat.st_size
+        size = self.size_seen = stat.st_size
         self.written_at = stat.st_mtime
         if size < self.offset:
             self.offset = 0  # truncated under us

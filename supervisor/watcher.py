@@ -49,14 +49,17 @@ class WatchTarget:
         return self.path if self.kind == "git" else self.path.parent
 
 
-_Index = tuple[dict[str, list[Hit]], dict[str, list[Hit]]]
-"""Watched files and git folders (real paths), each with the (session, kind) pairs it concerns."""
+_Index = tuple[dict[str, list[Hit]], dict[str, list[Hit]], dict[str, str]]
+"""Watched files and git folders (real paths), each with the (session, kind) pairs it concerns,
+and the log folders watched one change at a time (the log's path as given -> real folder)."""
 
 
 def _index(targets: Iterable[WatchTarget]) -> _Index:
     """The targets by real path: files by their path, git folders by theirs."""
     files: dict[str, list[Hit]] = {}
     git_dirs: dict[str, list[Hit]] = {}
+    log_dirs: dict[str, str] = {}
+    other_dirs: set[str] = set()
     for target in targets:
         directory = os.path.realpath(target.directory)
         hit: Hit = (target.session, target.kind)
@@ -64,7 +67,14 @@ def _index(targets: Iterable[WatchTarget]) -> _Index:
             git_dirs.setdefault(directory, []).append(hit)
         else:
             files.setdefault(os.path.join(directory, target.path.name), []).append(hit)
-    return files, git_dirs
+        if target.kind == "log":
+            log_dirs[str(target.path)] = directory
+        else:
+            other_dirs.add(directory)
+    # Only a folder that holds nothing but logs is watched one change at a time: its readers
+    # arm it again; a plan or progress file beside a log must raise every change.
+    log_dirs = {given: real for given, real in log_dirs.items() if real not in other_dirs}
+    return files, git_dirs, log_dirs
 
 
 class FleetWatcher:
@@ -86,6 +96,16 @@ class FleetWatcher:
         self._git_dirs: dict[str, list[Hit]] = {}
         self._dirs: tuple[str, ...] = ()
         self._watched: dict[str, DirId] = {}
+        self._log_dirs: dict[str, str] = {}
+        """Log folders watched one change at a time, by the path of their log as given (a
+        Path keeps its string: `arm` costs a lookup, not a path resolution)."""
+        self._oneshot: frozenset[str] = frozenset()
+        self._oneshot_files: dict[str, list[str]] = {}
+        """The watched files in each one-shot folder: any change there wakes their readers."""
+        self._disarmed: set[str] = set()
+        """One-shot folders whose change was reported and that no reader has armed again."""
+        self._notify: Inotify | None = None
+        self.arms = 0
         self._stop = anyio.Event()
         self._settled = anyio.Event()
         self._targets_version = 0
@@ -112,8 +132,14 @@ class FleetWatcher:
             self._apply(index)
 
     def _apply(self, index: _Index) -> None:
-        self._files, self._git_dirs = index
-        files, git_dirs = index
+        files, git_dirs, self._log_dirs = index
+        self._files, self._git_dirs = files, git_dirs
+        self._oneshot = frozenset(self._log_dirs.values())
+        self._oneshot_files = {}
+        for path in files:
+            folder = os.path.dirname(path)
+            if folder in self._oneshot:
+                self._oneshot_files.setdefault(folder, []).append(path)
         self._dirs = tuple(sorted({os.path.dirname(path) for path in files} | set(git_dirs)))
         self._recheck_all()
 
@@ -136,6 +162,23 @@ class FleetWatcher:
             self._settled = anyio.Event()
         self._stop.set()
         return True
+
+    def arm(self, log_path: Path) -> None:
+        """Watch the folder of `log_path` (a log target) for its next change again.
+
+        A log folder's watch reports one change, then ends: a chatty agent's every write would
+        otherwise be an event to read and dispatch, while its reader rests between reads anyway.
+        Its reader arms it before each read, so a write after that read raises the next event.
+        """
+        folder = self._log_dirs.get(str(log_path))
+        if folder is None or folder not in self._disarmed or self._notify is None:
+            return
+        self._disarmed.discard(folder)
+        self.arms += 1
+        try:
+            self._notify.add(folder, oneshot=True)
+        except OSError:
+            self._recheck_all()  # the folder went: watch anew (a deleted one is not watched)
 
     async def wait_watching(self) -> None:
         """Return once the watch for the current targets is in place (or has failed)."""
@@ -170,7 +213,7 @@ class FleetWatcher:
         try:
             try:
                 for directory in dirs:
-                    notify.add(directory)
+                    notify.add(directory, oneshot=directory in self._oneshot)
             except OSError as exc:
                 # Whoever waits for the watch is told it is in place or has failed.
                 self._settled.set()
@@ -183,6 +226,8 @@ class FleetWatcher:
             self._settled.set()
             task_status.started()
             self._reporting = True
+            self._notify = notify
+            self._disarmed = set()
             async with anyio.create_task_group() as tg:
 
                 async def restart_when_asked() -> None:
@@ -193,6 +238,7 @@ class FleetWatcher:
                 await self._serve(notify)
         finally:
             self._reporting = False
+            self._notify = None
             notify.close()
         await anyio.lowlevel.checkpoint()  # a stop on shutdown is no restart: let the cancel in
         self.restarts += 1
@@ -229,10 +275,19 @@ class FleetWatcher:
     def _read(self, notify: Inotify) -> tuple[list[str], bool]:
         """The changed paths some target cares about, and whether a watched folder went."""
         paths, gone = notify.read()
+        if notify.fired:  # any change in a one-shot folder wakes its readers (they arm it)
+            for folder in notify.fired:
+                self._disarmed.add(folder)
+                paths.extend(self._oneshot_files.get(folder, ()))
+            notify.fired.clear()
         if notify.overflowed:  # the kernel dropped events: tell every target to look again
             notify.overflowed = False
             gone = True  # and look at every folder again
             paths = [*self._files, *(os.path.join(d, "HEAD") for d in self._git_dirs)]
+            # A one-shot watch may have fired with its event dropped: its readers arm it anew.
+            for wd in list(notify.oneshot):
+                self._disarmed.add(notify.folders.pop(wd))
+            notify.oneshot.clear()
         return [path for path in paths if self._hits(path)], gone
 
     def _existing(self) -> dict[str, DirId]:

@@ -16,6 +16,7 @@ from agentherd.sessions.adapters import (
     PlainParser,
     Usage,
     make_parser,
+    summary,
     valid_session_id,
 )
 from agentherd.sessions.adapters.summary import summarize
@@ -589,13 +590,13 @@ def test_the_adapter_summarises_each_line_as_the_dashboard_does(agent: str) -> N
 def test_each_output_line_is_decoded_once(agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The adapter's decode feeds both its counters and the summary a person sees."""
     decoded: list[str] = []
-    real_loads = json.loads
+    real_scan = summary._SCAN  # every line's decode goes through this one scanner
 
-    def counting_loads(text: str, **options: Any) -> Any:
+    def counting_scan(text: str, start: int) -> Any:
         decoded.append(text)
-        return real_loads(text, **options)
+        return real_scan(text, start)
 
-    monkeypatch.setattr(json, "loads", counting_loads)
+    monkeypatch.setattr(summary, "_SCAN", counting_scan)
     lines = [line for line in output_lines() if line.strip().startswith((b"{", b"["))]
     parser = make_parser(agent)
     for line in lines:

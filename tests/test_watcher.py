@@ -171,7 +171,11 @@ async def test_sibling_file_is_not_reported(tmp_path: Path) -> None:
     progress.write_text("")
     got = Recorder()
     watcher = FleetWatcher(got)
-    watcher.set_targets([WatchTarget("s1", "log", log), WatchTarget("s1", "progress", progress)])
+    # A plan beside the log: a folder of logs alone is watched one change at a time, and any
+    # change in it wakes the log's reader (test_a_log_folder_reports_one_change_...).
+    plan = runs / "plan.md"
+    targets = [WatchTarget("s1", "log", log), WatchTarget("s1", "plan", plan)]
+    watcher.set_targets([*targets, WatchTarget("s1", "progress", progress)])
     async with running(watcher):
         append(other)
         append(progress)  # barrier
@@ -334,3 +338,52 @@ async def test_a_watched_folder_deleted_and_made_again_is_watched_anew(tmp_path:
         append(target.path)
         await got.wait_for("s1", "log")
     assert watcher.starts == 2
+
+
+@pytest.mark.anyio
+async def test_a_log_folder_reports_one_change_until_its_reader_arms_it(tmp_path: Path) -> None:
+    """A chatty agent's every write is not an event: after one, the log's folder is quiet until
+    its reader arms it again (before reading), and then its next write is heard."""
+    run = tmp_path / "runs" / "s1" / "1"
+    run.mkdir(parents=True)
+    log_file = run / "output.log"
+    log_file.write_text("")
+    marker = tmp_path / "progress.md"
+    marker.write_text("")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "log", log_file), WatchTarget("s2", "progress", marker)])
+    async with running(watcher):
+        append(log_file)
+        await got.wait_for("s1", "log")
+        got.calls.clear()
+        append(log_file)  # the watch fired: nothing until armed
+        append(marker)  # queued after the log's write: once it is heard, the log's would be too
+        await got.wait_for("s2", "progress")
+        assert ("s1", "log") not in got.calls
+        watcher.arm(log_file)
+        watcher.arm(log_file)  # armed already: no second watch
+        assert watcher.arms == 1
+        append(log_file)
+        await got.wait_for("s1", "log")
+        got.calls.clear()
+        watcher.arm(log_file)
+        (run / "exit.json").write_text("{}")  # another file of the run's folder wakes its reader
+        await got.wait_for("s1", "log")
+
+
+@pytest.mark.anyio
+async def test_a_log_folder_beside_a_plan_reports_every_change(tmp_path: Path) -> None:
+    log_file = tmp_path / "output.log"
+    plan = tmp_path / "plan.md"
+    log_file.write_text("")
+    plan.write_text("")
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets([WatchTarget("s1", "log", log_file), WatchTarget("s1", "plan", plan)])
+    async with running(watcher):
+        append(log_file)
+        await got.wait_for("s1", "log")
+        got.calls.clear()
+        append(log_file)  # never armed: a folder with a plan in it is watched as before
+        await got.wait_for("s1", "log")

@@ -127,8 +127,8 @@ class OutputParser:
 
     def _set_session_id(self, value: object) -> None:
         """Record a reported session id when it is safe to use; refuse and count any other."""
-        if value is None:
-            return
+        if value is None or (value == self.session_id and type(value) is str):
+            return  # the id every line repeats was checked when it first came
         if isinstance(value, str) and valid_session_id(value):
             self.session_id = value
             return

@@ -279,6 +279,8 @@ class ClaudeParser(OutputParser):
 
     def _set_model(self, value: object) -> None:
         """Record the model id when it looks like one."""
+        if value == self.model:
+            return  # every message names it again; it was checked the first time
         if isinstance(value, str) and _MODEL_NAME.fullmatch(value):
             self.model = value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
@@ -9,6 +10,17 @@ from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, displ
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
 _PASS_STRINGS = frozenset({"done", "success"})
+_JSON_OPENERS = (b"{", b"[")
+
+
+def _all_text(lines: Sequence[bytes]) -> bool:
+    """True when no line can be JSON: none starts (after blanks) with `{` or `[`."""
+    joined = b"".join(lines)
+    if b"{" not in joined and b"[" not in joined:  # one pass in C: most text has neither
+        return True
+    return not any(line.lstrip()[:1] in _JSON_OPENERS for line in lines)
+
+
 _FAIL_STRINGS = frozenset({"error", "failed"})
 
 
@@ -54,6 +66,18 @@ class PlainParser(OutputParser):
             cost_estimated=self._cost_estimated,
             turns=self._turns,
         )
+
+    def decode_lines(self, lines: Sequence[bytes]) -> list[object | None]:
+        """`OutputParser.decode_lines`, with text lines passed over in bulk: most of a harness's
+        output is text, of which only the last non-blank line is kept (`last_text`)."""
+        if len(lines) < 2 or not _all_text(lines):
+            return super().decode_lines(lines)
+        self.skipped_lines += len(lines)
+        for line in reversed(lines):  # what feeding them one by one would have kept
+            if line.strip():
+                self._on_other_line(line)
+                break
+        return [None] * len(lines)
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Apply a usage line or a done line."""

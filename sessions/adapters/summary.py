@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from json.scanner import make_scanner
+from typing import Any, cast
 
 from agentherd.sessions.sanitize import display_line
 
@@ -76,17 +77,24 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"not JSON: {name}")
 
 
+_SCAN = make_scanner(cast(Any, json.JSONDecoder(parse_constant=_reject_constant)))
+"""One decoder's scanner for every line: `json.loads(s, parse_constant=...)` built a decoder per
+call, and its `decode` checks for whitespace a stripped line cannot have at either end."""
+
+
 def load_json(line: bytes) -> object | None:
     """Parse one line as a JSON object or array; None when it is anything else."""
     stripped = line.strip()
     if not stripped or stripped[:1] not in (b"{", b"["):
         return None
+    text = stripped.decode("utf-8", errors="replace")
     try:
-        return json.loads(
-            stripped.decode("utf-8", errors="replace"), parse_constant=_reject_constant
-        )
-    except (ValueError, RecursionError):
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
         return None
+    # A value followed by more than JSON whitespace is not one JSON value (json.loads: "Extra
+    # data"); the line was stripped of ASCII whitespace, so anything after it is extra.
+    return value if end == len(text) else None
 
 
 def summarize(data: bytes, max_chars: int) -> str:
