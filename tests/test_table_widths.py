@@ -108,3 +108,35 @@ async def test_rows_cached_whatever_row_the_cursor_is_on_look_as_datatable_draws
                 table, row_key, 0, style, table.cursor_coordinate, table.hover_coordinate
             )
             assert ours == theirs, row_key
+
+
+@pytest.mark.anyio
+async def test_a_cursor_move_builds_only_the_two_rows_it_touches_and_lines_look_the_same(
+    tmp_path: Path,
+) -> None:
+    """DataTable keyed each cached line by the cursor's position, so a `j` built every visible
+    line again (the per-key cost behind a 200-row table); here it builds the row it left and
+    the row it reached, and every line is still what DataTable draws."""
+    from textual.widgets import DataTable
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        await pilot.pause()
+        built: list[object] = []
+        original = table._render_line_in_row
+
+        def counting(row_key: object, *args: object, **kwargs: object) -> object:
+            built.append(row_key)
+            return original(row_key, *args, **kwargs)  # type: ignore[arg-type]
+
+        table._render_line_in_row = counting  # type: ignore[method-assign]
+        await pilot.press("j")
+        await pilot.pause()
+        assert table.cursor_row == 1
+        assert 1 <= len(set(built)) <= 2, built
+        style = table.rich_style
+        for y in range(table.row_count + 1):
+            theirs = DataTable._render_line(table, y, 0, table.size.width, style)
+            assert table._render_line(y, 0, table.size.width, style) == theirs, y

@@ -19,10 +19,14 @@ most, not once per change.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 from typing import Any
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual._segment_tools import line_crop
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
@@ -158,8 +162,66 @@ class RowCachedTable(DataTable[Text]):
             self._cell_render_cache.discard(cell_key)
         for row_key in [key for key in row_keys if key[0] in rows]:
             self._row_render_cache.discard(row_key)
-        self._line_cache.clear()  # keyed by line, rebuilt from the row caches
+        line_keys = self._line_cache.keys()
+        for line_key in [key for key in line_keys if self._line_row(key[0]) in rows]:
+            self._line_cache.discard(line_key)
         cells.clear()
+
+    def _line_row(self, y: int) -> RowKey | None:
+        """The row that line `y` (counted from the table's top, header included) belongs to."""
+        try:
+            return self._get_offsets(y)[0]
+        except LookupError:
+            return None
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """DataTable's line, cached whatever row the cursor is on (as `_render_line_in_row`).
+
+        DataTable keys each cached line by the cursor's position, so a key that moved the
+        cursor built every visible line again; here only the two rows it left and reached.
+        """
+        width = self.size.width
+        try:
+            row_key, y_offset_in_row = self._get_offsets(y)
+        except LookupError:
+            return Strip.blank(width, base_style)
+        cursor, hover = self.cursor_coordinate, self.hover_coordinate
+        if self.cursor_type == "row":
+            found = self._row_locations.get(row_key)
+            index = -1 if found is None else found  # the header row is -1
+            cursor = cursor if cursor.row == index else OFF_CURSOR
+            hover = hover if hover.row == index else OFF_CURSOR
+        cache_key = (
+            y,
+            x1,
+            x2,
+            width,
+            cursor,
+            hover,
+            base_style,
+            self.cursor_type,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        if cache_key in self._line_cache:
+            return self._line_cache[cache_key]
+        fixed, scrollable = self._render_line_in_row(
+            row_key,
+            y_offset_in_row,
+            base_style,
+            cursor_location=self.cursor_coordinate,
+            hover_location=self.hover_coordinate,
+        )
+        fixed_width = sum(
+            column.get_render_width(self) for column in self.ordered_columns[: self.fixed_columns]
+        )
+        fixed_line: list[Segment] = list(chain.from_iterable(fixed)) if fixed else []
+        scrollable_line: list[Segment] = list(chain.from_iterable(scrollable))
+        segments = fixed_line + line_crop(scrollable_line, x1 + fixed_width, x2, width)
+        strip = Strip(segments).adjust_cell_length(width, base_style).simplify()
+        self._line_cache[cache_key] = strip
+        return strip
 
     def _render_line_in_row(
         self,
