@@ -128,15 +128,6 @@ def _read_lines(sock: socket.socket) -> Iterator[bytes]:
         buffer += chunk
 
 
-def stream_item(line: bytes) -> Any:
-    """The item of one streamed line; None when the line ends the stream (ApiError on error)."""
-    reply = decode(line)
-    if "stream" in reply:
-        return reply["stream"]
-    _result(reply)
-    return None
-
-
 class AsyncClient:
     """Async client for the dashboard: calls and snapshot streams over anyio."""
 
@@ -183,15 +174,3 @@ class AsyncClient:
                     _result(reply)
                     return
                 yield reply["stream"]
-
-    async def stream_lines(self, op: str, **args: Any) -> AsyncIterator[bytes]:
-        """Like `stream`, but each line undecoded (`stream_item` decodes one): a reader that
-        keeps only the newest of many large items decodes just that one."""
-        stream, reader = await self._connect()
-        async with stream:
-            await stream.send(encode({"id": 1, "op": op, **args}))
-            while True:
-                try:
-                    yield await reader.receive_until(b"\n", MAX_MESSAGE_BYTES)
-                except (anyio.EndOfStream, anyio.IncompleteRead):
-                    return
