@@ -30,7 +30,8 @@ async def test_output_lines_send_only_the_output_fields(herd: Herd) -> None:
     herd.write(fleet_toml(herd.root, ["a", "b"]))
     client = herd.start()
     assert herd.daemon is not None
-    wait_until(lambda: herd.status("a")["checkpoint"], what="a's first commit")
+    for name in ("a", "b"):  # each repo's first look is done (the boot defers it): at rest
+        wait_until(lambda n=name: herd.status(n)["checkpoint"], what=f"{name}'s first commit")
     stream = AsyncClient(herd.daemon.socket_path).stream("subscribe", changes=True, patches=True)
     mirror = FleetMirror()
     mirror.apply(await next_item(stream))
