@@ -112,6 +112,8 @@ class Observer:
         self._git_missing = False
         """The last look found no repository (so finding one changes what is watched)."""
         self._head_log_sig: FileSignature | None = None
+        self._git_look: anyio.Lock | None = None
+        """Held by the look at git under way (made on first use, inside the event loop)."""
         self._verify_submit: Submit | None = None
         self.verification: dict[str, Any] | None = None
         """The newest verification result, shown with the checkpoint it belongs to."""
@@ -313,8 +315,16 @@ class Observer:
         """Record commits that appeared since the last look, and verify the newest.
 
         `logs/HEAD` is appended on every commit and reset, so an unchanged stat of it means
-        nothing moved: the slow reconcile pass costs one stat per session.
+        nothing moved: the slow reconcile pass costs one stat per session. One look at a time:
+        a second look that found the stat unchanged while the first was still reading HEAD
+        returned with the older checkpoint (a clean end then waited for a superseded verdict).
         """
+        if self._git_look is None:
+            self._git_look = anyio.Lock()
+        async with self._git_look:
+            await self._refresh_git()
+
+    async def _refresh_git(self) -> None:
         cwd = self.config.cwd
         paths = await self.git_paths()
         if paths is not None:
