@@ -314,21 +314,31 @@ class DriftHandling(SessionParts):
 
     # ----- the slow pass: progress and burn ---------------------------------------------------
 
-    def check_drift(self) -> None:
-        """Note plan progress (it closes burn and early-exit) and judge the burn rate."""
+    def note_plan_progress(self) -> None:
+        """A plan item flipped to passing: a new burn baseline; burn and early-exit close.
+
+        Called as soon as the plan is read, not only on the slow pass: a flip noticed late
+        closed the early-exit warning that the next run had opened since.
+        """
         plan = self.observer.plan_current
         passing = plan.passing if plan is not None else None
         state = self.drift
-        if passing is not None and (state.passing_seen is None or passing > state.passing_seen):
-            flipped = state.passing_seen is not None
-            if flipped:
-                state.spent_at_flip = self._spent()
-            state.passing_seen = passing
-            self._keep_burn_baseline()
-            if flipped:
-                for kind in CLOSED_BY_PROGRESS:
-                    self.close_warning(kind, f"{passing} plan items pass now", "plan-progress")
-            self._commit()  # the new baseline outlives this daemon
+        if passing is None or (state.passing_seen is not None and passing <= state.passing_seen):
+            return
+        flipped = state.passing_seen is not None
+        if flipped:
+            state.spent_at_flip = self._spent()
+        state.passing_seen = passing
+        self._keep_burn_baseline()
+        if flipped:
+            for kind in CLOSED_BY_PROGRESS:
+                self.close_warning(kind, f"{passing} plan items pass now", "plan-progress")
+        self._commit()  # the new baseline outlives this daemon
+
+    def check_drift(self) -> None:
+        """Note plan progress and judge the burn rate (the slow pass)."""
+        self.note_plan_progress()
+        state = self.drift
         if self.record.state not in (State.RUNNING, State.BACKOFF, State.STARTING):
             return
         if self.warnings.is_open("burn-without-progress"):

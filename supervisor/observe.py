@@ -114,6 +114,8 @@ class Observer:
         self._head_log_sig: FileSignature | None = None
         self._git_look: anyio.Lock | None = None
         """Held by the look at git under way (made on first use, inside the event loop)."""
+        self._plan_read: anyio.Lock | None = None
+        """Held by the read of the plan under way (made on first use)."""
         self._verify_submit: Submit | None = None
         self.verification: dict[str, Any] | None = None
         """The newest verification result, shown with the checkpoint it belongs to."""
@@ -148,7 +150,18 @@ class Observer:
     # ----- plan -----------------------------------------------------------------------------
 
     async def refresh_plan(self) -> None:
-        """Parse the plan if it changed; keep the last good one when it is broken."""
+        """Parse the plan if it changed; keep the last good one when it is broken.
+
+        One read at a time: a second caller (a run's clean end) that found the signature the
+        first had already taken returned with the plan before it, so a run that passed an
+        item was judged against the older count (early exits missed or invented).
+        """
+        if self._plan_read is None:
+            self._plan_read = anyio.Lock()
+        async with self._plan_read:
+            await self._refresh_plan()
+
+    async def _refresh_plan(self) -> None:
         path = self.plan_path
         if path is None:
             return
@@ -163,6 +176,7 @@ class Observer:
             self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
         self.plan_error = None
         self.plan_current = plan
+        self.session.note_plan_progress()
         if self.plan_baseline is None:
             self.plan_baseline = plan
             self.session.adopt_plan_baseline(

@@ -78,6 +78,10 @@ class SessionPort(Protocol):
         """The agent showed progress (a progress entry or a commit)."""
         ...
 
+    def note_plan_progress(self) -> None:
+        """The plan was read: a newly passing item closes burn and early-exit at once."""
+        ...
+
     def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool:
         """Post a new commit with its events; False when it was known already."""
         ...
