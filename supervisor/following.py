@@ -11,7 +11,7 @@ import anyio
 
 from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import agentusage, logcap, procs
+from agentherd.supervisor import agentusage, logcap, procs, runleftovers
 from agentherd.supervisor.liverun import LiveRun, outcome_name
 from agentherd.supervisor.parts import SessionParts
 
@@ -192,7 +192,9 @@ class RunFollowing(SessionParts):
             ),
             run=live.record,
         )
-        if not live.record.stop_requested:
+        if not live.record.stop_requested and await anyio.to_thread.run_sync(
+            runleftovers.maybe_left, live.identity
+        ):  # the full scan only when the quick look found a candidate
             leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
             if leftovers:
                 await procs.stop_tree(
@@ -202,7 +204,8 @@ class RunFollowing(SessionParts):
                     self.ctx.timings.kill_wait_s,
                     self.ctx.timings.stop_poll_s,
                 )
-        await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+        if live.identity.cgroup is not None:
+            await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
 
     # ----- logs ------------------------------------------------------------------------------
 

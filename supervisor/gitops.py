@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
+from agentherd.supervisor import gitfiles
 from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
 from agentherd.supervisor.gitproc import GitDeadline as GitDeadline
 from agentherd.supervisor.gitproc import GitError as GitError
@@ -305,10 +306,22 @@ def git_paths(worktree: Path) -> GitPaths:
 def is_git_repo(path: Path) -> bool:
     """True when `path` is inside a git worktree."""
     try:
-        git_paths(path)
+        _paths(path)
     except NotAGitRepo:
         return False
     return True
+
+
+def _paths(worktree: Path) -> GitPaths:
+    """`git_paths`, read from the files when the layout is plain (no git process)."""
+    return gitfiles.find_paths(worktree) or git_paths(worktree)
+
+
+def head_sha(worktree: Path, paths: GitPaths | None = None) -> str | None:
+    """The sha HEAD points at, or None before the first commit (from the files when it can)."""
+    paths = paths or _paths(worktree)
+    sha = gitfiles.head_sha(paths)
+    return _head_or_none(paths.worktree) if sha == gitfiles.UNKNOWN else sha
 
 
 def head_checkpoint(worktree: Path) -> Checkpoint | None:
@@ -445,11 +458,15 @@ def save_rescue(
     daemon after a kill mid-reset), the commit goes on `ref.2`, `ref.3`..., unless one of them
     already holds this very tree on this HEAD. Returns None when there is nothing to save.
     """
-    paths = git_paths(worktree)
+    paths = _paths(worktree)
     top = paths.worktree
-    if not ref.startswith("refs/") or _run_raw(top, "check-ref-format", ref).returncode != 0:
+    if not ref.startswith("refs/") or (
+        not gitfiles.valid_ref_name(ref) and _run_raw(top, "check-ref-format", ref).returncode
+    ):
         raise ValueError(f"not a ref name for a rescue: {ref!r} (e.g. refs/herd/api/rescue/3)")
-    head = _head_or_none(top, deadline)
+    head = gitfiles.head_sha(paths)
+    if head == gitfiles.UNKNOWN:
+        head = _head_or_none(top, deadline)
     with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         try:
@@ -469,11 +486,14 @@ def save_rescue(
         tree = _run(top, "write-tree", env=index, deadline=deadline).strip().decode("ascii")
     if head is None:
         base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"", deadline=deadline)
+    elif (loose_tree := gitfiles.commit_tree(paths, head)) != gitfiles.UNKNOWN:
+        base_tree = loose_tree.encode("ascii")
     else:
         base_tree = _run(top, "rev-parse", f"{head}^{{tree}}", deadline=deadline)
     if tree == base_tree.strip().decode("ascii"):
         return None
-    copies = _copies(top, ref, deadline)
+    # Mostly neither the ref nor a copy exists yet: then no git process need list them.
+    copies = [] if gitfiles.no_ref_like(paths, ref) else _copies(top, ref, deadline)
     earlier = tuple(name for name, *_ in copies)
     for name, sha, copy_tree, parents in copies:
         if copy_tree == tree and parents == (head or ""):
@@ -493,9 +513,12 @@ def keep_head(
     Nothing is lost when there is no HEAD yet or HEAD is already an ancestor of the target.
     """
     _check_rev(target_sha)
-    top = git_paths(worktree).worktree
-    head = _head_or_none(top, deadline)
-    if head is None:
+    paths = _paths(worktree)
+    top = paths.worktree
+    head = gitfiles.head_sha(paths)
+    if head == gitfiles.UNKNOWN:
+        head = _head_or_none(top, deadline)
+    if head is None or head == target_sha:  # HEAD is its own ancestor: nothing to keep
         return None
     ancestor = _run_raw(top, "merge-base", "--is-ancestor", head, target_sha, deadline=deadline)
     if ancestor.returncode == 0:
@@ -519,8 +542,9 @@ def reset_worktree(
     when no live process may hold it (a killed daemon's `git reset` can still be running):
     until `deadline`, we wait for it; after, GitError and nothing is reset.
     """
-    full = resolve_commit(worktree, sha)
-    paths = git_paths(worktree)
+    paths = _paths(worktree)
+    # Resetting to HEAD itself (a crash's restart from the last checkpoint) needs no lookup.
+    full = sha if sha == gitfiles.head_sha(paths) else resolve_commit(worktree, sha)
     top = paths.worktree
     wait_index_free(top, paths.git_dir / "index.lock", deadline)
     _run(top, "reset", "--hard", "--quiet", full, deadline=deadline)

@@ -138,8 +138,7 @@ async def restart_target(
             )
         )
     if wanted in ("last", "verified"):
-        checkpoint = await anyio.to_thread.run_sync(gitops.head_checkpoint, cwd)
-        return checkpoint.sha if checkpoint else None
+        return await anyio.to_thread.run_sync(gitops.head_sha, cwd)  # no diff stat needed
     return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, wanted)
 
 
