@@ -278,7 +278,10 @@ class Observer:
         if signature is None:
             return
         try:
-            data = await anyio.to_thread.run_sync(_read_tail, path)
+            if signature.size <= PROGRESS_LOOP_READ_BYTES:
+                data = _read_tail(path)  # a small read: a worker's hand-off costs more
+            else:
+                data = await anyio.to_thread.run_sync(_read_tail, path)
         except OSError as exc:
             self._progress_invalid(f"{self.config.progress}: {exc}; keeping the last entries")
             return
@@ -604,6 +607,9 @@ class Observer:
         return found
 
 
+PROGRESS_LOOP_READ_BYTES = 64 * 1024
+"""A progress file up to this size is read on the event loop (open_regular never blocks on a
+FIFO); a larger one in a worker thread."""
 PROGRESS_TAIL_BYTES = 256 * 1024
 """Only the end of a long progress file is read: the latest entries live there."""
 

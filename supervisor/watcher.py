@@ -257,13 +257,13 @@ class FleetWatcher:
         while True:
             await anyio.wait_readable(notify.fd)
             paths, gone = self._read(notify)
+            paths = await self._pass_progress(paths)
             if not paths and not gone:
-                continue  # only files no session cares about changed
+                continue  # only files no session cares about changed, or progress files
             # A batch: more changes follow a write closely; gather them until a quiet step.
             deadline = anyio.current_time() + self.debounce_ms / 1000
             while anyio.current_time() < deadline:
-                await anyio.sleep(step_s)
-                more, more_gone = self._read(notify)
+                more, more_gone = await self._step(notify, step_s)
                 if not more and not more_gone:
                     break
                 paths += more
@@ -301,6 +301,37 @@ class FleetWatcher:
             if stat.S_ISDIR(info.st_mode):
                 found[directory] = (info.st_dev, info.st_ino)
         return found
+
+    async def _step(self, notify: Inotify, step_s: float) -> tuple[list[str], bool]:
+        """The changes of one step of a batch, but progress files' handed on as they come."""
+        ends = anyio.current_time() + step_s
+        paths: list[str] = []
+        gone = False
+        while True:
+            with anyio.move_on_after(ends - anyio.current_time()):
+                await anyio.wait_readable(notify.fd)
+            more, more_gone = self._read(notify)
+            paths += await self._pass_progress(more)
+            gone = gone or more_gone
+            if anyio.current_time() >= ends:
+                return paths, gone
+
+    async def _pass_progress(self, paths: list[str]) -> list[str]:
+        """Hand on at once the changes that concern progress files only; return the others.
+
+        A progress file is read from its tail when its signature changed: nothing is gained
+        by waiting for the writes that follow (each would be read in its own batch), and a
+        fleet's busy logs kept a batch open most of the time.
+        """
+        progress = [path for path in paths if self._only_progress(path)]
+        if not progress:
+            return paths
+        await self._dispatch(progress)
+        return [path for path in paths if not self._only_progress(path)]
+
+    def _only_progress(self, path: str) -> bool:
+        hits = self._hits(path)
+        return bool(hits) and all(kind == "progress" for _, kind in hits)
 
     def _hits(self, path: str) -> list[Hit]:
         """The (session, kind) pairs a change of `path` concerns."""

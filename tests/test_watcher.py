@@ -387,3 +387,23 @@ async def test_a_log_folder_beside_a_plan_reports_every_change(tmp_path: Path) -
         got.calls.clear()
         append(log_file)  # never armed: a folder with a plan in it is watched as before
         await got.wait_for("s1", "log")
+
+
+@pytest.mark.anyio
+async def test_a_progress_write_is_handed_on_without_waiting_for_the_batch(tmp_path: Path) -> None:
+    """A change to a progress file only ends its batch at once; a plan's waits for a quiet step
+    (here 60 s: the test would time out had the progress write waited for one)."""
+    progress, plan = tmp_path / "progress.md", tmp_path / "plan.md"
+    progress.write_text("start\n")
+    plan.write_text("- [ ] one\n")
+    got = Recorder()
+    watcher = FleetWatcher(got, debounce_ms=120_000, step_ms=60_000)
+    watcher.set_targets([WatchTarget("s1", "progress", progress), WatchTarget("s1", "plan", plan)])
+    async with running(watcher):
+        append(progress)
+        await got.wait_for("s1", "progress")
+        replace(plan, "- [x] one\n")  # its batch stays open a quiet step long
+        await anyio.sleep(0.05)  # let the watch read it (no call may come from it yet)
+        append(progress, "more\n")  # handed on while the plan's batch is still open
+        await got.wait_until(lambda: got.calls.count(("s1", "progress")) == 2)
+    assert got.calls == [("s1", "progress"), ("s1", "progress")]

@@ -1,0 +1,52 @@
+"""The quick look for an ended run's leftovers: a tagged or grouped process is never missed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from agentherd.supervisor.procs import RunIdentity
+from agentherd.supervisor.runleftovers import maybe_left
+
+
+@contextmanager
+def sleeper(env: dict[str, str], new_session: bool) -> Iterator[subprocess.Popen[bytes]]:
+    """A process that waits for its stdin to close; ended and reaped after the block."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        env={**os.environ, **env},
+        start_new_session=new_session,
+    )
+    try:
+        yield process
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(10)
+
+
+def test_a_tagged_process_in_its_own_session_is_found_and_none_once_it_ended() -> None:
+    identity = RunIdentity(999_999, 999_999, time.time(), "cafe01")
+    with sleeper({"HERD_RUN_TAG": "cafe01"}, new_session=True):
+        assert maybe_left(identity)
+    assert not maybe_left(identity)
+
+
+def test_a_process_in_the_runs_group_is_found() -> None:
+    with sleeper({}, new_session=True) as process:
+        assert maybe_left(RunIdentity(process.pid, process.pid, time.time() - 1, "feed02"))
+
+
+def test_an_older_process_with_the_tag_is_not_the_runs() -> None:
+    with sleeper({"HERD_RUN_TAG": "beef03"}, new_session=True):
+        later = RunIdentity(999_999, 999_999, time.time() + 60, "beef03")
+        assert not maybe_left(later)  # started before the run: not one of its processes
+
+
+def test_without_a_known_start_the_full_scan_decides() -> None:
+    assert maybe_left(RunIdentity(None, None, None, "abcd04"))
