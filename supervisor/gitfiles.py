@@ -174,19 +174,46 @@ def valid_ref_name(ref: str) -> bool:
     return all(part and not part.startswith(".") and not part.endswith(".lock") for part in parts)
 
 
-def commit_tree(paths: GitPaths, sha: str) -> str:
-    """The tree of the loose commit `sha`, or UNKNOWN (packed, elsewhere, not a commit)."""
+def _commit_header(paths: GitPaths, sha: str) -> list[bytes] | None:
+    """The header lines (tree, parents, author...) of the loose commit `sha`; None: ask git."""
     if not _SHA_RE.fullmatch(sha):
-        return UNKNOWN
+        return None
     try:
         with open(paths.common_dir / "objects" / sha[:2] / sha[2:], "rb") as handle:
             packed = handle.read(MAX_COMMIT_BYTES)
-        # The header and the tree line are in the first few hundred bytes.
-        head = zlib.decompressobj().decompress(packed, 512)
+        # The object header, tree and parent lines are in the first few hundred bytes.
+        head = zlib.decompressobj().decompress(packed, 4096)
     except (OSError, zlib.error):
+        return None
+    kind, _, body = head.partition(b"\0")
+    lines = body.split(b"\n")
+    if not kind.startswith(b"commit ") or len(lines) < 2 or not lines[0].startswith(b"tree "):
+        return None
+    return lines
+
+
+def commit_tree(paths: GitPaths, sha: str) -> str:
+    """The tree of the loose commit `sha`, or UNKNOWN (packed, elsewhere, not a commit)."""
+    lines = _commit_header(paths, sha)
+    if lines is None:
         return UNKNOWN
-    header, _, body = head.partition(b"\0")
-    if not header.startswith(b"commit ") or not body.startswith(b"tree "):
-        return UNKNOWN
-    tree = body[5:].partition(b"\n")[0].decode("ascii", "replace")
+    tree = lines[0][5:].decode("ascii", "replace")
     return tree if _SHA_RE.fullmatch(tree) else UNKNOWN
+
+
+def commit_parents(paths: GitPaths, sha: str) -> tuple[str, ...] | None:
+    """The parents of the loose commit `sha` (none for a root commit); None: ask git."""
+    lines = _commit_header(paths, sha)
+    if lines is None:
+        return None
+    parents = []
+    for line in lines[1:]:
+        if not line.startswith(b"parent "):
+            break
+        parent = line[7:].decode("ascii", "replace")
+        if not _SHA_RE.fullmatch(parent):
+            return None
+        parents.append(parent)
+    if len(lines) <= len(parents) + 1:
+        return None  # the header was cut before its end: more parents may follow
+    return tuple(parents)

@@ -350,6 +350,20 @@ def commits_between(
     return list(reversed(_log(repo, [new_sha, f"^{old_sha}"], limit)))
 
 
+def new_commits(
+    worktree: Path, old_sha: str | None, new_sha: str, limit: int, paths: GitPaths | None
+) -> list[Checkpoint]:
+    """`commits_between`, in one git process when `new_sha` is a loose commit whose only
+    parent is `old_sha` (an agent's commit on top of the last checkpoint)."""
+    if (
+        old_sha is not None
+        and paths is not None
+        and gitfiles.commit_parents(paths, new_sha) == (old_sha,)
+    ):
+        return _log(_open_repo(worktree), [new_sha], limit=1)
+    return commits_between(worktree, old_sha, new_sha, limit)
+
+
 def resolve_commit(worktree: Path, rev: str) -> str:
     """The full sha of the commit `rev` names; ValueError when there is none."""
     _check_rev(rev)

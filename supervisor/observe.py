@@ -32,7 +32,7 @@ from agentherd.sessions.status import (
     VerificationStatus,
 )
 from agentherd.sessions.times import iso
-from agentherd.supervisor import agentfiles, gitops
+from agentherd.supervisor import agentfiles, gitfiles, gitops
 from agentherd.supervisor.store import StoreUnavailable, Verification
 
 if TYPE_CHECKING:
@@ -349,6 +349,12 @@ class Observer:
             if signature is not None and signature == self._head_log_sig:
                 return
             self._head_log_sig = signature
+        # HEAD from the files (a few small reads): the commits are then read in one git
+        # process, not three; anything unusual (or no commit yet) is asked of git as before.
+        head_sha = gitfiles.head_sha(paths) if paths is not None else None
+        if head_sha is not None and head_sha != gitfiles.UNKNOWN:
+            await self._record_new_head(head_sha, None, paths)
+            return
         try:
             head = await anyio.to_thread.run_sync(
                 gitops.head_checkpoint, cwd, limiter=self._git_limiter
@@ -365,30 +371,52 @@ class Observer:
         if head is None:
             self._git_problem(f"{cwd} has no commits yet: no checkpoint")
             return
-        self.git_error = None
+        await self._record_new_head(head.sha, head, paths)
+
+    async def _record_new_head(
+        self, head_sha: str, head: Checkpoint | None, paths: GitPaths | None
+    ) -> None:
+        """Record the commits up to `head_sha` that are new since the last checkpoint."""
+        cwd = self.config.cwd
+        if head is not None:
+            self.git_error = None
         previous = self.checkpoint.sha if self.checkpoint else None
-        if head.sha == previous:
+        if head_sha == previous:
+            self.git_error = None
             return
         store = self.session.ctx.store
         known = store.checkpoints(self.config.name, limit=1)
         since = known[-1].sha if known else None
-        if since == head.sha:
+        if since == head_sha:
             self.checkpoint = known[-1]
             self.session.touch()
             if self.checkpoint.verified is None:  # its verification died with a daemon
-                self._submit_verification(head.sha)
+                self._submit_verification(head_sha)
             return
         try:
             new = await anyio.to_thread.run_sync(
-                gitops.commits_between,
+                gitops.new_commits,
                 cwd,
                 since,
-                head.sha,
+                head_sha,
                 MAX_NEW_CHECKPOINTS,
+                paths,
                 limiter=self._git_limiter,
             )
         except Exception:
+            if head is None:  # HEAD was read from the files: git says what it is, as before
+                try:
+                    head = await anyio.to_thread.run_sync(
+                        gitops.head_checkpoint, cwd, limiter=self._git_limiter
+                    )
+                except Exception as exc:
+                    self._git_problem(f"cannot read git in {cwd}: {exc}")
+                    return
+                if head is None:
+                    self._git_problem(f"{cwd} has no commits yet: no checkpoint")
+                    return
             new = [head]
+        self.git_error = None
         for commit in new:
             event = self.session.make_event(
                 "checkpoint",

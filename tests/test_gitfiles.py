@@ -130,3 +130,29 @@ def test_a_dirty_crash_rescue_and_reset_run_six_git_processes(tmp_path: Path) ->
     assert rev(repo, "HEAD") == head
     commands = [line.split()[12] for line in log.read_text().splitlines()]  # after the -c pairs
     assert commands == ["add", "write-tree", "commit-tree", "update-ref", "reset", "clean"]
+
+
+def test_new_commits_agree_with_commits_between(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    paths = gitops.git_paths(repo)
+    base = rev(repo, "HEAD")
+    assert gitfiles.commit_parents(paths, base) == ()
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one on top")
+    one = rev(repo, "HEAD")
+    assert gitfiles.commit_parents(paths, one) == (base,)
+    fast = gitops.new_commits(repo, base, one, 50, paths)
+    assert fast == gitops.commits_between(repo, base, one)
+    assert [c.files for c in fast] == [("a.txt",)]
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    two = rev(repo, "HEAD")
+    assert gitops.new_commits(repo, base, two, 50, paths) == gitops.commits_between(repo, base, two)
+    git(repo, "checkout", "-q", "-b", "side", base)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "side")
+    git(repo, "merge", "-q", "--no-edit", "main")
+    merge = rev(repo, "HEAD")
+    assert len(gitfiles.commit_parents(paths, merge) or ()) == 2
+    assert gitops.new_commits(repo, two, merge, 50, paths) == gitops.commits_between(
+        repo, two, merge
+    )
