@@ -263,6 +263,39 @@ async def _wait_agent_exec(pid: int) -> None:
     request waited hundreds of milliseconds during a fleet's start.
     """
     deadline = time.monotonic() + AGENT_EXEC_WAIT_S
+    own = _read_proc(f"/proc/{pid}/cmdline")
+    if own is None or _read_proc(f"/proc/{pid}/task/{pid}/children") is None:
+        await _wait_agent_exec_by_scan(pid)  # a kernel without the children list
+        return
+    while time.monotonic() < deadline and not _zombie_or_gone(pid):
+        # The wrapper's own list of children: two small reads a poll, where a look at every
+        # newer PID's stat file (and a psutil object per child) was a tenth of a fleet's start.
+        listed = _read_proc(f"/proc/{pid}/task/{pid}/children") or b""
+        for child in listed.split():
+            argv = _read_proc(f"/proc/{int(child)}/cmdline")
+            if argv and argv != own:  # a vfork child shares the wrapper's until its exec
+                return
+        await anyio.sleep(AGENT_EXEC_POLL_S)
+
+
+def _read_proc(path: str) -> bytes | None:
+    """A /proc file's bytes, or None when the process (or the file) is gone."""
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie until its parent reaps it) or is gone."""
+    stat = _read_proc(f"/proc/{pid}/stat")
+    return stat is None or stat.rpartition(b")")[2].split()[:1] == [b"Z"]
+
+
+async def _wait_agent_exec_by_scan(pid: int) -> None:
+    """`_wait_agent_exec` where /proc lists no children: a scan of the newer PIDs instead."""
+    deadline = time.monotonic() + AGENT_EXEC_WAIT_S
     try:
         wrapper = psutil.Process(pid)
         own = wrapper.cmdline()
