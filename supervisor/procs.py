@@ -544,6 +544,28 @@ def signal_group(identity: RunIdentity, signum: int) -> int | None:
     return group
 
 
+def signal_cgroup(identity: RunIdentity, signum: int, group_done: int | None) -> bool:
+    """Send `signum` to the members of the run's cgroup outside `group_done`; False (nothing
+    sent) when the run has no populated cgroup, so the caller scans every process instead.
+
+    Every process of the run is in its cgroup (the wrapper moved in before starting the
+    agent), so what left the group is found in `cgroup.procs`, not by reading the environment
+    of every process on the machine: that scan was most of a fleet's `herd down`. The checks
+    that the run is gone still scan, so whatever left the cgroup too is killed at the end of
+    the grace.
+    """
+    if identity.cgroup is None or not cgroups.populated(identity.cgroup):
+        return False
+    for pid in cgroups.members(identity.cgroup):
+        if group_done is not None and _in_pgid(pid, group_done):
+            continue
+        try:
+            send_checked(psutil.Process(pid), signum)
+        except psutil.Error:
+            continue  # gone meanwhile
+    return True
+
+
 def _in_pgid(pid: int, pgid: int) -> bool:
     try:
         return os.getpgid(pid) == pgid
@@ -612,9 +634,10 @@ async def stop_tree(
     asked = time.monotonic()
     if stop_signal != signal.SIGKILL:
         group = signal_group(identity, stop_signal)  # a few /proc reads: fine on the loop
-        # Any scan begun since the stop was asked for finds what escaped the group: runs
-        # stopping together share it, instead of each waiting for a scan begun after its turn.
-        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
+        if not await anyio.to_thread.run_sync(signal_cgroup, identity, stop_signal, group):
+            # Any scan begun since the stop was asked for finds what escaped the group: runs
+            # stopping together share it, instead of each waiting for a scan begun after its turn.
+            await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
         if continue_first:
             await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT, known)
         signalled = time.monotonic()
