@@ -78,24 +78,24 @@ def _spawn_daemon(config_path: str) -> int:
     return process.pid
 
 
-def _exited_with_error(pid: int) -> bool:
-    """True once our daemon child has exited with a non-zero code (reaped here)."""
+def _exited(pid: int) -> bool:
+    """True once our daemon child has exited (reaped here): it refused herd.toml, failed, or
+    found another daemon holding the state folder's lock (one of another version, say)."""
     try:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return False
-    return done == pid and os.waitstatus_to_exitcode(status) != 0
+        return True
+    return done == pid
 
 
 def _wait_serving(socket_path: str, pid: int) -> bool:
-    """Wait until a daemon answers (ours, or one that won a race for the lock); False when
-    ours refused or failed to start."""
+    """Wait until our daemon answers; False once it has exited without answering."""
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if _answers(socket_path):
             return True
-        if _exited_with_error(pid):
-            return False
+        if _exited(pid):
+            return False  # the full command line words it (or finds the daemon that won)
         time.sleep(DAEMON_POLL_S)
     return False
 
