@@ -156,7 +156,9 @@ class Daemon:
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
                 self.reconciled.set()
-                self.update_watch_targets()  # plans, progress files, logs; git folders later
+                # Plans, progress files, logs (git folders later), resolved off the loop: a
+                # fleet's realpath walks on it hold `herd up`'s first requests back.
+                await self.watcher.set_targets_off_loop(self.watch_targets())
                 await tg.start(self.watcher.run)
                 for supervisor in list(self.sessions.values()):
                     supervisor.on_file_change("plan")
@@ -202,7 +204,8 @@ class Daemon:
         async with anyio.create_task_group() as lookups:  # git folders, for the watcher
             for supervisor in self.sessions.values():
                 lookups.start_soon(each, supervisor.observer.git_paths)
-        self.update_watch_targets()
+        if self.watcher is not None:  # off the loop: on it, this held a fleet's starts 0.3-0.8 s
+            await self.watcher.set_targets_off_loop(self.watch_targets())
         async with anyio.create_task_group() as reads:
             for supervisor in list(self.sessions.values()):
                 reads.start_soon(each, functools.partial(supervisor.refresh_now, "git"))

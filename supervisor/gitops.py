@@ -396,6 +396,38 @@ def files_touched(worktree: Path, base_sha: str, head_sha: str) -> list[str]:
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 
+def changes(worktree: Path, base_rev: str, head_sha: str) -> tuple[tuple[int, int, int], list[str]]:
+    """`diffstat` and `files_touched` from one `git diff --numstat` (one git process, not two:
+    `herd down` writes a report per session, and git's start-ups were most of its cost)."""
+    _check_rev(base_rev)
+    _check_rev(head_sha)
+    args = ("--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv")
+    _, raw = _read(_open_repo(worktree), "diff", *args, base_rev, head_sha, "--")
+    files: list[str] = []
+    insertions = deletions = 0
+    for entry in raw.split(b"\0"):
+        added, _, rest = entry.partition(b"\t")
+        removed, _, name = rest.partition(b"\t")
+        if not name:
+            continue
+        files.append(os.fsdecode(name))
+        # A binary file shows `-`: counted as changed, with no lines (as --shortstat does).
+        insertions += int(added) if added.isdigit() else 0
+        deletions += int(removed) if removed.isdigit() else 0
+    return (len(files), insertions, deletions), files
+
+
+def changes_from_before(
+    worktree: Path, first_sha: str, last_sha: str
+) -> tuple[tuple[int, int, int], list[str]]:
+    """`changes` from the parent of `first_sha` (from `first_sha` itself when it has none) to
+    `last_sha`: what a task's checkpoints changed, in one git process when there is a parent."""
+    try:
+        return changes(worktree, f"{first_sha}~1", last_sha)
+    except GitError:  # a root commit has no parent: count from the commit itself
+        return changes(worktree, first_sha, last_sha)
+
+
 def _head_or_none(top: Path, deadline: GitDeadline | None = None) -> str | None:
     """The sha HEAD points at, or None before the first commit."""
     out = _run(

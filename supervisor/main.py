@@ -6,7 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
-from agentherd.sessions.config import ConfigError, load_config
+from agentherd.sessions.config import ConfigError, environment_problems, load_config
 from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
 from agentherd.supervisor.paths import prepare_state_dir
 
@@ -22,9 +22,16 @@ def configure_logging(state_dir: Path, to_stderr: bool) -> None:
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, handlers=handlers, force=True)
 
 
+UP_CHECKED_FLAG = "--up-checked"
+"""Spawned by the fast `herd up` (tui/fastup.py): serve only if `herd up` has nothing to say
+about herd.toml, else exit 2 and let the full command line say it."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Load the config, take the lock, serve; exit 2 on a person's error."""
     args = sys.argv[1:] if argv is None else argv
+    checked = args[:1] == [UP_CHECKED_FLAG]
+    args = args[1:] if checked else args
     if len(args) != 1:
         print("usage: python -m agentherd.supervisor.main PATH/TO/herd.toml", file=sys.stderr)
         return 2
@@ -32,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(Path(args[0]))
     except ConfigError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    if checked and (config.cluster is not None or environment_problems(config)):
+        print(f"{config.path}: left to the full `herd up` to report; not started", file=sys.stderr)
         return 2
     configure_logging(config.state_dir, to_stderr=False)
     try:

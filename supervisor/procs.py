@@ -263,6 +263,39 @@ async def _wait_agent_exec(pid: int) -> None:
     request waited hundreds of milliseconds during a fleet's start.
     """
     deadline = time.monotonic() + AGENT_EXEC_WAIT_S
+    own = _read_proc(f"/proc/{pid}/cmdline")
+    if own is None or _read_proc(f"/proc/{pid}/task/{pid}/children") is None:
+        await _wait_agent_exec_by_scan(pid)  # a kernel without the children list
+        return
+    while time.monotonic() < deadline and not _zombie_or_gone(pid):
+        # The wrapper's own list of children: two small reads a poll, where a look at every
+        # newer PID's stat file (and a psutil object per child) was a tenth of a fleet's start.
+        listed = _read_proc(f"/proc/{pid}/task/{pid}/children") or b""
+        for child in listed.split():
+            argv = _read_proc(f"/proc/{int(child)}/cmdline")
+            if argv and argv != own:  # a vfork child shares the wrapper's until its exec
+                return
+        await anyio.sleep(AGENT_EXEC_POLL_S)
+
+
+def _read_proc(path: str) -> bytes | None:
+    """A /proc file's bytes, or None when the process (or the file) is gone."""
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie until its parent reaps it) or is gone."""
+    stat = _read_proc(f"/proc/{pid}/stat")
+    return stat is None or stat.rpartition(b")")[2].split()[:1] == [b"Z"]
+
+
+async def _wait_agent_exec_by_scan(pid: int) -> None:
+    """`_wait_agent_exec` where /proc lists no children: a scan of the newer PIDs instead."""
+    deadline = time.monotonic() + AGENT_EXEC_WAIT_S
     try:
         wrapper = psutil.Process(pid)
         own = wrapper.cmdline()
@@ -511,6 +544,28 @@ def signal_group(identity: RunIdentity, signum: int) -> int | None:
     return group
 
 
+def signal_cgroup(identity: RunIdentity, signum: int, group_done: int | None) -> bool:
+    """Send `signum` to the members of the run's cgroup outside `group_done`; False (nothing
+    sent) when the run has no populated cgroup, so the caller scans every process instead.
+
+    Every process of the run is in its cgroup (the wrapper moved in before starting the
+    agent), so what left the group is found in `cgroup.procs`, not by reading the environment
+    of every process on the machine: that scan was most of a fleet's `herd down`. The checks
+    that the run is gone still scan, so whatever left the cgroup too is killed at the end of
+    the grace.
+    """
+    if identity.cgroup is None or not cgroups.populated(identity.cgroup):
+        return False
+    for pid in cgroups.members(identity.cgroup):
+        if group_done is not None and _in_pgid(pid, group_done):
+            continue
+        try:
+            send_checked(psutil.Process(pid), signum)
+        except psutil.Error:
+            continue  # gone meanwhile
+    return True
+
+
 def _in_pgid(pid: int, pgid: int) -> bool:
     try:
         return os.getpgid(pid) == pgid
@@ -579,9 +634,10 @@ async def stop_tree(
     asked = time.monotonic()
     if stop_signal != signal.SIGKILL:
         group = signal_group(identity, stop_signal)  # a few /proc reads: fine on the loop
-        # Any scan begun since the stop was asked for finds what escaped the group: runs
-        # stopping together share it, instead of each waiting for a scan begun after its turn.
-        await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
+        if not await anyio.to_thread.run_sync(signal_cgroup, identity, stop_signal, group):
+            # Any scan begun since the stop was asked for finds what escaped the group: runs
+            # stopping together share it, instead of each waiting for a scan begun after its turn.
+            await anyio.to_thread.run_sync(signal_run, identity, stop_signal, known, group, asked)
         if continue_first:
             await anyio.to_thread.run_sync(signal_run, identity, signal.SIGCONT, known)
         signalled = time.monotonic()

@@ -65,17 +65,8 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
     if checkpoints:
         first, last = checkpoints[0].sha, checkpoints[-1].sha
         try:
-            base = await anyio.to_thread.run_sync(
-                gitops.resolve_commit, session.config.cwd, f"{first}~1"
-            )
-        except (ValueError, gitops.GitError, gitops.NotAGitRepo):
-            base = first
-        try:
-            diffstat = await anyio.to_thread.run_sync(
-                gitops.diffstat, session.config.cwd, base, last
-            )
-            touched = await anyio.to_thread.run_sync(
-                gitops.files_touched, session.config.cwd, base, last
+            diffstat, touched = await anyio.to_thread.run_sync(
+                gitops.changes_from_before, session.config.cwd, first, last
             )
         except Exception:  # the repo may be gone or rewritten; the report goes on
             log.warning("no diffstat for %s", name, exc_info=True)

@@ -154,3 +154,43 @@ def test_a_new_daemon_removes_empty_run_cgroups_whose_state_was_lost(herd: Herd)
         wait_until(lambda: not cgroups.populated(old_busy), what="the sleeper to leave")
         for folder in (old_empty, old_busy, fresh):
             cgroups.remove(folder)
+
+
+@needs_cgroups
+def test_a_descendant_out_of_the_group_gets_the_stop_signal_not_only_the_kill(
+    herd: Herd,
+) -> None:
+    """A stop signals what left the run's group through the cgroup's member list at once
+    (procs.signal_cgroup, no longer through a scan of every process on the machine): the
+    descendant gets the stop signal and can end cleanly, not SIGKILL after the grace."""
+    termed = herd.root / "termed"
+    ready = herd.root / "ready"
+    catcher = (
+        "import signal, sys, time\n"
+        f"def on_term(*_):\n    open({str(termed)!r}, 'w').write('TERM')\n    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        f"open({str(ready)!r}, 'w').write('ready')\n"
+        "time.sleep(600)\n"
+    )
+    agent = script(f"""
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execve(sys.executable, [sys.executable, "-c", {catcher!r}], {{}})
+            os._exit(0)
+        os.wait()
+        print("escaped", flush=True)
+        time.sleep(600)
+    """)
+    herd.write(f"""
+        [[session]]
+        name = "a"
+        command = {agent}
+        stop_grace = "20s"
+    """)
+    herd.start().call("start", name="a")
+    wait_until(lambda: ready.exists(), what="the escaped catcher to set its handler")
+    stopped = herd.client.call("stop", name="a", socket_timeout_s=None)
+    assert stopped["state"] == "stopped"
+    assert termed.read_text() == "TERM"

@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
 from agentherd.supervisor.gitops import (
     NotAGitRepo,
+    changes,
+    changes_from_before,
     commits_between,
     diffstat,
     files_touched,
@@ -249,6 +251,25 @@ def test_diffstat_and_files_touched(repo: Path) -> None:
     assert files_touched(repo, base, head) == ["a", "b", "c"]
     assert diffstat(repo, head, head) == (0, 0, 0)
     assert files_touched(repo, head, head) == []
+
+
+def test_one_git_diff_counts_what_diffstat_and_files_touched_count(repo: Path) -> None:
+    """A report's changes come from one git process; the figures must not change."""
+    base = commit(repo, "base", {"a": "1\n2\n3\n", "b": "gone\n", "pic": "\0\1\2"})
+    root = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    (repo / "b").unlink()
+    commit(repo, "one", {"a": "1\nTWO\n3\n", "pic": "\0\3"})  # a binary file: no lines
+    head = commit(repo, "two", {"c": "x\ny\n", "d d": "tab\tin name\n"})
+    for start, end in ((base, head), (head, head), (root, head), (root, root)):
+        assert changes(repo, start, end) == (
+            diffstat(repo, start, end),
+            files_touched(repo, start, end),
+        )
+    # From the parent of the first checkpoint, or from a root commit itself (it has none).
+    assert changes_from_before(repo, head, head) == changes(repo, f"{head}~1", head)
+    assert changes_from_before(repo, root, head) == changes(repo, root, head)
+    with pytest.raises(ValueError):
+        changes(repo, "--all", head)
 
 
 # --- rescue -------------------------------------------------------------------------------

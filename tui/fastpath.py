@@ -202,6 +202,10 @@ def main() -> None:
     """`herd`: the fast path when it applies, else the full command line."""
     if fast(sys.argv[1:]) or fast_down(sys.argv[1:]):
         return
+    from agentherd.tui.fastup import fast_up  # a module of its own: the other verbs skip it
+
+    if fast_up(sys.argv[1:]):
+        return
     from agentherd.tui.cli import main as full
 
     full()
