@@ -85,3 +85,44 @@ async def test_every_cell_of_the_table_is_what_datatable_draws(tmp_path: Path) -
                     assert ours == theirs, (row, found.key.value, cursor, hover)
                     checked += 1
         assert checked == 7 * len(table.ordered_columns) * 3
+
+
+@pytest.mark.anyio
+async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
+    tmp_path: Path,
+) -> None:
+    """New last outputs and states for some rows, painted: every line the table serves from
+    its caches is the line DataTable builds from nothing, so a cached rendering of an old
+    cell (a row, a line) that was not dropped fails here; the new text is on screen."""
+    from snapshot_fleet import statuses
+
+    from agentherd.tui.messages import Snapshot
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        await pilot.press("j")
+        await pilot.pause()
+        now = {s.session: s for s in statuses()}
+        names = table._order[:3]
+        for round_ in range(3):
+            for name in names:
+                now[name] = now[name].model_copy(update={"last_line": f"fresh {round_} {name}"})
+            app.post_message(Snapshot(list(now.values()), set(names)))
+            want = f"fresh {round_} {names[0]}"
+            await until(
+                pilot,
+                lambda want=want: (
+                    str(table.get_cell(names[0], "last")) == want and not table._stale_cells
+                ),
+                "painted",
+            )
+            style, width = table.rich_style, table.size.width
+            served = [table._render_line(y, 0, width, style) for y in range(table.row_count + 1)]
+            for cache in (table._line_cache, table._row_render_cache, table._cell_render_cache):
+                cache.clear()
+            for y, line in enumerate(served):
+                assert line == DataTable._render_line(table, y, 0, width, style), y
+            text = "".join(line.text for line in served)
+            assert all(f"fresh {round_} {name}" in text for name in names)
