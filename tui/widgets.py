@@ -20,7 +20,7 @@ GROW_ONLY = frozenset({"last", "uptime"})
 """Columns whose cells change all the time: they widen to fit and do not narrow for each
 shorter line (measuring the whole column each time); the last output narrows on a resize."""
 
-ROWS_PER_FRAME = 4
+ROWS_PER_FRAME = 8
 """Rows the fleet's updates change in one frame: a key that lands behind a fleet repaint waits
 for a few rows, not for every row 200 busy sessions changed (the rest follow, frame by frame)."""
 
