@@ -19,22 +19,50 @@ most, not once per change.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._segment_tools import line_crop
+from textual._types import SegmentLines
+from textual.color import Color
 from textual.coordinate import Coordinate
+from textual.css.styles import RenderStyles
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
 
+from agentherd.tui.fastcell import plain_cell_line
+
+_T = TypeVar("_T")
+
 OFF_CURSOR = Coordinate(-2, 0)
 """Where the row cursor is, as far as a row it is not on can tell (-1 is the header row)."""
+
+
+class _PaintedStyles(RenderStyles):
+    """A component's styles whose Rich style was worked out once, for one paint."""
+
+    painted_rich_style: Style
+
+    @property
+    def rich_style(self) -> Style:
+        """The Rich style as it was when the paint began."""
+        return self.painted_rich_style
+
+
+def _painted(styles: RenderStyles) -> RenderStyles:
+    """`styles`, its Rich style worked out now and kept (only for the paint under way)."""
+    rich_style = styles.rich_style
+    styles.__class__ = _PaintedStyles
+    assert isinstance(styles, _PaintedStyles)
+    styles.painted_rich_style = rich_style
+    return styles
 
 
 class RowCachedTable(DataTable[Text]):
@@ -50,6 +78,16 @@ class RowCachedTable(DataTable[Text]):
         """Per column, how many cells have each width (None: count again from the cells)."""
         self._too_wide: set[ColumnKey] = set()
         """Columns a narrower cell may have left wider than they need: `settle_widths` fits them."""
+        self._paint_styles: dict[object, Any] | None = None
+        """Styles worked out during the paint under way (None: not painting)."""
+        self._cell_keys: dict[tuple[RowKey, ColumnKey], set[Any]] = {}
+        """Per cell, the keys its renderings are cached under (the index `_drop_stale_cells`
+        reads); rows' and lines' likewise, per row."""
+        self._row_keys: dict[RowKey, set[Any]] = {}
+        self._line_keys: dict[RowKey, set[Any]] = {}
+        self._indexed_count = -1
+        """DataTable's update count the index was built under."""
+        """Styles worked out during the paint under way (None: not painting)."""
 
     def set_cell(
         self, row: str, column: str, text: str, style: str = "", grow_only: bool = False
@@ -154,25 +192,117 @@ class RowCachedTable(DataTable[Text]):
 
     def _drop_stale_cells(self) -> None:
         """Forget the cached renderings of the cells updated since the last paint, and of
-        their rows (the other cells of a row are put together again from their cache)."""
+        their rows (the other cells of a row are put together again from their cache).
+
+        By the keys each cell, row and line was cached under (`_index`): scanning the caches'
+        keys for them (10,000 cells, hashing each) took 16 ms a paint under a busy fleet.
+        """
         cells = self._stale_cells
-        rows = {row for row, _ in cells}
-        cell_keys, row_keys = self._cell_render_cache.keys(), self._row_render_cache.keys()
-        for cell_key in [key for key in cell_keys if key[:2] in cells]:
-            self._cell_render_cache.discard(cell_key)
-        for row_key in [key for key in row_keys if key[0] in rows]:
-            self._row_render_cache.discard(row_key)
-        line_keys = self._line_cache.keys()
-        for line_key in [key for key in line_keys if self._line_row(key[0]) in rows]:
-            self._line_cache.discard(line_key)
+        self._index_for_now()
+        for cell in cells:
+            for key in self._cell_keys.pop(cell, ()):
+                self._cell_render_cache.discard(key)
+        for row in {row for row, _ in cells}:
+            for key in self._row_keys.pop(row, ()):
+                self._row_render_cache.discard(key)
+            for key in self._line_keys.pop(row, ()):
+                self._line_cache.discard(key)
         cells.clear()
 
-    def _line_row(self, y: int) -> RowKey | None:
-        """The row that line `y` (counted from the table's top, header included) belongs to."""
-        try:
-            return self._get_offsets(y)[0]
-        except LookupError:
+    def _index_for_now(self) -> None:
+        """Start the index afresh when DataTable dropped every rendering (a new update
+        count): the keys it holds can no longer be reached."""
+        if self._indexed_count != self._update_count:
+            self._indexed_count = self._update_count
+            self._cell_keys.clear()
+            self._row_keys.clear()
+            self._line_keys.clear()
+
+    def _index(self, index: dict[Any, set[Any]], owner: object, key: object) -> None:
+        """Remember that `owner` (a cell or a row) has a rendering cached under `key`."""
+        self._index_for_now()
+        index.setdefault(owner, set()).add(key)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """DataTable's cell, built directly (fastcell.py) when it is one line of plain text.
+
+        Same cache and key as DataTable's; a cell that is not plain text, a row taller than
+        one line or a row label goes through DataTable's Rich pipeline.
+        """
+        header = row_index == -1
+        found_key = self._header_row_key if header else self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if found_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (
+            found_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        self._index(self._cell_keys, (found_key, column_key), cache_key)
+        line = self._plain_cell(
+            row_index, column_index, found_key, base_style, width, cursor, hover
+        )
+        if line is None:  # DataTable caches it under the same key
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._cell_render_cache[cache_key] = [line]
+        return [line]
+
+    def _plain_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        row_key: RowKey,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> list[Segment] | None:
+        """The cell's one line built by fastcell.py, or None for DataTable to render it."""
+        header = row_index == -1
+        if column_index < 0:  # a row label
             return None
+        if header:
+            if self.header_height != 1:
+                return None
+        else:
+            row = self.rows.get(row_key)
+            if row is None or row.auto_height or row.height != 1:
+                return None
+        fixed = not header and (row_index < self.fixed_rows or column_index < self.fixed_columns)
+        component_style, post_style = self._get_styles_to_render_cell(
+            header,
+            False,
+            fixed,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        cell = self._get_row_renderables(row_index).cells[column_index]
+        if not isinstance(cell, Text):
+            return None
+        meta = Style.from_meta({"row": row_index, "column": column_index})
+        pre_style = base_style + meta + component_style
+        return plain_cell_line(cell, width, self.cell_padding, pre_style, post_style)
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """DataTable's line, cached whatever row the cursor is on (as `_render_line_in_row`).
@@ -221,6 +351,7 @@ class RowCachedTable(DataTable[Text]):
         segments = fixed_line + line_crop(scrollable_line, x1 + fixed_width, x2, width)
         strip = Strip(segments).adjust_cell_length(width, base_style).simplify()
         self._line_cache[cache_key] = strip
+        self._index(self._line_keys, row_key, cache_key)
         return strip
 
     def _render_line_in_row(
@@ -244,9 +375,24 @@ class RowCachedTable(DataTable[Text]):
                 cursor_location = OFF_CURSOR
             if hover_location.row != index:
                 hover_location = OFF_CURSOR
-        return super()._render_line_in_row(
+        rendered = super()._render_line_in_row(
             row_key, line_no, base_style, cursor_location, hover_location
         )
+        # DataTable's key for the row it just cached (textual is pinned; a test holds it)
+        cache_key = (
+            row_key,
+            line_no,
+            base_style,
+            cursor_location,
+            hover_location,
+            self.cursor_type,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        self._index(self._row_keys, row_key, cache_key)
+        return rendered
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Paint, re-rendering the updated rows, or every row when a column's width moved."""
@@ -257,4 +403,50 @@ class RowCachedTable(DataTable[Text]):
             self._stale_cells.clear()
         elif self._stale_cells:
             self._drop_stale_cells()
-        return super().render_lines(crop)
+        self._paint_styles = {}
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_styles = None
+
+    # ----- styles worked out once per paint -----------------------------------------------
+    # DataTable asks for its Rich style (a walk up the DOM combining every ancestor's CSS) for
+    # every line and several times for every row it builds: 12 % of the dashboard's samples
+    # under a busy fleet. Nothing restyles the table while it paints, so within one
+    # `render_lines` each is worked out once; outside a paint they are asked for as usual.
+
+    def _paint_memo(self, key: object, compute: Callable[[], _T]) -> _T:
+        """`compute()`, once per paint for `key` (every time outside a paint)."""
+        memo = self._paint_styles
+        if memo is None:
+            return compute()
+        if key not in memo:
+            memo[key] = compute()
+        found: _T = memo[key]
+        return found
+
+    @property
+    def rich_style(self) -> Style:
+        """DOMNode's Rich style, once per paint."""
+        return self._paint_memo("rich_style", lambda: DataTable.rich_style.fget(self))  # type: ignore[attr-defined]
+
+    @property
+    def background_colors(self) -> tuple[Color, Color]:
+        """DOMNode's background colours, once per paint."""
+        compute = lambda: DataTable.background_colors.fget(self)  # type: ignore[attr-defined]  # noqa: E731
+        return self._paint_memo("background_colors", compute)
+
+    def get_component_styles(self, *names: str) -> RenderStyles:
+        """DOMNode's component styles; during a paint, once per paint, their Rich style too."""
+        if self._paint_styles is None:
+            return super().get_component_styles(*names)
+        return self._paint_memo(
+            ("component", names),
+            lambda: _painted(super(RowCachedTable, self).get_component_styles(*names)),
+        )
+
+    def _get_row_style(self, row_index: int, base_style: Style) -> Style:
+        """DataTable's row style (header, fixed, odd or even), once per paint."""
+        kind = -1 if row_index == -1 else -2 if row_index < self.fixed_rows else row_index % 2
+        compute = lambda: super(RowCachedTable, self)._get_row_style(row_index, base_style)  # noqa: E731
+        return self._paint_memo(("row", kind, base_style), compute)

@@ -20,6 +20,10 @@ GROW_ONLY = frozenset({"last", "uptime"})
 """Columns whose cells change all the time: they widen to fit and do not narrow for each
 shorter line (measuring the whole column each time); the last output narrows on a resize."""
 
+ROWS_PER_FRAME = 8
+"""Rows the fleet's updates change in one frame: a key that lands behind a fleet repaint waits
+for a few rows, not for every row 200 busy sessions changed (the rest follow, frame by frame)."""
+
 SETTLE_WIDTHS_S = 10.0
 """Columns left too wide by a shorter cell narrow this often: each narrowing re-renders the
 whole table, so a fleet whose states come and go pays it once in a while, not per change."""
@@ -50,6 +54,8 @@ class SessionTable(RowCachedTable):
         self.column_keys: tuple[str, ...] = tuple(key for key, _ in COLUMNS)
         self._settle_at = 0.0
         """When (monotonic s) the columns are next fitted to their cells."""
+        self._step_due = False
+        """A step of the fleet's changes waits for the next frame (`_step`)."""
 
     def on_mount(self) -> None:
         """Add the columns once."""
@@ -127,15 +133,33 @@ class SessionTable(RowCachedTable):
         else:
             self._dirty.update(changed.intersection(self._statuses))
         self._fitted_width = width
-        self.sync_visible()
+        self._step_later()
+
+    def _step_later(self) -> None:
+        """Bring the changed rows on screen up to date after the next frame, a few at a time.
+
+        After the frame, so that a key pressed meanwhile (its cursor, its details) is drawn
+        first and the fleet's rows follow; a few rows a frame, so that a key landing behind a
+        fleet repaint waits for a few rows only.
+        """
+        if not self._step_due:
+            self._step_due = True
+            self.call_after_refresh(self._step)
+
+    def _step(self) -> None:
+        """Update up to ROWS_PER_FRAME changed rows on screen; the rest after the next frame."""
+        self._step_due = False
+        if self.sync_visible(most=ROWS_PER_FRAME):
+            self._step_later()
 
     def _visible_names(self) -> list[str]:
         """The sessions whose rows are on screen now (the header row excluded)."""
         first = max(0, int(self.scroll_offset.y))
         return self._order[first : first + max(1, self.size.height)]
 
-    def sync_visible(self) -> None:
-        """Update the changed cells of the rows on screen; rows off screen wait until shown.
+    def sync_visible(self, most: int | None = None) -> bool:
+        """Update the changed cells of the rows on screen (at most `most` rows); rows off
+        screen wait until shown. True when changed rows on screen are left for later.
 
         Every cell update makes the table draw its visible rows again, so a fleet of 200
         whose last outputs all change would otherwise redraw for rows nobody sees.
@@ -144,6 +168,10 @@ class SessionTable(RowCachedTable):
         for name in self._visible_names():
             if name not in self._dirty:
                 continue
+            if most is not None:
+                if most <= 0:
+                    return True
+                most -= 1
             self._dirty.discard(name)
             status = self._statuses.get(name)
             if status is None:
@@ -154,6 +182,7 @@ class SessionTable(RowCachedTable):
                 if old.get(key) != cell:
                     self.set_cell(name, key, *cell, grow_only=key in GROW_ONLY)
             self._cells[name] = cells
+        return False
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """Scrolled: rows that came into view show their newest cells."""
@@ -188,25 +217,20 @@ class SessionTable(RowCachedTable):
         self.call_after_refresh(self.fit_last)
 
     def tick(self) -> None:
-        """Move the uptimes of the rows on screen (the only cells that change with the clock);
-        every SETTLE_WIDTHS_S, narrow the columns a shorter cell left too wide."""
-        self.sync_visible()
+        """Move the uptimes of the rows on screen (the only cells that change with the clock),
+        a few rows a frame as the fleet's changes; every SETTLE_WIDTHS_S, narrow the columns a
+        shorter cell left too wide."""
         now_s = time.monotonic()
         if now_s >= self._settle_at:
             self._settle_at = now_s + SETTLE_WIDTHS_S
             self.settle_widths()
-        if "uptime" not in self.column_keys or not self._order:
-            return
-        first = max(0, int(self.scroll_offset.y))
-        for name in self._order[first : first + self.size.height]:
-            status = self._statuses.get(name)
-            cells = self._cells.get(name)
-            if status is None or cells is None:
-                continue
-            cell = (uptime_cell(status), "")
-            if cells.get("uptime") != cell:
-                cells["uptime"] = cell
-                self.set_cell(name, "uptime", *cell, grow_only=True)
+        if "uptime" in self.column_keys:
+            for name in self._visible_names():
+                status, cells = self._statuses.get(name), self._cells.get(name)
+                if status and cells and cells.get("uptime") != (uptime_cell(status), ""):
+                    self._dirty.add(name)
+        if self._dirty:
+            self._step_later()
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -1,0 +1,128 @@
+"""The session table draws its cells without Rich's pipeline and looks exactly as DataTable.
+
+Each cell of the table is one line of plain text; tui/fastcell.py builds its segments directly
+(Rich's measure-wrap-crop pipeline per cell was most of the dashboard's CPU under a busy
+fleet). These tests hold every cell, with and without the cursor or the hover on it, to the
+segments DataTable's own rendering gives, and cells that are not plain to DataTable's path.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.padding import Padding
+from rich.style import Style
+from rich.text import Text
+from snapshot_fleet import ReplayClient, write_logs
+from test_dashboard import until
+from textual.renderables.styled import Styled
+from textual.widgets import DataTable
+
+from agentherd.tui.app import HerdApp
+from agentherd.tui.fastcell import plain_cell_line
+from agentherd.tui.widgets import SessionTable
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_plain_cells_are_the_segments_rich_draws() -> None:
+    """Random one-line texts (wide, combining, emoji, empty; styled or not; longer than the
+    cell or shorter) under and over random styles: the same segments as Rich's pipeline."""
+    console = Console(width=200)
+    rng = random.Random(13)
+    alphabet = "abc xyz-_.:/✓✗…⚠世界é\u0301🙂 0123"
+    styles = ["", "dim", "bold", "bold red", "yellow"]
+    pres = [Style(color="red") + Style.from_meta({"row": 3, "column": 1}), Style.null()]
+    posts = [Style(bgcolor="blue"), Style.null(), Style(color="white", reverse=True)]
+    for _ in range(3000):
+        plain = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        text, width = Text(plain, style=rng.choice(styles)), rng.randint(3, 40)
+        pre, post = rng.choice(pres), rng.choice(posts)
+        options = console.options.update_dimensions(width, 1).update(no_wrap=True)
+        styled = Styled(Padding(text, (0, 1)), pre_style=pre, post_style=post)
+        want = console.render_lines(styled, options)
+        assert [plain_cell_line(text, width, 1, pre, post)] == want, (plain, width)
+
+
+def test_text_that_is_not_plain_is_left_to_rich() -> None:
+    """Spans, new lines and tabs are not built here (None: DataTable renders them)."""
+    style = Style(color="red")
+    assert plain_cell_line(Text.from_markup("[b]x[/b] y"), 10, 1, style, style) is None
+    assert plain_cell_line(Text("a\nb"), 10, 1, style, style) is None
+    assert plain_cell_line(Text("a\tb"), 10, 1, style, style) is None
+
+
+@pytest.mark.anyio
+async def test_every_cell_of_the_table_is_what_datatable_draws(tmp_path: Path) -> None:
+    """In the running dashboard, every cell (header included), under the cursor, the hover and
+    neither, is the segments DataTable's own `_render_cell` gives: a fast path that drew a
+    colour or a width differently fails here."""
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        await pilot.press("j")
+        await pilot.pause()
+        checked = 0
+        for row in range(-1, table.row_count):
+            row_style = table._get_row_style(row, table.rich_style)
+            for column, found in enumerate(table.ordered_columns):
+                for cursor, hover in ((False, False), (True, False), (False, True)):
+                    if row >= 0:  # the fast path is the one taken: the table's cells are plain
+                        cell = table._get_row_renderables(row).cells[column]
+                        assert plain_cell_line(cell, 20, 1, row_style, row_style) is not None
+                    args = (row, column, row_style, found.get_render_width(table), cursor, hover)
+                    table._cell_render_cache.clear()
+                    ours = table._render_cell(*args)
+                    table._cell_render_cache.clear()
+                    theirs = DataTable._render_cell(table, *args)
+                    assert ours == theirs, (row, found.key.value, cursor, hover)
+                    checked += 1
+        assert checked == 7 * len(table.ordered_columns) * 3
+
+
+@pytest.mark.anyio
+async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
+    tmp_path: Path,
+) -> None:
+    """New last outputs and states for some rows, painted: every line the table serves from
+    its caches is the line DataTable builds from nothing, so a cached rendering of an old
+    cell (a row, a line) that was not dropped fails here; the new text is on screen."""
+    from snapshot_fleet import statuses
+
+    from agentherd.tui.messages import Snapshot
+
+    app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.query_one(SessionTable)
+        await until(pilot, lambda: table.row_count == 6, "rows")
+        await pilot.press("j")
+        await pilot.pause()
+        now = {s.session: s for s in statuses()}
+        names = table._order[:3]
+        for round_ in range(3):
+            for name in names:
+                now[name] = now[name].model_copy(update={"last_line": f"fresh {round_} {name}"})
+            app.post_message(Snapshot(list(now.values()), set(names)))
+            want = f"fresh {round_} {names[0]}"
+            await until(
+                pilot,
+                lambda want=want: (
+                    str(table.get_cell(names[0], "last")) == want and not table._stale_cells
+                ),
+                "painted",
+            )
+            style, width = table.rich_style, table.size.width
+            served = [table._render_line(y, 0, width, style) for y in range(table.row_count + 1)]
+            for cache in (table._line_cache, table._row_render_cache, table._cell_render_cache):
+                cache.clear()
+            for y, line in enumerate(served):
+                assert line == DataTable._render_line(table, y, 0, width, style), y
+            text = "".join(line.text for line in served)
+            assert all(f"fresh {round_} {name}" in text for name in names)
