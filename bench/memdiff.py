@@ -2,7 +2,7 @@
 
     python bench/memdiff.py DIR/snap-1.pickle DIR/snap-9.pickle [--top 25]
 
-Prints the allocation sites whose live bytes grew most, with the net growth in all.
+Prints the net growth, then the allocation sites whose live bytes grew most.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def main() -> None:
     stats = after.compare_to(before, args.by)
     total = sum(stat.size_diff for stat in stats)
     print(f"net growth {total / 1024:+.1f} KiB over {len(stats)} allocation sites")
-    for stat in stats[: args.top]:
+    grown = sorted((s for s in stats if s.size_diff > 0), key=lambda s: -s.size_diff)
+    for stat in grown[: args.top]:
         print(f"{stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks  ", end="")
         frames = stat.traceback.format() if args.by == "traceback" else [str(stat.traceback)]
         print("\n    ".join(line.strip() for line in frames))
