@@ -6,6 +6,8 @@ Starts `herd up --no-tui` for N stand-in agents (bench/agent.py, plain lines at 
 default, so logs grow and the watcher and tailers work), then samples the daemon every
 `--every` seconds: RSS, threads, open files, and git processes under it. Prints each sample
 and the growth from the first sample after the warm-up to the last (the target: < 5 %).
+With `--trace DIR` the daemon also writes tracemalloc snapshots there (supervisor/memtrace.py):
+`python bench/memdiff.py DIR/snap-1.pickle DIR/snap-9.pickle` shows what grew.
 """
 
 from __future__ import annotations
@@ -117,7 +119,15 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=15.0, help="seconds between samples")
     parser.add_argument("--warmup", type=float, default=30.0)
     parser.add_argument("--herd", default=str(Path(sys.executable).parent / "herd"))
+    parser.add_argument(
+        "--trace",
+        metavar="DIR",
+        help="the daemon writes tracemalloc snapshots to DIR every --every s (bench/memdiff.py)",
+    )
     args = parser.parse_args()
+    if args.trace:
+        os.environ["HERD_TRACEMALLOC"] = args.trace
+        os.environ["HERD_TRACEMALLOC_EVERY_S"] = str(args.every)
     load = suite.Load("soak", args.agents, args.kind, args.rate)
     got = soak(
         args.herd, load, args.minutes, args.every, args.warmup, lambda line: print(line, flush=True)

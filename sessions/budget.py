@@ -15,7 +15,7 @@ is tested in milliseconds. What a budget counts (docs/reference.md, "Budgets"):
 from __future__ import annotations
 
 import math
-from collections import deque
+from array import array
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -228,23 +228,80 @@ class Sample:
         ]
 
 
+_FIELDS = 7
+"""Numbers kept per sample: at_s, wall_time_s, restarts, total tokens, cost (NaN for none),
+turns, plan items passing (NaN for none)."""
+
+
 class SpendHistory:
-    """A session's spend samples, at least SAMPLE_EVERY_S apart and at most MAX_SAMPLES."""
+    """A session's spend samples, at least SAMPLE_EVERY_S apart and at most MAX_SAMPLES.
+
+    Kept as 7 doubles a sample in one array (56 bytes; a Sample with its Spend and Usage took
+    ~350): 200 sessions x 360 samples grew the daemon by 25 MB over an hour. A sample read
+    back keeps what its readers use (tokens as one total, cost, turns, wall time, restarts).
+    """
 
     def __init__(self, every_s: float = SAMPLE_EVERY_S, max_samples: int = MAX_SAMPLES) -> None:
         self.every_s = every_s
-        self.samples: deque[Sample] = deque(maxlen=max_samples)
+        self.max_samples = max_samples
+        self._rows = array("d")
+
+    def __len__(self) -> int:
+        return len(self._rows) // _FIELDS
+
+    @property
+    def last_at_s(self) -> float | None:
+        """When the newest sample was taken, or None when there is none."""
+        return self._rows[-_FIELDS] if self._rows else None
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples, oldest first."""
+        return self.since(-math.inf)
+
+    def since(self, at_s: float) -> list[Sample]:
+        """The samples taken at `at_s` or later, oldest first."""
+        rows = self._rows
+        starts = range(0, len(rows), _FIELDS)
+        return [_unpack(rows[i : i + _FIELDS]) for i in starts if rows[i] >= at_s]
 
     def add(self, sample: Sample) -> bool:
         """Keep the sample if it is far enough from the last one; a new task starts afresh."""
-        last = self.samples[-1] if self.samples else None
+        last = _unpack(self._rows[-_FIELDS:]) if self._rows else None
         if last is not None and _restarted(last.spend, sample.spend):
-            self.samples.clear()
+            del self._rows[:]
             last = None
         if last is not None and sample.at_s - last.at_s < self.every_s:
             return False
-        self.samples.append(sample)
+        if len(self) >= self.max_samples:
+            del self._rows[: (len(self) - self.max_samples + 1) * _FIELDS]
+        self._rows.extend(_pack(sample))
         return True
+
+
+def _pack(sample: Sample) -> tuple[float, ...]:
+    """A sample as SpendHistory's 7 numbers (NaN for a missing cost or plan)."""
+    spend, usage = sample.spend, sample.spend.usage
+    return (
+        sample.at_s,
+        spend.wall_time_s,
+        float(spend.restarts),
+        float(usage.total_tokens),
+        math.nan if usage.cost_usd is None else usage.cost_usd,
+        float(usage.turns),
+        math.nan if sample.passing is None else float(sample.passing),
+    )
+
+
+def _unpack(row: Any) -> Sample:
+    """SpendHistory's 7 numbers as a Sample (all tokens counted as input: only totals are read)."""
+    at_s, wall_s, restarts, tokens, cost, turns, passing = row
+    usage = Usage(
+        input_tokens=int(tokens), cost_usd=None if math.isnan(cost) else cost, turns=int(turns)
+    )
+    return Sample(
+        at_s, Spend(usage, wall_s, int(restarts)), None if math.isnan(passing) else int(passing)
+    )
 
 
 def _restarted(before: Spend, after: Spend) -> bool:

@@ -18,6 +18,7 @@ import anyio
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import (
     DIMENSIONS,
+    PROJECTION_WINDOW_S,
     CostGuard,
     DimensionUse,
     Sample,
@@ -225,10 +226,11 @@ class SessionSpend:
         if self.session.record.state not in ACTIVE_STATES:
             return None
         plan = self.session.observer.plan_current
+        now_s = time.monotonic()
         found = project(
             budget,
-            list(self.history.samples),
-            time.monotonic(),
+            self.history.since(now_s - PROJECTION_WINDOW_S),
+            now_s,
             spend,
             plan.passing if plan is not None else None,
             plan.total if plan is not None else None,
@@ -250,8 +252,8 @@ class SessionSpend:
         """
         record = self.session.record
         begun = (record.handle, record.run)
-        samples = self.history.samples
-        due = not samples or time.monotonic() - samples[-1].at_s >= self.history.every_s
+        last_at_s = self.history.last_at_s
+        due = last_at_s is None or time.monotonic() - last_at_s >= self.history.every_s
         if not due and begun == self._sampled:
             return
         self._sampled = begun

@@ -28,6 +28,7 @@ from agentherd.supervisor import (
     childwatch,
     fleetstart,
     leftovers,
+    memtrace,
     procs,
     server,
     worktree,
@@ -171,6 +172,8 @@ class Daemon:
                 tg.start_soon(self._reconcile_loop)
                 tg.start_soon(self.budgets.run)
                 tg.start_soon(self._tick_loop)
+                if (trace_dir := memtrace.wanted()) is not None:
+                    tg.start_soon(memtrace.run, trace_dir)  # bench/soak.py --trace
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
                 await self._shutdown.wait()

@@ -158,6 +158,46 @@ def test_spend_samples_are_spaced_bounded_and_start_afresh_with_a_new_task() -> 
     assert [s.at_s for s in history.samples] == [31.0]
 
 
+def test_spend_samples_read_back_with_every_figure_a_chart_or_projection_reads() -> None:
+    history = SpendHistory(every_s=10.0)
+    usage = Usage(input_tokens=7, output_tokens=5, cache_read_tokens=3, cost_usd=0.125, turns=4)
+    history.add(Sample(1.5, Spend(usage, 12.25, 2), 3))
+    history.add(Sample(11.5, spend(20, None, 5, wall_s=22.0)))
+    first, second = history.samples
+    assert (first.at_s, first.passing, first.spend.wall_time_s, first.spend.restarts) == (
+        1.5,
+        3,
+        12.25,
+        2,
+    )
+    assert first.spend.usage.total_tokens == 15 and first.spend.usage.cost_usd == 0.125
+    assert first.spend.usage.turns == 4 and first.to_json(100.0) == [101.5, 15, 0.125, 4, 3]
+    assert second.spend.usage.cost_usd is None and second.passing is None
+    assert [s.at_s for s in history.since(10.0)] == [11.5] and history.last_at_s == 11.5
+    for dimension in ("wall_time", "tokens", "cost_usd", "turns", "restarts"):
+        assert first.spend.amount(dimension) == Spend(usage, 12.25, 2).amount(dimension)
+
+
+def test_spend_samples_take_a_few_dozen_bytes_each() -> None:
+    """200 sessions x 360 samples: ~350 bytes a sample as objects grew a soak by 25 MB."""
+    import tracemalloc
+
+    samples = [
+        Sample(float(i * 10), spend(i * 1000, i / 7, i, wall_s=i * 10.5), i) for i in range(360)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        history = SpendHistory(every_s=10.0)
+        for sample in samples:
+            history.add(sample)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(history) == 360
+    assert grown / 360 < 100, f"{grown / 360:.0f} bytes a sample"
+
+
 def test_budget_json_names_each_set_dimension_and_what_it_covers() -> None:
     data = budget_json(Budget(cost_usd=25.0, turns=100), spend(10, 0.42, 31), None, "task")
     assert data == {

@@ -4,6 +4,7 @@ what the full command line prints."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from agentherd.supervisor import protocol
 from agentherd.tui import fastpath
 
 HERD = [sys.executable, "-c", "from agentherd.tui.fastpath import main; main()"]
+INSTALLED = str(Path(sys.executable).parent / "herd")
 FULL = [sys.executable, "-c", "from agentherd.tui.cli import main; main()"]
 
 
@@ -45,6 +47,25 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
             assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
             assert json.loads(fast.stdout) == json.loads(full.stdout)
             assert fast.stdout == full.stdout
+        # The installed command (bin/herd) prints the same, without importing `re` or `enum`:
+        # pip's wrapper for a [project.scripts] entry imported `re` on every verb.
+        timed = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+        installed = subprocess.run(
+            [INSTALLED, "status", "api", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=timed,
+        )
+        expected = run([*FULL, "status", "api", "--json"]).stdout
+        assert installed.returncode == 0 and installed.stdout == expected, installed.stderr
+        imported = {
+            line.rpartition("|")[2].strip()
+            for line in installed.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "agentherd.tui.fastpath" in imported
+        assert not imported & {"re", "enum", "json", "socket", "click", "pydantic"}
         missing = run([*HERD, "status", "nope", "--json"])  # errors are the full CLI's own
         assert missing.returncode == 2 and "nope" in missing.stderr
     finally:

@@ -48,6 +48,15 @@ def test_what_status_json_prints_is_json_dumps_indent_2_byte_for_byte(value: obj
     assert fastwire.dumps_indented(value) == json.dumps(value, indent=2)
 
 
+def test_odd_keys_deep_nesting_and_tuples_print_as_json_dumps_does() -> None:
+    deep: object = "leaf"
+    for _ in range(80):  # deeper than the indents made in advance
+        deep = {"k": [deep, None, 1]}
+    odd = {3: "a", 2.5: None, True: [1, (2, "b")], None: {}, "é": float("nan"), "t": ()}
+    for value in (deep, odd, [odd, [], [[]], {"x": {"y": -0.0}}]):
+        assert fastwire.dumps_indented(value) == json.dumps(value, indent=2)
+
+
 @given(st.dictionaries(st.text(), json_values, max_size=5))
 def test_a_request_line_is_json_dumps(value: dict[str, object]) -> None:
     assert fastwire.dumps_request(value) == json.dumps(value).encode() + b"\n"
