@@ -192,8 +192,23 @@ def changed_facts(data: ReportInput) -> Changed:
         files, insertions, deletions = data.diffstat
         diffstat = Diffstat(files=files, insertions=insertions, deletions=deletions)
     return Changed(
-        checkpoints=checkpoints, diffstat=diffstat, files_touched=list(data.files_touched)
+        checkpoints=checkpoints,
+        diffstat=diffstat,
+        files_touched=list(data.files_touched),
+        current_sha=standing_sha(data.events, data.checkpoints),
     )
+
+
+def standing_sha(events: list[Event], checkpoints: list[Checkpoint]) -> str | None:
+    """The commit the worktree stands on: that of the newest checkpoint or worktree reset
+    among the session's events (a restart from an earlier checkpoint moves it back, and
+    records no checkpoint), else the newest checkpoint's."""
+    for event in reversed(events):
+        if event.kind in ("checkpoint", "worktree-reset"):
+            sha = event.data.get("sha")
+            if isinstance(sha, str) and sha:
+                return sha
+    return checkpoints[-1].sha if checkpoints else None
 
 
 def passed_facts(data: ReportInput, checkpoints: list[CheckpointFacts]) -> Passed:
