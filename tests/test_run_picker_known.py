@@ -54,6 +54,7 @@ def test_rows_before_the_answer_say_pending_and_after_it_how_each_run_ended() ->
         ),
         Event(seq=3, at="2026-12-01T10:00:06Z", session="s", run=2, kind="run-started", message=""),
     ]
+    assert all(not row.sized for row in rows_of(2, None, None, live=True)), "sizes not read yet"
     known = rows_of(2, sizes, events, live=True)
     assert [(r.run, r.started_at, r.ended, r.exit) for r in known] == [
         (2, "2026-12-01T10:00:06Z", "running", "-"),
@@ -87,6 +88,7 @@ async def test_picker_lists_the_known_runs_when_the_daemon_is_gone(herd: Herd) -
         note = picker.query_one("#runs-note")
         await until(pilot, lambda: "cannot read" in str(note.render()), "the note")
         await until(pilot, lambda: len(picker_rows(picker)) == 2, "two runs")
+        await until(pilot, lambda: picker_rows(picker)[0][4] != PENDING, "their sizes")
         rows = picker_rows(picker)
         assert [row[0] for row in rows] == ["2", "1"]
         assert [row[4] for row in rows] == [size_text(paths[n].stat().st_size) for n in (2, 1)]

@@ -51,6 +51,8 @@ class RunRow:
     """The exit code or the signal, "-" while running or unknown."""
     size_bytes: int | None
     """The output file's size; None when it is gone (the log cap deletes old runs' logs)."""
+    sized: bool = True
+    """False while the file has not been looked at yet (the size shows "…")."""
 
 
 def run_path(newest_path: Path, run: int) -> Path:
@@ -93,9 +95,9 @@ async def _run_events(client: Any, session: str) -> list[Event]:
 
 
 def rows_of(
-    newest: int, sizes: dict[int, int | None], events: list[Event] | None, live: bool
+    newest: int, sizes: dict[int, int | None] | None, events: list[Event] | None, live: bool
 ) -> list[RunRow]:
-    """The picker's rows, newest first; `events` None: starts and ends not known yet."""
+    """The picker's rows, newest first; `sizes` or `events` None: not known yet."""
     started: dict[int, str] = {}
     ended: dict[int, dict[str, Any]] = {}
     for event in events or []:
@@ -116,7 +118,8 @@ def rows_of(
             how = "running" if run == newest and live else "?"
             exit_text = "-"
         start = started.get(run) if events is not None else PENDING
-        rows.append(RunRow(run, start, how, exit_text, sizes.get(run)))
+        size = sizes.get(run) if sizes is not None else None
+        rows.append(RunRow(run, start, how, exit_text, size, sized=sizes is not None))
     return rows
 
 
@@ -219,12 +222,13 @@ class RunPicker(ModalScreen[int | None]):
             table.add_column(label, key=key)
         table.focus()
         if self.newest_run and self.newest_path:
-            self._list_known()
+            self._show(rows_of(self.newest_run, None, None, live=False))
+            self._size_known()
         self._read()
 
     @work(group="known", exit_on_error=False)
-    async def _list_known(self) -> None:
-        """The runs the view knows of, with their sizes, before the daemon answers."""
+    async def _size_known(self) -> None:
+        """The sizes of the runs the view knows of, before the daemon answers."""
         path, newest = Path(self.newest_path or ""), self.newest_run
         sizes = await anyio.to_thread.run_sync(_sizes, path, newest)
         if not self.answered:  # the daemon's answer came first: it says more
@@ -256,7 +260,7 @@ class RunPicker(ModalScreen[int | None]):
                 _short_time(row.started_at),
                 inert(row.ended),
                 inert(row.exit),
-                size_text(row.size_bytes),
+                size_text(row.size_bytes) if row.sized else PENDING,
                 key=str(row.run),
             )
         note = self.query_one("#runs-note", Static)
