@@ -28,7 +28,8 @@ def confirmation(app: HerdApp) -> ConfirmScreen:
 @pytest.mark.pidns
 @pytest.mark.anyio
 async def test_r_on_a_finished_or_running_session_asks_first(herd: Herd) -> None:
-    """On a completed session, `r` asks "Restart done (completed)?" and `n` starts nothing;
+    """On a completed session, `r` asks "Restart done (completed)?" and `n` starts nothing
+    (and `a`, with no warning to acknowledge, says so);
     on a failed one, from its session screen, `y` starts task 2; on a running one the
     question says the run under way is stopped, and `escape` sends nothing."""
     write_toml(
@@ -51,6 +52,10 @@ async def test_r_on_a_finished_or_running_session_asks_first(herd: Herd) -> None
         )
         table.move_cursor(row=table.get_row_index("done"))
         await pilot.pause()
+        await pilot.press("a")  # seen in tmux: with no warning to ack the notice said "running"
+        await until(pilot, lambda: bool(app._notifications), "a notice")
+        notice = next(iter(app._notifications)).message
+        assert notice == "done has no open warnings to acknowledge", notice
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         dialog = confirmation(app)

@@ -537,7 +537,9 @@ class HerdApp(App[None]):
     def action_ack(self) -> None:
         """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
         status = self._selected()
-        if status is not None:
+        if status is not None and not status.warnings:  # seen in tmux: the notice said "running"
+            self.notify(f"{status.session} has no open warnings to acknowledge", markup=False)
+        elif status is not None:
             self._command(status.session, "ack")
 
     def action_logs(self) -> None:
