@@ -3,6 +3,7 @@ stands on, not the newer one the reset left out (a real git repo, a real daemon)
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from conftest import Herd, wait_until
@@ -32,7 +33,7 @@ def test_report_names_the_checkpoint_restarted_from(herd: Herd) -> None:
     """After `restart --from <first step>`, the report's summary says "last checkpoint
     <first> 'first step'" with one later checkpoint not in the worktree, its JSON's
     `changed.current_sha` is the first step's sha (the list still holds both, oldest first),
-    and its diffstat counts only the first step's file."""
+    its files touched hold only the first step's file; `herd report` with no daemon agrees."""
     write_toml(herd, script_session(herd.root, "api", AGENT))
     client = herd.start()
     client.call("up")
@@ -62,3 +63,8 @@ def test_report_names_the_checkpoint_restarted_from(herd: Herd) -> None:
     assert second[:7] not in summary
     touched = reply["report"]["changed"]["files_touched"]
     assert "first.txt" in touched and "second.txt" not in touched, touched
+
+    herd.down()  # read from .herd/ with no daemon: the same checkpoint
+    offline = herd.cli("report", "api", "--json")
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["changed"]["current_sha"] == first
