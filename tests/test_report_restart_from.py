@@ -52,6 +52,9 @@ def test_report_names_the_checkpoint_restarted_from(herd: Herd) -> None:
     wait_until(lambda: bool(herd.events("api", "worktree-reset")), 30, "the reset")
     wait_until(lambda: herd.status("api")["run"] == 2, 30, "run 2")
     assert head(herd.root / "api") == first
+    wait_until(  # the status stands there too (it named the newest until the next commit)
+        lambda: (herd.status("api")["checkpoint"] or {}).get("sha") == first, 30, "status"
+    )
 
     reply = client.call("report", name="api")
     changed = reply["report"]["changed"]
