@@ -202,13 +202,19 @@ def changed_facts(data: ReportInput) -> Changed:
 def standing_sha(events: list[Event], checkpoints: list[Checkpoint]) -> str | None:
     """The commit the worktree stands on: that of the newest checkpoint or worktree reset
     among the session's events (a restart from an earlier checkpoint moves it back, and
-    records no checkpoint), else the newest checkpoint's."""
+    records no checkpoint) unless a checkpoint was committed after that reset, else the
+    newest checkpoint's."""
+    newest = checkpoints[-1] if checkpoints else None
     for event in reversed(events):
         if event.kind in ("checkpoint", "worktree-reset"):
             sha = event.data.get("sha")
-            if isinstance(sha, str) and sha:
-                return sha
-    return checkpoints[-1].sha if checkpoints else None
+            if not isinstance(sha, str) or not sha:
+                continue
+            reset_at = parse_iso(event.at) if event.kind == "worktree-reset" else None
+            if newest is not None and reset_at is not None and newest.at > reset_at:
+                return newest.sha  # committed after the reset (its event was not read)
+            return sha
+    return newest.sha if newest else None
 
 
 def passed_facts(data: ReportInput, checkpoints: list[CheckpointFacts]) -> Passed:
