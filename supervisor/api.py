@@ -204,13 +204,14 @@ class ControlApi:
             self._session(session)
         follow = bool(request.get("follow"))
         limit = int(request.get("limit") or 1000)
+        kinds = request.get("kinds")
         if not follow:
-            events = self.daemon.store.events(since, session, limit=limit)
+            events = self.daemon.store.events(since, session, kinds, limit=limit)
             await send(result=[e.to_json() for e in events])
             return
         while True:
             changed = self.daemon.changed
-            events = self.daemon.store.events(since, session, limit=limit)
+            events = self.daemon.store.events(since, session, kinds, limit=limit)
             for event in events:
                 await send(stream=event.to_json())
                 since = event.seq or since

@@ -432,9 +432,12 @@ class Observer:
             except StoreUnavailable:
                 self._head_log_sig = None  # the disk is full: read git again next time
                 return
-        self.checkpoint = store.checkpoints(self.config.name, limit=1)[-1]
+        # HEAD, not the newest recorded: a restart from an earlier checkpoint moved it back.
+        newest = store.checkpoints(self.config.name, limit=1)[-1]
+        self.checkpoint = store.checkpoint(self.config.name, head.sha) or newest
         self.session.note_progress()
-        self._submit_verification(self.checkpoint.sha)
+        if self.checkpoint.sha == newest.sha or self.checkpoint.verified is None:
+            self._submit_verification(self.checkpoint.sha)
 
     def _scope_event(self, commit: Checkpoint) -> Event | None:
         """A warning when a commit touches files outside `scope` (plan and progress file aside)."""

@@ -312,7 +312,10 @@ class DiskFleet:
             if session is not None:
                 self._session(session)
             found = self.store.events(
-                int(args.get("since") or 0), session, limit=int(args.get("limit") or 1000)
+                int(args.get("since") or 0),
+                session,
+                args.get("kinds"),
+                limit=int(args.get("limit") or 1000),
             )
             return [e.to_json() for e in found]
         if op == "log_info":

@@ -77,6 +77,8 @@ class EventsArgs(_Args):
     session: Text | None = None
     follow: bool = False
     limit: Annotated[int, Field(ge=1, le=MAX_EVENTS_PAGE)] = 1000
+    kinds: Annotated[list[Text], Field(max_length=64)] | None = None
+    """Only events of these kinds (the run picker asks for the runs' starts and ends only)."""
 
 
 class AckArgs(_Args):

@@ -63,7 +63,11 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
     diffstat = None
     touched: list[str] = []
     if checkpoints:
-        first, last = checkpoints[0].sha, checkpoints[-1].sha
+        from agentherd.sessions.report.facts import standing_sha
+
+        # What the worktree holds: a restart from an earlier checkpoint left the later ones out.
+        first = checkpoints[0].sha
+        last = standing_sha(stored.events, checkpoints) or checkpoints[-1].sha
         try:
             diffstat, touched = await anyio.to_thread.run_sync(
                 gitops.changes_from_before, session.config.cwd, first, last

@@ -482,6 +482,16 @@ class Store:
             for data, verified in reversed(rows)
         ]
 
+    def checkpoint(self, session: str, sha: str) -> Checkpoint | None:
+        """One recorded checkpoint of the session, with its verdict; None when unknown."""
+        row = self._db.execute(
+            "SELECT data, verified FROM checkpoints WHERE session=? AND sha=?", (session, sha)
+        ).fetchone()
+        if row is None:
+            return None
+        verified = None if row[1] is None else bool(row[1])
+        return Checkpoint.model_validate_json(row[0]).model_copy(update={"verified": verified})
+
     def verifications(self, session: str) -> dict[str, dict[str, Any]]:
         """Verification results by checkpoint sha."""
         rows = self._db.execute(

@@ -155,6 +155,8 @@ async def test_rows_appear_and_start_stop_restart_kill_drive_the_daemon(
         assert started["handle"] == "beta/2"
 
         await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "restart asks first")
+        await pilot.press("y")
         restarted = await until_daemon(
             pilot, client, "beta", lambda s: running(s) and s["handle"] != "beta/2", "restart"
         )
@@ -249,6 +251,8 @@ async def test_keys_from_herd_toml_rebind_actions(fleet: tuple[Path, Client]) ->
         await until(pilot, lambda: app.query_one(SessionTable).row_count == len(NAMES), "rows")
         await select(pilot, app, "alpha")
         await pilot.press("R")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "restart asks first")
+        await pilot.press("y")
         status = await until_daemon(
             pilot, client, "alpha", lambda s: running(s) and s["handle"] == "alpha/2", "restart"
         )
@@ -257,7 +261,7 @@ async def test_keys_from_herd_toml_rebind_actions(fleet: tuple[Path, Client]) ->
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
-        assert ("R", "Stop the selected session gracefully and begin a new task") in (
+        assert ("R", "Stop the selected session gracefully and begin a new task (asks first)") in (
             help_screen.lines
         )
 
@@ -277,6 +281,8 @@ async def test_banner_says_the_daemon_is_gone_instead_of_crashing(
         assert str(banner.render()).startswith("daemon not reachable: ")
         await select(pilot, app, "alpha")
         await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "restart asks first")
+        await pilot.press("y")
         await until(
             pilot, lambda: any(n.severity == "error" for n in app._notifications), "an error notice"
         )

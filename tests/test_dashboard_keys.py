@@ -167,6 +167,8 @@ async def test_palette_restarts_a_session_by_name(fleet: tuple[Path, Client]) ->
         await pilot.press(*"restart gamma")
         await pilot.pause(0.5)
         await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "restart asks first")
+        await pilot.press("y")
         status = await until_daemon(
             pilot, client, "gamma", lambda s: running(s) and s["handle"] == "gamma/2", "restart"
         )

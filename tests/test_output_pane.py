@@ -151,6 +151,11 @@ async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once
         assert table.selected_session == "stream", "j/k move the table's cursor again"
 
 
+def answered(app: HerdApp) -> bool:
+    """The picker on top lists the daemon's answer (not only the runs the view knew of)."""
+    return isinstance(app.screen, RunPicker) and app.screen.answered
+
+
 def picker_rows(picker: RunPicker) -> list[list[str]]:
     """The picker's rows as text."""
     table = picker.query_one(DataTable)
@@ -187,7 +192,7 @@ async def test_L_lists_every_run_and_shows_the_one_chosen(herd: Herd) -> None:
         await until(pilot, lambda: isinstance(app.screen, RunPicker), "the picker")
         picker = app.screen
         assert isinstance(picker, RunPicker)
-        await until(pilot, lambda: len(picker_rows(picker)) == 3, "three runs")
+        await until(pilot, lambda: picker.answered and len(picker_rows(picker)) == 3, "3 runs")
         rows = picker_rows(picker)
         assert [row[0] for row in rows] == ["3", "2", "1"]
         assert rows[0][2] == "running" and rows[0][3] == "-"
@@ -201,7 +206,7 @@ async def test_L_lists_every_run_and_shows_the_one_chosen(herd: Herd) -> None:
         assert "run 1 of 3" in title(view)
         await pilot.press("L")
         await until(pilot, lambda: isinstance(app.screen, RunPicker), "the picker again")
-        await until(pilot, lambda: len(picker_rows(app.screen)) == 3, "three runs")  # type: ignore[arg-type]
+        await until(pilot, lambda: answered(app) and len(picker_rows(app.screen)) == 3, "3 runs")  # type: ignore[arg-type]
         assert app.screen.query_one(DataTable).cursor_row == 2, "on run 1, shown now"
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, RunPicker), "closed")

@@ -122,7 +122,7 @@ class HerdApp(App[None]):
             "restart",
             "Restart",
             id="restart",
-            tooltip="Stop the selected session gracefully and begin a new task",
+            tooltip="Stop the selected session gracefully and begin a new task (asks first)",
         ),
         Binding(
             "K",
@@ -431,10 +431,14 @@ class HerdApp(App[None]):
             self._command(name, "start")
 
     def action_restart(self) -> None:
-        """Stop the selected session (gracefully) and start a new task."""
+        """Stop the selected session (gracefully) and start a new task, after a confirmation:
+        in any state a restart runs (and pays) the agent again, and on an active session it
+        also ends the run under way."""
         status = self._changing()
         if status is not None:
-            self._command(status.session, "restart")
+            name = status.session
+            question, consequence = restart_question(name, status.state)
+            self._confirm(question, consequence, lambda: self._command(name, "restart"))
 
     def restart_from(self, name: str, sha: str) -> None:
         """Restart `name` from checkpoint `sha`, after a confirmation that says what happens."""
@@ -533,7 +537,9 @@ class HerdApp(App[None]):
     def action_ack(self) -> None:
         """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
         status = self._selected()
-        if status is not None:
+        if status is not None and not status.warnings:  # seen in tmux: the notice said "running"
+            self.notify(f"{status.session} has no open warnings to acknowledge", markup=False)
+        elif status is not None:
             self._command(status.session, "ack")
 
     def action_logs(self) -> None:
@@ -618,6 +624,26 @@ class HerdApp(App[None]):
             ]
         fleet = not isinstance(screen, SessionScreen)
         self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
+
+
+def restart_question(name: str, state: str) -> tuple[str, str]:
+    """The confirmation of a restart: the question naming the session, and what yes does."""
+    if state == "backoff":
+        return (
+            f"Restart {name}?",
+            f"{name}'s wait before its next try is called off and a new task begins now: "
+            "the agent runs again and spends again.",
+        )
+    if state in ACTIVE_STATES:
+        return (
+            f"Restart {name}?",
+            f"{name}'s run is stopped gracefully (its stop grace period), then a new task "
+            "begins: the agent runs again and spends again.",
+        )
+    return (
+        f"Restart {name} ({state})?",
+        f"A new task begins: {name}'s agent runs again and spends again.",
+    )
 
 
 def freeze_startup_objects() -> None:

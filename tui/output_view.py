@@ -288,7 +288,9 @@ class OutputView(Vertical):
 
         client = cast("HerdApp", self.app).client
         shown = self.shown_run or self.latest_run
-        self.app.push_screen(RunPicker(client, self.session, shown), chosen)
+        path = str(self.lines.path) if self.lines.path is not None else None
+        picker = RunPicker(client, self.session, shown, self.latest_run, path)
+        self.app.push_screen(picker, chosen)
 
     def action_toggle_raw(self) -> None:
         """Readable summaries or the lines as the agent wrote them."""

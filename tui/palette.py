@@ -19,7 +19,7 @@ VERBS: tuple[tuple[str, str, str], ...] = (
     ("spend of", "spend", "its spend over time against each budget limit"),
     ("start", "start", "begin a task"),
     ("stop", "stop", "stop gracefully"),
-    ("restart", "restart", "stop gracefully and begin a new task"),
+    ("restart", "restart", "stop gracefully and begin a new task (asks first)"),
     ("kill", "kill", "SIGKILL every process of the run (asks first)"),
     ("pause", "pause", "SIGSTOP the whole run"),
     ("resume", "resume", "SIGCONT the paused run"),

@@ -192,8 +192,29 @@ def changed_facts(data: ReportInput) -> Changed:
         files, insertions, deletions = data.diffstat
         diffstat = Diffstat(files=files, insertions=insertions, deletions=deletions)
     return Changed(
-        checkpoints=checkpoints, diffstat=diffstat, files_touched=list(data.files_touched)
+        checkpoints=checkpoints,
+        diffstat=diffstat,
+        files_touched=list(data.files_touched),
+        current_sha=standing_sha(data.events, data.checkpoints),
     )
+
+
+def standing_sha(events: list[Event], checkpoints: list[Checkpoint]) -> str | None:
+    """The commit the worktree stands on: that of the newest checkpoint or worktree reset
+    among the session's events (a restart from an earlier checkpoint moves it back, and
+    records no checkpoint) unless a checkpoint was committed after that reset, else the
+    newest checkpoint's."""
+    newest = checkpoints[-1] if checkpoints else None
+    for event in reversed(events):
+        if event.kind in ("checkpoint", "worktree-reset"):
+            sha = event.data.get("sha")
+            if not isinstance(sha, str) or not sha:
+                continue
+            reset_at = parse_iso(event.at) if event.kind == "worktree-reset" else None
+            if newest is not None and reset_at is not None and newest.at > reset_at:
+                return newest.sha  # committed after the reset (its event was not read)
+            return sha
+    return newest.sha if newest else None
 
 
 def passed_facts(data: ReportInput, checkpoints: list[CheckpointFacts]) -> Passed:

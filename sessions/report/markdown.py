@@ -106,12 +106,18 @@ def _summary(report: Report) -> str:
         parts.append(f"{passed.plan_passing}/{passed.plan_total} plan items pass")
     if report.remains.plan_error:
         parts[-1] += " (the plan file is invalid)"
-    checkpoints = report.changed.checkpoints
-    if checkpoints:
-        last = checkpoints[-1]
+    changed = report.changed
+    checkpoints, last = changed.checkpoints, changed.current()
+    if last is not None:
+        later = len(checkpoints) - 1 - checkpoints.index(last)
+        reset = f" (reset to it: {_plural(later, 'later checkpoint')} not in the worktree)"
         parts.append(
             f"last checkpoint {_code(short(last.sha))} '{_text(last.subject, 60)}' "
-            f"{_verdict(last.verified)}"
+            f"{_verdict(last.verified)}" + (reset if later else "")
+        )
+    elif checkpoints and changed.current_sha:
+        parts.append(
+            f"worktree reset to {_code(short(changed.current_sha))}, before every checkpoint"
         )
     else:
         parts.append("no checkpoint yet")

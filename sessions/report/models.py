@@ -97,6 +97,18 @@ class Changed(_Part):
     checkpoints: list[CheckpointFacts]
     diffstat: Diffstat | None
     files_touched: list[str]
+    current_sha: str | None = None
+    """The commit the worktree stands on: after a restart from an earlier checkpoint (a
+    worktree reset) that checkpoint, not the newest one recorded."""
+
+    def current(self) -> CheckpointFacts | None:
+        """The checkpoint the worktree stands on; None when it stands on none of them."""
+        if self.current_sha is None:
+            return self.checkpoints[-1] if self.checkpoints else None
+        for checkpoint in reversed(self.checkpoints):
+            if checkpoint.sha == self.current_sha:
+                return checkpoint
+        return None
 
 
 class VerificationCounts(_Part):

@@ -56,8 +56,7 @@ def _work_steps(report: Report) -> list[str]:
     """Steps about the work: the plan file, the last checkpoint, rescued work, failing items."""
     name = report.session
     remains, passed = report.remains, report.passed
-    checkpoints = report.changed.checkpoints
-    last = checkpoints[-1] if checkpoints else None
+    last = report.changed.current()  # the one the worktree stands on (a restart resets it)
     steps = []
     if remains.plan_error:
         steps.append(
