@@ -434,7 +434,7 @@ class Observer:
                 return
         # HEAD, not the newest recorded: a restart from an earlier checkpoint moved it back.
         newest = store.checkpoints(self.config.name, limit=1)[-1]
-        self.checkpoint = store.checkpoint(self.config.name, head.sha) or newest
+        self.checkpoint = store.checkpoint(self.config.name, head_sha) or newest
         self.session.note_progress()
         if self.checkpoint.sha == newest.sha or self.checkpoint.verified is None:
             self._submit_verification(self.checkpoint.sha)
