@@ -30,6 +30,8 @@ GIVE_WAY: tuple[tuple[str, int], ...] = (
 
 SORT_KEYS = tuple(key for key, _ in SORTS)
 SORT_LABELS = dict(SORTS)
+DETAILS_MAX_LINES = 5
+"""The details pane's lines: its max-height in app.tcss (6) less its top border."""
 
 
 def columns_for(width: int, hosts: bool = False) -> tuple[str, ...]:
@@ -70,6 +72,8 @@ class FleetView(Vertical):
         """A line per session shown under the details (the demo says what each agent shows)."""
         self._summary = ""
         self._details = ""
+        self._details_lines = 0
+        """The most lines the details pane has shown: it never shrinks (see refresh_details)."""
         self._table = SessionTable(id="sessions")
 
     def compose(self) -> ComposeResult:
@@ -136,10 +140,14 @@ class FleetView(Vertical):
         if name in self.notes and lines:
             lines.insert(1, f"  demo: {self.notes[name]}")
         width = max(20, self.app.size.width - 2)
+        # The pane keeps the tallest height it has had (up to its CSS max-height): moving the
+        # cursor between sessions with more and fewer lines would otherwise change the layout,
+        # which repaints the whole screen (the slowest keys under a busy fleet).
+        lines = lines[:DETAILS_MAX_LINES]
+        self._details_lines = max(self._details_lines, len(lines))
+        lines += [""] * (self._details_lines - len(lines))
         details = "\n".join(cut(line, width) for line in lines)
         if details != self._details:
-            # A new layout (which repaints the whole screen) only when the height changes: the
-            # details change with every move of the cursor.
             layout = len(details.splitlines()) != len(self._details.splitlines())
             self._details = details
             self._update("#details", details, layout=layout)
