@@ -14,6 +14,8 @@ from anyio.abc import TaskGroup
 from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
 from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
+from agentherd.supervisor.fleetreader import FleetReader
+from agentherd.supervisor.logguard import FleetLogGuard
 from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
 from agentherd.supervisor.reporting import PendingReports
 from agentherd.supervisor.store import Store
@@ -116,6 +118,10 @@ class Context:
         self.timings = timings
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        self.log_guard = FleetLogGuard(task_group)
+        self.reader = FleetReader(task_group)
+        """Every running log's reads, in one task (a rested read waits for a shared tick)."""
+        """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
         self.reports = PendingReports()
         """Reports being written (each ended task's); the daemon drains them before it exits."""
         """Worker threads that keep flooding logs within their cap."""

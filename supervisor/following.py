@@ -13,6 +13,7 @@ from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import agentusage, logcap, procs
 from agentherd.supervisor.liverun import LiveRun, outcome_name
+from agentherd.supervisor.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
 from agentherd.supervisor.parts import SessionParts
 
 TAIL_READS_PER_WAKE = 128
@@ -22,20 +23,9 @@ TAIL_READ_BUDGET_S = 0.05
 """A wake-up stops reading after this long; the rest waits for the next one (the loop serves
 every session and every client)."""
 
-LOG_FLOOD_BYTES = 256 * 1024
-"""A log that grew this much since its last cap check is flooding: check it every
-LOG_FLOOD_CHECK_S instead of waiting for the watcher."""
-
 LOG_FLOOD_CHECK_S = 0.002
 """How often a flooding log is checked against log_max_bytes, from a worker thread (one lstat
 each time; `yes` writes ~2 MB in that time)."""
-
-LOG_CHECK_MIN_S = 0.01
-"""The event loop looks at a log at most this often (a flood gets a worker thread instead)."""
-
-LOG_WRITE_BYTES_PER_S = 1 << 30
-"""The fastest writer planned for (`yes` into tmpfs): a log with R bytes of room under its cap
-is looked at again within R / this, so such a writer passes the cap by ~1% of its rate."""
 
 LOG_CAPPED_EVENT_S = 60.0
 """A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
@@ -49,7 +39,7 @@ class RunFollowing(SessionParts):
         self.ctx.runs_changed()
         if self.observer.cached_git_paths is None:  # not a repository when last looked at
             self.on_file_change("git")
-        self.ctx.tg.start_soon(self._follow_output, live)
+        self._follow_output(live)
         self.ctx.tg.start_soon(self._wait_exit, live)
         self.ctx.tg.start_soon(self._guard_log, live)
 
@@ -58,30 +48,32 @@ class RunFollowing(SessionParts):
     def wake(self) -> None:
         """The watcher saw the run's log change: read it now instead of at the next poll."""
         if self.run is not None:
-            self.run.wake.set()
+            if self.run.reading is not None:
+                self.run.reading.wake()
             self.run.log_grew.set()
 
-    async def _follow_output(self, live: LiveRun) -> None:
-        """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
-        while True:
-            # The log's folder reports one change, then waits to be armed: armed before the
-            # read, a write after the read raises the next wake-up.
-            self.ctx.arm_log(live.tailer.path)
-            self._read_output(live)
-            if live.exited.is_set() and not live.tailer.has_more():
-                tail = live.splitter.flush()
-                if tail is not None:
-                    self._take_line(live, tail)
-                live.tailer.close()
-                live.drained.set()
-                return
-            # The rest between reads ends when the run does: its exit waits for the last read
-            # (a crash's relaunch waited up to the whole gap, 0.5 s, before it began).
-            with anyio.move_on_after(self._read_gap_s()):
-                await live.exited.wait()
-            with anyio.move_on_after(self.ctx.timings.tail_poll_s):
-                await live.wake.wait()
-            live.wake = anyio.Event()
+    def _follow_output(self, live: LiveRun) -> None:
+        """Read new output as it lands, in the fleet's reader, until the final drain."""
+        live.reading = self.ctx.reader.follow(
+            functools.partial(self._read_once, live), self._read_gap_s, self.ctx.timings.tail_poll_s
+        )
+
+    def _read_once(self, live: LiveRun) -> bool:
+        """Parse what is new; keep the last line; True after the final drain of an ended run."""
+        # The log's folder reports one change, then waits to be armed: armed before the read,
+        # a write after the read raises the next wake-up.
+        self.ctx.arm_log(live.tailer.path)
+        self._read_output(live)
+        if live.exited.is_set() and not live.tailer.has_more():
+            tail = live.splitter.flush()
+            if tail is not None:
+                self._take_line(live, tail)
+            live.tailer.close()
+            live.drained.set()
+            return True
+        if live.tailer.offset < live.tailer.size_seen and live.reading is not None:
+            live.reading.wake()  # stopped short of the end (bounded work per read): go on
+        return False
 
     def _read_gap_s(self) -> float:
         """How long a run's log rests after a read: short while a budget limit counts it."""
@@ -149,7 +141,8 @@ class RunFollowing(SessionParts):
             info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
         live.exit = info
         live.exited.set()
-        live.wake.set()
+        if live.reading is not None:
+            live.reading.wake_now()  # its last output is read at once, not after a rest
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
         async with self._lock:
@@ -219,8 +212,8 @@ class RunFollowing(SessionParts):
 
     async def _guard_log(self, live: LiveRun) -> None:
         """Keep the running log within log_max_bytes between tail reads; often while it floods."""
+        grew, room = self._cap_log(live)
         while not live.drained.is_set():
-            grew, room = self._cap_log(live)
             if grew >= LOG_FLOOD_BYTES and self.ctx.log_guards.available_tokens >= 1:
                 stop = threading.Event()
                 try:
@@ -237,24 +230,28 @@ class RunFollowing(SessionParts):
                     stop.set()
             elif grew >= LOG_FLOOD_BYTES:
                 await anyio.sleep(LOG_CHECK_MIN_S)
+            elif grew:
+                # A growing log is looked at again before it can pass the cap at the fastest
+                # planned rate, in the fleet's passes (one wake-up for every chatty log), until
+                # a look finds it quiet or flooding.
+                grew, room = await self.ctx.log_guard.follow(
+                    functools.partial(self._cap_log, live), room, live.drained.is_set
+                )
+                live.log_grew = anyio.Event()
+                continue
             else:
-                # A quiet log waits for the watcher; a growing one is looked at again before
-                # it can pass the cap at the fastest planned rate.
-                if grew:  # each watcher batch of a chatty log need not cost a check
-                    await anyio.sleep(max(LOG_CHECK_MIN_S, room / LOG_WRITE_BYTES_PER_S))
-                elif self._armed_and_quiet(live):
-                    with anyio.move_on_after(self.ctx.timings.tail_poll_s):
-                        await live.log_grew.wait()
+                # Arm the log's watch, then look once more: a write after that raises an event
+                # even while the reader rests with the watch fired. A quiet log waits for it.
+                self.ctx.arm_log(live.tailer.path)
+                grew, room = self._cap_log(live)
+                if grew:
+                    continue
+                with anyio.move_on_after(self.ctx.timings.tail_poll_s):
+                    await live.log_grew.wait()
             live.log_grew = anyio.Event()
+            grew, room = self._cap_log(live)
         self._cap_log(live)
         self._report_log_cap(live, final=True)
-
-    def _armed_and_quiet(self, live: LiveRun) -> bool:
-        """Arm the log's watch, then look once more: True when nothing was written meanwhile (a
-        later write raises an event even while the reader rests with the watch fired)."""
-        self.ctx.arm_log(live.tailer.path)
-        grew, _ = self._cap_log(live)
-        return grew == 0
 
     def _cap_log(self, live: LiveRun) -> tuple[int, int]:
         """Cut the running log's middle if it passed the cap; return its growth and room left."""
