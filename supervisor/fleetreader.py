@@ -77,7 +77,9 @@ class FleetReader:
         """Wake-ups of the reader that read at least one log."""
         self.reads = 0
 
-    def follow(self, read: Callable[[], bool], gap_s: Callable[[], float], poll_s: float) -> Reading:
+    def follow(
+        self, read: Callable[[], bool], gap_s: Callable[[], float], poll_s: float
+    ) -> Reading:
         """Read a run's log at once, then after each change (at most every `gap_s()`), or
         `poll_s` after a rest with no change, until `read` returns True."""
         reading = Reading(self, read, gap_s, poll_s)

@@ -68,7 +68,9 @@ class FleetLogGuard:
         """Logs in the fleet's passes now."""
         return len(self._followed)
 
-    async def follow(self, check: Check, room_bytes: int, ended: Callable[[], bool]) -> tuple[int, int]:
+    async def follow(
+        self, check: Check, room_bytes: int, ended: Callable[[], bool]
+    ) -> tuple[int, int]:
         """Keep checking a log that grew (`room_bytes` left) until a check finds it quiet or
         flooding, or `ended()`; return that check's (grew, room) ((0, 0) when ended)."""
         interval_s = check_interval_s(room_bytes)
