@@ -58,9 +58,9 @@ class Reading:
         self._reader.schedule(self, time.monotonic())
 
 
-def _tick_after(at: float) -> float:
-    """The first READ_TICK_S boundary at or after `at` (rested reads share wake-ups)."""
-    return math.ceil(at / READ_TICK_S) * READ_TICK_S
+def _tick_after(at: float, tick_s: float = READ_TICK_S) -> float:
+    """The first `tick_s` boundary at or after `at` (reads on one boundary share a wake-up)."""
+    return math.ceil(at / tick_s) * tick_s
 
 
 class FleetReader:
@@ -135,5 +135,7 @@ class FleetReader:
             if reading.read():
                 reading.done = True
                 continue
-            # No change noticed: look again after a long rest (the watcher wakes it sooner).
-            self.schedule(reading, reading.last_read + reading.gap_s() + reading.poll_s)
+            # No change noticed: look again after a long rest (the watcher wakes it sooner), on
+            # a boundary shared by every quiet log (one wake-up a poll for the whole fleet).
+            poll_at = reading.last_read + reading.gap_s() + reading.poll_s
+            self.schedule(reading, _tick_after(poll_at, reading.poll_s))

@@ -59,32 +59,55 @@ class RunFollowing(SessionParts):
         )
 
     def _read_once(self, live: LiveRun) -> bool:
-        """Parse what is new; keep the last line; True after the final drain of an ended run."""
-        # The log's folder reports one change, then waits to be armed: armed before the read,
-        # a write after the read raises the next wake-up.
-        self.ctx.arm_log(live.tailer.path)
-        self._read_output(live)
+        """Parse what is new; keep the last line; True after the final drain of an ended run.
+
+        A chatty log (the last read found output) is simply read again after its rest: its
+        watch stays fired, so its writes cost no event, batch or dispatch. A read that finds
+        nothing arms the watch and looks once more; then the log waits for its next change.
+        """
+        if not live.chatty:
+            # Armed before the read: a write after the read raises the next wake-up.
+            self.ctx.arm_log(live.tailer.path)
+        got = self._read_new(live)
+        if not got and live.chatty:
+            live.chatty = False
+            self.ctx.arm_log(live.tailer.path)
+            got = self._read_new(live)
         if live.exited.is_set() and not live.tailer.has_more():
             tail = live.splitter.flush()
             if tail is not None:
                 self._take_line(live, tail)
             live.tailer.close()
             live.drained.set()
+            live.log_grew.set()  # its guard makes its last check now
             return True
-        if live.tailer.offset < live.tailer.size_seen and live.reading is not None:
-            live.reading.wake()  # stopped short of the end (bounded work per read): go on
+        if got and live.reading is not None:
+            live.chatty = True
+            live.reading.wake()  # read again after the rest, watched or not
         return False
+
+    def _read_new(self, live: LiveRun) -> bool:
+        """`_read_output`; True when it read anything."""
+        offset, skipped = live.tailer.offset, live.tailer.skipped_bytes
+        self._read_output(live)
+        return live.tailer.offset != offset or live.tailer.skipped_bytes != skipped
 
     def _read_gap_s(self) -> float:
         """How long a run's log rests after a read: short while a budget limit counts it."""
+        budgets = (self.config.budget, self.ctx.fleet_budget)
+        cached = self.__dict__.get("_read_gap")
+        if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
+            return float(cached[2])  # asked at every read: the limits change on a reload only
         timings = self.ctx.timings
-        limited = limits(self.config.budget) or limits(self.ctx.fleet_budget)
-        return timings.tail_min_gap_s if limited else timings.tail_gap_s
+        limited = limits(budgets[0]) or limits(budgets[1])
+        gap_s = timings.tail_min_gap_s if limited else timings.tail_gap_s
+        self.__dict__["_read_gap"] = (*budgets, gap_s)
+        return gap_s
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
         read_any = False
-        self._cap_log(live)
+        # The log's cap is kept by its guard (`_guard_log`), not checked per read.
         # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
         deadline = time.monotonic() + TAIL_READ_BUDGET_S
         for _ in range(TAIL_READS_PER_WAKE):
@@ -246,8 +269,8 @@ class RunFollowing(SessionParts):
                 grew, room = self._cap_log(live)
                 if grew:
                     continue
-                with anyio.move_on_after(self.ctx.timings.tail_poll_s):
-                    await live.log_grew.wait()
+                # No poll: the slow pass looks at every log once a minute (`check_log_cap`).
+                await live.log_grew.wait()
             live.log_grew = anyio.Event()
             grew, room = self._cap_log(live)
         self._cap_log(live)

@@ -55,6 +55,8 @@ class LiveRun:
         self.exited = anyio.Event()
         self.drained = anyio.Event()
         self.reading: Reading | None = None
+        self.chatty = False
+        """The last read found output: the log is read again after its rest, unwatched."""
         """Its place in the fleet's reader while its output is followed."""
         self.started_monotonic = time.monotonic()
         self.handled = False
