@@ -67,6 +67,9 @@ class Cycle:
     verb_cpu_ms: float = 0.0
     ping_max_ms: float = 0.0
     stop_s: float = 0.0
+    wakeups_per_min: float = 0.0
+    """The supervisor's main thread (herd's event loop) woken per minute over the window: its
+    voluntary context switches, from /proc/PID/status (other threads not counted)."""
     pings_ms: list[float] = field(default_factory=list, repr=False)
     """Every answer of herd's control socket during the cold start (none for a peer)."""
 
@@ -300,8 +303,12 @@ def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: flo
     time.sleep(warmup_s)
     proc = psutil.Process(system.pid())
     cpu_0, wall_0 = cpu_seconds(proc), time.monotonic()
+    wakeups_0 = proc.num_ctx_switches().voluntary  # the main thread's (/proc/PID/status)
     time.sleep(window_s)
-    result.cpu_share = (cpu_seconds(proc) - cpu_0) / (time.monotonic() - wall_0)
+    wakeups = proc.num_ctx_switches().voluntary - wakeups_0
+    wall_s = time.monotonic() - wall_0
+    result.cpu_share = (cpu_seconds(proc) - cpu_0) / wall_s
+    result.wakeups_per_min = wakeups * 60 / wall_s
     result.rss_mb = proc.memory_info().rss / 2**20
     result.threads = proc.num_threads()
     result.fds = proc.num_fds()
@@ -329,6 +336,7 @@ FIGURES = [
     ("control socket, worst answer during start, ms", "ping_max_ms", 1.0, ".0f"),
     ("memory, MB RSS", "rss_mb", 1.0, ".0f"),
     ("threads", "threads", 1.0, ".0f"),
+    ("main thread woken, per minute", "wakeups_per_min", 1.0, ".0f"),
     ("open files", "fds", 1.0, ".0f"),
     ("CLI verb, ms wall", "verb_wall_ms", 1.0, ".0f"),
     ("CLI verb, ms CPU", "verb_cpu_ms", 1.0, ".0f"),
