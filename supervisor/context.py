@@ -26,8 +26,10 @@ class Timings:
     """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
 
     tail_poll_s: float = 60.0
-    """A run's log is re-read at least this often even when no watcher event arrives (the watcher
-    wakes the reader on every change, and the slow pass wakes it when a log grew unseen)."""
+    """A quiet run's log is re-read at least this often even when no watcher event arrives (the
+    watcher wakes the reader on a change, the slow pass when a log grew unseen); the quiet logs'
+    polls share boundaries of this period, one wake-up for the fleet. A chatty log (its last
+    read found output) is read again after `tail_gap_s`, without its watch."""
     tail_min_gap_s: float = 0.1
     """A run's log is read at most this often while a budget limit counts its spend (a stop
     comes between two of the agent's steps): it bounds a chatty agent to ten reads a second."""
