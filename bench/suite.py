@@ -286,7 +286,9 @@ def make_repos(root: Path, count: int) -> list[Path]:
     return repos
 
 
-def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: float) -> Cycle:
+def cycle(
+    system: Herd | Supervisord, load: Load, window_s: float, warmup_s: float, settle_s: float = 0
+) -> Cycle:
     """Start cold, measure, stop: one system under one load."""
     mark = f"m{time.monotonic_ns()}"
     system.prepare(ROOT, REPOS, mark, load)
@@ -300,7 +302,7 @@ def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: flo
     if pinger is not None:
         result.pings_ms = [float(x) for x in pinger.communicate("", timeout=30)[0].split()]
         result.ping_max_ms = max(result.pings_ms, default=0.0)
-    time.sleep(warmup_s)
+    time.sleep(warmup_s + (settle_s if load.kind == "quiet" else 0.0))
     proc = psutil.Process(system.pid())
     cpu_0, wall_0 = cpu_seconds(proc), time.monotonic()
     wakeups_0 = proc.num_ctx_switches().voluntary  # the main thread's (/proc/PID/status)
@@ -373,6 +375,9 @@ class Mode:
     soak_minutes: float
     soak_every_s: float
     soak_warmup_s: float
+    idle_settle_s: float = 0.0
+    """A quiet load rests this long more before its window: the start's deferred work (each
+    session's first git read) is no part of the figures at rest."""
 
 
 MODES = {
@@ -397,6 +402,7 @@ MODES = {
         soak_minutes=20.0,
         soak_every_s=15.0,
         soak_warmup_s=30.0,
+        idle_settle_s=15.0,
     ),
     "short": Mode(
         "short",
@@ -419,6 +425,7 @@ MODES = {
         soak_minutes=1.0,
         soak_every_s=10.0,
         soak_warmup_s=5.0,
+        idle_settle_s=10.0,
     ),
     "tiny": Mode(  # the test's: every part end to end, as small as it goes
         "tiny",
@@ -566,7 +573,8 @@ def side_by_side(
             for round_index in range(figures.mode.rounds):
                 order = systems if round_index % 2 == 0 else systems[::-1]
                 for system in order:
-                    got = cycle(system, load, figures.mode.window_s, figures.mode.warmup_s)
+                    mode = figures.mode
+                    got = cycle(system, load, mode.window_s, mode.warmup_s, mode.idle_settle_s)
                     figures.results.add(load.name, system.name, got)
                     say(f"{load.name} round {round_index + 1} {system.name}: {got}")
     finally:
