@@ -94,19 +94,23 @@ class RunFollowing(SessionParts):
 
     def _read_gap_s(self) -> float:
         """How long a run's log rests after a read: short while a budget limit counts it."""
-        budgets = (self.config.budget, self.ctx.fleet_budget)
-        cached = self.__dict__.get("_read_gap")
-        if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
-            return float(cached[2])  # asked at every read: the limits change on a reload only
         timings = self.ctx.timings
-        limited = limits(budgets[0]) or limits(budgets[1])
-        gap_s = timings.tail_min_gap_s if limited else timings.tail_gap_s
-        self.__dict__["_read_gap"] = (*budgets, gap_s)
-        return gap_s
+        return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
+
+    def _read_limited(self) -> bool:
+        """True when the session's or the fleet's budget sets a limit its output counts for."""
+        budgets = (self.config.budget, self.ctx.fleet_budget)
+        cached = self.__dict__.get("_read_limits")
+        if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
+            return bool(cached[2])  # asked at every read: the limits change on a reload only
+        limited = bool(limits(budgets[0]) or limits(budgets[1]))
+        self.__dict__["_read_limits"] = (*budgets, limited)
+        return limited
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
-        read_any = False
+        parsed_lines = live.parser.parsed_lines
+        read_any = decoded = False
         # The log's cap is kept by its guard (`_guard_log`), not checked per read.
         # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
         deadline = time.monotonic() + TAIL_READ_BUDGET_S
@@ -116,11 +120,11 @@ class RunFollowing(SessionParts):
             if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
                 cut = live.splitter.flush()
                 if cut is not None:
-                    self._take_line(live, cut)
+                    decoded = self._take_line(live, cut) or decoded
             if not data:
                 break
             read_any = True
-            self._take_line(live, *live.splitter.feed(data))
+            decoded = self._take_line(live, *live.splitter.feed(data)) or decoded
             if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
                 # The end of the file as it was (what came since raised the next wake-up: the
                 # watch was armed before reading): no second look, nor its replaced-file check.
@@ -132,7 +136,10 @@ class RunFollowing(SessionParts):
         self.stall.output_written(written_s, now_s, self.config.budget.stall)
         if self.warnings.is_open("stalled") and not self.stall.warned:
             self.close_warning("stalled", "the agent wrote output", "output")
-        self.ctx.check_budget(self)  # a stop between two of the agent's steps, not a second late
+        if decoded or live.parser.parsed_lines != parsed_lines or self._read_limited():
+            # A stop between two of the agent's steps, not a second late. Text that moved no
+            # usage (a plain harness's lines) has nothing to check, limits or not.
+            self.ctx.check_budget(self)
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
@@ -143,9 +150,12 @@ class RunFollowing(SessionParts):
             self.version += 1
             self.output_version += 1
 
-    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
-        """Parse lines, each decoded once; the summary a person reads is made when read."""
-        live.shown.offer(lines, live.parser.decode_lines(lines))
+    def _take_line(self, live: LiveRun, *lines: bytes) -> bool:
+        """Parse lines, each decoded once; the summary a person reads is made when read.
+        True when any of them decoded (only such a line, or a counted parse, moves usage)."""
+        values = live.parser.decode_lines(lines)
+        live.shown.offer(lines, values)
+        return values.count(None) != len(values)
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""

@@ -61,6 +61,10 @@ async def test_a_woken_log_is_read_after_its_gap_and_the_fleet_shares_passes() -
         tg.cancel_scope.cancel()
 
 
+ROOM_100_MS = (1 << 30) // 10
+"""Room under the cap the fastest planned writer fills in 0.1 s: a look every 0.1 s."""
+
+
 async def test_growing_logs_are_checked_in_shared_passes_until_quiet_or_flooding() -> None:
     looks = [0] * 20
 
@@ -68,7 +72,7 @@ async def test_growing_logs_are_checked_in_shared_passes_until_quiet_or_flooding
         looks[index] += 1
         if index == 19 and looks[index] == 2:
             return LOG_FLOOD_BYTES, 1 << 20  # flooding: handed back to its own guard
-        return (100, 0) if looks[index] < 5 else (0, 1 << 20)  # no room: every 10 ms
+        return (100, ROOM_100_MS) if looks[index] < 5 else (0, 1 << 20)
 
     results: dict[int, tuple[int, int]] = {}
     ended = [False]
@@ -80,7 +84,7 @@ async def test_growing_logs_are_checked_in_shared_passes_until_quiet_or_flooding
             results[index] = await guard.follow(look, room, lambda: ended[0])
 
         for index in range(20):
-            tg.start_soon(follow, index, 0)
+            tg.start_soon(follow, index, ROOM_100_MS)
         await wait_for(lambda: len(results) == 20)
         assert results[19] == (LOG_FLOOD_BYTES, 1 << 20) and looks[19] == 2
         assert all(results[i] == (0, 1 << 20) and looks[i] == 5 for i in range(19))
