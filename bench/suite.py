@@ -671,6 +671,7 @@ def main() -> None:
         help="measure nothing: write the record again from a run's figures (after editing notes)",
     )
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # the figures are saved beside it
     chart = args.out.with_name(args.out.stem + "-latency.svg")
     saved = args.out.with_name(args.out.stem + "-figures.json")
     if args.from_figures:
