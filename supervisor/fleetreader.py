@@ -23,6 +23,9 @@ READ_TICK_S = 0.05
 """Rested reads are made on multiples of this: a run's reads come at most `gap` + this apart."""
 
 
+STALE_ENTRIES_MAX = 256
+"""Superseded heap entries tolerated beyond two per run before they are swept out."""
+
 PASS_STEP_S = 0.02
 """A pass lets the loop serve clients and the watcher this often (a flood's reads are long)."""
 
@@ -76,6 +79,13 @@ class FleetReader:
         self.passes = 0
         """Wake-ups of the reader that read at least one log."""
         self.reads = 0
+        self.following = 0
+        """Runs whose logs are read until their final drain."""
+
+    @property
+    def queued(self) -> int:
+        """Entries in the heap, superseded ones included."""
+        return len(self._heap)
 
     def follow(
         self, read: Callable[[], bool], gap_s: Callable[[], float], poll_s: float
@@ -83,6 +93,7 @@ class FleetReader:
         """Read a run's log at once, then after each change (at most every `gap_s()`), or
         `poll_s` after a rest with no change, until `read` returns True."""
         reading = Reading(self, read, gap_s, poll_s)
+        self.following += 1
         reading.wake_now()
         return reading
 
@@ -92,6 +103,11 @@ class FleetReader:
             return
         reading.due = at
         heapq.heappush(self._heap, (at, next(self._order), reading))
+        if len(self._heap) > STALE_ENTRIES_MAX + 2 * self.following:
+            # A read moved sooner leaves its later entry behind (a quiet log's poll, a minute
+            # out): drop them all now and then, so memory stays bounded by the runs followed.
+            self._heap = [e for e in self._heap if not e[2].done and e[0] == e[2].due]
+            heapq.heapify(self._heap)
         if not self._running:
             self._running = True
             self._tg.start_soon(self._run)
@@ -134,6 +150,7 @@ class FleetReader:
             self.reads += 1
             if reading.read():
                 reading.done = True
+                self.following -= 1
                 continue
             # No change noticed: look again after a long rest (the watcher wakes it sooner), on
             # a boundary shared by every quiet log (one wake-up a poll for the whole fleet).

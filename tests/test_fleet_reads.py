@@ -12,7 +12,7 @@ import anyio
 import pytest
 from conftest import FAST, Herd, script, wait_until
 
-from agentherd.supervisor.fleetreader import FleetReader
+from agentherd.supervisor.fleetreader import STALE_ENTRIES_MAX, FleetReader
 from agentherd.supervisor.logguard import LOG_FLOOD_BYTES, FleetLogGuard
 
 pytestmark = pytest.mark.anyio
@@ -58,6 +58,18 @@ async def test_a_woken_log_is_read_after_its_gap_and_the_fleet_shares_passes() -
         readings[0].wake_now()
         await anyio.sleep(gap_s * 2)
         assert len(reads) == 21  # done: never read again
+        tg.cancel_scope.cancel()
+
+
+async def test_a_quiet_log_woken_often_leaves_no_pile_of_superseded_polls() -> None:
+    reads: list[int] = []
+    async with anyio.create_task_group() as tg:
+        reader = FleetReader(tg)
+        reading = reader.follow(lambda: reads.append(1) is None and False, lambda: 0.0, 60.0)
+        for count in range(1, 3 * STALE_ENTRIES_MAX):
+            await wait_for(lambda count=count: len(reads) == count)  # type: ignore[misc]
+            reading.wake()  # each read left a poll a minute out; this read comes sooner
+        assert reader.queued <= STALE_ENTRIES_MAX + 2 * reader.following + 1
         tg.cancel_scope.cancel()
 
 
@@ -127,7 +139,9 @@ def test_a_chatty_log_is_read_without_a_watcher_event_per_write(tmp_path: Path) 
         assert status["last_line"] == "last"
         read_since, batches_since = reader.reads - reads, watcher.batches - batches
         assert read_since >= 4, read_since  # ~3 s of output at a read every 0.5 s
-        # Each read of a chatty log used to be raised by a watcher event (one batch a read).
-        assert batches_since <= read_since / 2, (batches_since, read_since)
+        # Each read of a chatty log used to be raised by a watcher event (one batch a read, or
+        # more); now only a read that found nothing (the agent held up on a loaded machine)
+        # arms the watch again.
+        assert batches_since <= read_since * 2 / 3, (batches_since, read_since)
     finally:
         herd.down()
