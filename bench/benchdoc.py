@@ -99,8 +99,29 @@ def idle_cpu(f: Figures) -> Verdict:
     return load_text(f, "idle"), figure, MET if statistics.median(herd) <= 0.5 else NOT_MET
 
 
+DAEMON_WAKEUPS_PER_MIN = 90
+"""The daemon-wide periodic work at rest, per minute, whatever the number of sessions: the
+budget pass every second (60), the watch and disk tick every 5 s (12), the quiet logs' shared
+poll (1), and some slack for the clock's batching."""
+
+
 def periodic(f: Figures) -> Verdict:
-    return load_text(f, "idle"), "not a figure of the suite", NOT_MEASURED
+    """The event loop's wake-ups at rest, per session and minute: met when they are at most
+    one per session a minute beyond the daemon-wide DAEMON_WAKEUPS_PER_MIN."""
+    woken = values(f, "idle", "wakeups_per_min")
+    agents = next((load.agents for load in f.loads if load.name == "idle"), 0)
+    if not woken or not agents:
+        return "-", "-", NOT_RUN
+    if not any(woken):
+        return load_text(f, "idle"), "not in this run's figures", NOT_MEASURED
+    peer = values(f, "idle", "wakeups_per_min", "supervisord")
+    figure = (
+        f"event loop woken {spread(woken, '.0f')} times a minute, "
+        f"{spread([w / agents for w in woken], '.2f')} per session (at most "
+        f"{agents} + {DAEMON_WAKEUPS_PER_MIN} daemon-wide)"
+    ) + (f"; supervisord {spread(peer, '.0f')}" if peer else "")
+    met = statistics.median(woken) <= agents + DAEMON_WAKEUPS_PER_MIN
+    return load_text(f, "idle"), figure, MET if met else NOT_MET
 
 
 def memory(f: Figures) -> Verdict:

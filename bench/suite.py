@@ -67,6 +67,9 @@ class Cycle:
     verb_cpu_ms: float = 0.0
     ping_max_ms: float = 0.0
     stop_s: float = 0.0
+    wakeups_per_min: float = 0.0
+    """The supervisor's main thread (herd's event loop) woken per minute over the window: its
+    voluntary context switches, from /proc/PID/status (other threads not counted)."""
     pings_ms: list[float] = field(default_factory=list, repr=False)
     """Every answer of herd's control socket during the cold start (none for a peer)."""
 
@@ -283,7 +286,9 @@ def make_repos(root: Path, count: int) -> list[Path]:
     return repos
 
 
-def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: float) -> Cycle:
+def cycle(
+    system: Herd | Supervisord, load: Load, window_s: float, warmup_s: float, settle_s: float = 0
+) -> Cycle:
     """Start cold, measure, stop: one system under one load."""
     mark = f"m{time.monotonic_ns()}"
     system.prepare(ROOT, REPOS, mark, load)
@@ -297,11 +302,15 @@ def cycle(system: Herd | Supervisord, load: Load, window_s: float, warmup_s: flo
     if pinger is not None:
         result.pings_ms = [float(x) for x in pinger.communicate("", timeout=30)[0].split()]
         result.ping_max_ms = max(result.pings_ms, default=0.0)
-    time.sleep(warmup_s)
+    time.sleep(warmup_s + (settle_s if load.kind == "quiet" else 0.0))
     proc = psutil.Process(system.pid())
     cpu_0, wall_0 = cpu_seconds(proc), time.monotonic()
+    wakeups_0 = proc.num_ctx_switches().voluntary  # the main thread's (/proc/PID/status)
     time.sleep(window_s)
-    result.cpu_share = (cpu_seconds(proc) - cpu_0) / (time.monotonic() - wall_0)
+    wakeups = proc.num_ctx_switches().voluntary - wakeups_0
+    wall_s = time.monotonic() - wall_0
+    result.cpu_share = (cpu_seconds(proc) - cpu_0) / wall_s
+    result.wakeups_per_min = wakeups * 60 / wall_s
     result.rss_mb = proc.memory_info().rss / 2**20
     result.threads = proc.num_threads()
     result.fds = proc.num_fds()
@@ -329,6 +338,7 @@ FIGURES = [
     ("control socket, worst answer during start, ms", "ping_max_ms", 1.0, ".0f"),
     ("memory, MB RSS", "rss_mb", 1.0, ".0f"),
     ("threads", "threads", 1.0, ".0f"),
+    ("main thread woken, per minute", "wakeups_per_min", 1.0, ".0f"),
     ("open files", "fds", 1.0, ".0f"),
     ("CLI verb, ms wall", "verb_wall_ms", 1.0, ".0f"),
     ("CLI verb, ms CPU", "verb_cpu_ms", 1.0, ".0f"),
@@ -365,6 +375,9 @@ class Mode:
     soak_minutes: float
     soak_every_s: float
     soak_warmup_s: float
+    idle_settle_s: float = 0.0
+    """A quiet load rests this long more before its window: the start's deferred work (each
+    session's first git read) is no part of the figures at rest."""
 
 
 MODES = {
@@ -389,6 +402,7 @@ MODES = {
         soak_minutes=20.0,
         soak_every_s=15.0,
         soak_warmup_s=30.0,
+        idle_settle_s=15.0,
     ),
     "short": Mode(
         "short",
@@ -411,6 +425,7 @@ MODES = {
         soak_minutes=1.0,
         soak_every_s=10.0,
         soak_warmup_s=5.0,
+        idle_settle_s=10.0,
     ),
     "tiny": Mode(  # the test's: every part end to end, as small as it goes
         "tiny",
@@ -558,7 +573,8 @@ def side_by_side(
             for round_index in range(figures.mode.rounds):
                 order = systems if round_index % 2 == 0 else systems[::-1]
                 for system in order:
-                    got = cycle(system, load, figures.mode.window_s, figures.mode.warmup_s)
+                    mode = figures.mode
+                    got = cycle(system, load, mode.window_s, mode.warmup_s, mode.idle_settle_s)
                     figures.results.add(load.name, system.name, got)
                     say(f"{load.name} round {round_index + 1} {system.name}: {got}")
     finally:
@@ -655,6 +671,7 @@ def main() -> None:
         help="measure nothing: write the record again from a run's figures (after editing notes)",
     )
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # the figures are saved beside it
     chart = args.out.with_name(args.out.stem + "-latency.svg")
     saved = args.out.with_name(args.out.stem + "-figures.json")
     if args.from_figures:

@@ -14,6 +14,8 @@ from anyio.abc import TaskGroup
 from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
 from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
+from agentherd.supervisor.fleetreader import FleetReader
+from agentherd.supervisor.logguard import FleetLogGuard
 from agentherd.supervisor.notifier import MAX_CONCURRENT_NOTIFICATIONS
 from agentherd.supervisor.reporting import PendingReports
 from agentherd.supervisor.store import Store
@@ -24,8 +26,10 @@ class Timings:
     """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
 
     tail_poll_s: float = 60.0
-    """A run's log is re-read at least this often even when no watcher event arrives (the watcher
-    wakes the reader on every change, and the slow pass wakes it when a log grew unseen)."""
+    """A quiet run's log is re-read at least this often even when no watcher event arrives (the
+    watcher wakes the reader on a change, the slow pass when a log grew unseen); the quiet logs'
+    polls share boundaries of this period, one wake-up for the fleet. A chatty log (its last
+    read found output) is read again after `tail_gap_s`, without its watch."""
     tail_min_gap_s: float = 0.1
     """A run's log is read at most this often while a budget limit counts its spend (a stop
     comes between two of the agent's steps): it bounds a chatty agent to ten reads a second."""
@@ -116,6 +120,10 @@ class Context:
         self.timings = timings
         self.announce = announce
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        self.log_guard = FleetLogGuard(task_group)
+        self.reader = FleetReader(task_group)
+        """Every running log's reads, in one task (a rested read waits for a shared tick)."""
+        """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
         self.reports = PendingReports()
         """Reports being written (each ended task's); the daemon drains them before it exits."""
         """Worker threads that keep flooding logs within their cap."""

@@ -13,6 +13,7 @@ from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import agentusage, logcap, procs, runleftovers
 from agentherd.supervisor.liverun import LiveRun, outcome_name
+from agentherd.supervisor.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
 from agentherd.supervisor.parts import SessionParts
 
 TAIL_READS_PER_WAKE = 128
@@ -22,20 +23,9 @@ TAIL_READ_BUDGET_S = 0.05
 """A wake-up stops reading after this long; the rest waits for the next one (the loop serves
 every session and every client)."""
 
-LOG_FLOOD_BYTES = 256 * 1024
-"""A log that grew this much since its last cap check is flooding: check it every
-LOG_FLOOD_CHECK_S instead of waiting for the watcher."""
-
 LOG_FLOOD_CHECK_S = 0.002
 """How often a flooding log is checked against log_max_bytes, from a worker thread (one lstat
 each time; `yes` writes ~2 MB in that time)."""
-
-LOG_CHECK_MIN_S = 0.01
-"""The event loop looks at a log at most this often (a flood gets a worker thread instead)."""
-
-LOG_WRITE_BYTES_PER_S = 1 << 30
-"""The fastest writer planned for (`yes` into tmpfs): a log with R bytes of room under its cap
-is looked at again within R / this, so such a writer passes the cap by ~1% of its rate."""
 
 LOG_CAPPED_EVENT_S = 60.0
 """A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
@@ -49,7 +39,7 @@ class RunFollowing(SessionParts):
         self.ctx.runs_changed()
         if self.observer.cached_git_paths is None:  # not a repository when last looked at
             self.on_file_change("git")
-        self.ctx.tg.start_soon(self._follow_output, live)
+        self._follow_output(live)
         self.ctx.tg.start_soon(self._wait_exit, live)
         self.ctx.tg.start_soon(self._guard_log, live)
 
@@ -58,41 +48,70 @@ class RunFollowing(SessionParts):
     def wake(self) -> None:
         """The watcher saw the run's log change: read it now instead of at the next poll."""
         if self.run is not None:
-            self.run.wake.set()
+            if self.run.reading is not None:
+                self.run.reading.wake()
             self.run.log_grew.set()
 
-    async def _follow_output(self, live: LiveRun) -> None:
-        """Read new output as it lands; parse it; keep the last line; stop after the final drain."""
-        while True:
-            # The log's folder reports one change, then waits to be armed: armed before the
-            # read, a write after the read raises the next wake-up.
+    def _follow_output(self, live: LiveRun) -> None:
+        """Read new output as it lands, in the fleet's reader, until the final drain."""
+        live.reading = self.ctx.reader.follow(
+            functools.partial(self._read_once, live), self._read_gap_s, self.ctx.timings.tail_poll_s
+        )
+
+    def _read_once(self, live: LiveRun) -> bool:
+        """Parse what is new; keep the last line; True after the final drain of an ended run.
+
+        A chatty log (the last read found output) is simply read again after its rest: its
+        watch stays fired, so its writes cost no event, batch or dispatch. A read that finds
+        nothing arms the watch and looks once more; then the log waits for its next change.
+        """
+        if not live.chatty:
+            # Armed before the read: a write after the read raises the next wake-up.
             self.ctx.arm_log(live.tailer.path)
-            self._read_output(live)
-            if live.exited.is_set() and not live.tailer.has_more():
-                tail = live.splitter.flush()
-                if tail is not None:
-                    self._take_line(live, tail)
-                live.tailer.close()
-                live.drained.set()
-                return
-            # The rest between reads ends when the run does: its exit waits for the last read
-            # (a crash's relaunch waited up to the whole gap, 0.5 s, before it began).
-            with anyio.move_on_after(self._read_gap_s()):
-                await live.exited.wait()
-            with anyio.move_on_after(self.ctx.timings.tail_poll_s):
-                await live.wake.wait()
-            live.wake = anyio.Event()
+        got = self._read_new(live)
+        if not got and live.chatty:
+            live.chatty = False
+            self.ctx.arm_log(live.tailer.path)
+            got = self._read_new(live)
+        if live.exited.is_set() and not live.tailer.has_more():
+            tail = live.splitter.flush()
+            if tail is not None:
+                self._take_line(live, tail)
+            live.tailer.close()
+            live.drained.set()
+            live.log_grew.set()  # its guard makes its last check now
+            return True
+        if got and live.reading is not None:
+            live.chatty = True
+            live.reading.wake()  # read again after the rest, watched or not
+        return False
+
+    def _read_new(self, live: LiveRun) -> bool:
+        """`_read_output`; True when it read anything."""
+        offset, skipped = live.tailer.offset, live.tailer.skipped_bytes
+        self._read_output(live)
+        return live.tailer.offset != offset or live.tailer.skipped_bytes != skipped
 
     def _read_gap_s(self) -> float:
         """How long a run's log rests after a read: short while a budget limit counts it."""
         timings = self.ctx.timings
-        limited = limits(self.config.budget) or limits(self.ctx.fleet_budget)
-        return timings.tail_min_gap_s if limited else timings.tail_gap_s
+        return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
+
+    def _read_limited(self) -> bool:
+        """True when the session's or the fleet's budget sets a limit its output counts for."""
+        budgets = (self.config.budget, self.ctx.fleet_budget)
+        cached = self.__dict__.get("_read_limits")
+        if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
+            return bool(cached[2])  # asked at every read: the limits change on a reload only
+        limited = bool(limits(budgets[0]) or limits(budgets[1]))
+        self.__dict__["_read_limits"] = (*budgets, limited)
+        return limited
 
     def _read_output(self, live: LiveRun) -> None:
         known_id = live.parser.session_id
-        read_any = False
-        self._cap_log(live)
+        parsed_lines = live.parser.parsed_lines
+        read_any = decoded = False
+        # The log's cap is kept by its guard (`_guard_log`), not checked per read.
         # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
         deadline = time.monotonic() + TAIL_READ_BUDGET_S
         for _ in range(TAIL_READS_PER_WAKE):
@@ -101,11 +120,11 @@ class RunFollowing(SessionParts):
             if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
                 cut = live.splitter.flush()
                 if cut is not None:
-                    self._take_line(live, cut)
+                    decoded = self._take_line(live, cut) or decoded
             if not data:
                 break
             read_any = True
-            self._take_line(live, *live.splitter.feed(data))
+            decoded = self._take_line(live, *live.splitter.feed(data)) or decoded
             if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
                 # The end of the file as it was (what came since raised the next wake-up: the
                 # watch was armed before reading): no second look, nor its replaced-file check.
@@ -117,7 +136,10 @@ class RunFollowing(SessionParts):
         self.stall.output_written(written_s, now_s, self.config.budget.stall)
         if self.warnings.is_open("stalled") and not self.stall.warned:
             self.close_warning("stalled", "the agent wrote output", "output")
-        self.ctx.check_budget(self)  # a stop between two of the agent's steps, not a second late
+        if decoded or live.parser.parsed_lines != parsed_lines or self._read_limited():
+            # A stop between two of the agent's steps, not a second late. Text that moved no
+            # usage (a plain harness's lines) has nothing to check, limits or not.
+            self.ctx.check_budget(self)
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
@@ -128,9 +150,12 @@ class RunFollowing(SessionParts):
             self.version += 1
             self.output_version += 1
 
-    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
-        """Parse lines, each decoded once; the summary a person reads is made when read."""
-        live.shown.offer(lines, live.parser.decode_lines(lines))
+    def _take_line(self, live: LiveRun, *lines: bytes) -> bool:
+        """Parse lines, each decoded once; the summary a person reads is made when read.
+        True when any of them decoded (only such a line, or a counted parse, moves usage)."""
+        values = live.parser.decode_lines(lines)
+        live.shown.offer(lines, values)
+        return values.count(None) != len(values)
 
     async def _wait_exit(self, live: LiveRun) -> None:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
@@ -149,7 +174,8 @@ class RunFollowing(SessionParts):
             info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
         live.exit = info
         live.exited.set()
-        live.wake.set()
+        if live.reading is not None:
+            live.reading.wake_now()  # its last output is read at once, not after a rest
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
         async with self._lock:
@@ -222,8 +248,8 @@ class RunFollowing(SessionParts):
 
     async def _guard_log(self, live: LiveRun) -> None:
         """Keep the running log within log_max_bytes between tail reads; often while it floods."""
+        grew, room = self._cap_log(live)
         while not live.drained.is_set():
-            grew, room = self._cap_log(live)
             if grew >= LOG_FLOOD_BYTES and self.ctx.log_guards.available_tokens >= 1:
                 stop = threading.Event()
                 try:
@@ -240,24 +266,28 @@ class RunFollowing(SessionParts):
                     stop.set()
             elif grew >= LOG_FLOOD_BYTES:
                 await anyio.sleep(LOG_CHECK_MIN_S)
+            elif grew:
+                # A growing log is looked at again before it can pass the cap at the fastest
+                # planned rate, in the fleet's passes (one wake-up for every chatty log), until
+                # a look finds it quiet or flooding.
+                grew, room = await self.ctx.log_guard.follow(
+                    functools.partial(self._cap_log, live), room, live.drained.is_set
+                )
+                live.log_grew = anyio.Event()
+                continue
             else:
-                # A quiet log waits for the watcher; a growing one is looked at again before
-                # it can pass the cap at the fastest planned rate.
-                if grew:  # each watcher batch of a chatty log need not cost a check
-                    await anyio.sleep(max(LOG_CHECK_MIN_S, room / LOG_WRITE_BYTES_PER_S))
-                elif self._armed_and_quiet(live):
-                    with anyio.move_on_after(self.ctx.timings.tail_poll_s):
-                        await live.log_grew.wait()
+                # Arm the log's watch, then look once more: a write after that raises an event
+                # even while the reader rests with the watch fired. A quiet log waits for it.
+                self.ctx.arm_log(live.tailer.path)
+                grew, room = self._cap_log(live)
+                if grew:
+                    continue
+                # No poll: the slow pass looks at every log once a minute (`check_log_cap`).
+                await live.log_grew.wait()
             live.log_grew = anyio.Event()
+            grew, room = self._cap_log(live)
         self._cap_log(live)
         self._report_log_cap(live, final=True)
-
-    def _armed_and_quiet(self, live: LiveRun) -> bool:
-        """Arm the log's watch, then look once more: True when nothing was written meanwhile (a
-        later write raises an event even while the reader rests with the watch fired)."""
-        self.ctx.arm_log(live.tailer.path)
-        grew, _ = self._cap_log(live)
-        return grew == 0
 
     def _cap_log(self, live: LiveRun) -> tuple[int, int]:
         """Cut the running log's middle if it passed the cap; return its growth and room left."""

@@ -15,6 +15,7 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord
 from agentherd.supervisor import logcap, procs
+from agentherd.supervisor.fleetreader import Reading
 from agentherd.supervisor.tailer import LogTailer
 
 LAST_LINE_CHARS = 400
@@ -53,7 +54,10 @@ class LiveRun:
         self.exit: procs.ExitInfo | None = None
         self.exited = anyio.Event()
         self.drained = anyio.Event()
-        self.wake = anyio.Event()
+        self.reading: Reading | None = None
+        self.chatty = False
+        """The last read found output: the log is read again after its rest, unwatched."""
+        """Its place in the fleet's reader while its output is followed."""
         self.started_monotonic = time.monotonic()
         self.handled = False
         self.paused = False

@@ -116,7 +116,7 @@ class SessionParts:
     def _read_output(self, live: LiveRun) -> None:
         raise NotImplementedError
 
-    def _take_line(self, live: LiveRun, *lines: bytes) -> None:
+    def _take_line(self, live: LiveRun, *lines: bytes) -> bool:
         raise NotImplementedError
 
     async def _record_exit(self, live: LiveRun) -> None:

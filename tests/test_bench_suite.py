@@ -133,3 +133,23 @@ def test_suite_runs_end_to_end(tmp_path: Path) -> None:
     assert len(list(drawn.iter("{http://www.w3.org/2000/svg}circle"))) > 10
     assert "## Targets" in done.stdout
     assert json.loads(out.with_name("benchmarks-figures.json").read_text())["cycles"]
+
+
+def test_idle_periodic_work_is_decided_from_the_event_loops_wake_ups(tmp_path: Path) -> None:
+    """At most one wake-up per quiet session a minute beyond the daemon-wide ones is met; more
+    is not; a run without the figure says it was not measured."""
+    notes = tmp_path / "notes.md"
+    notes.write_text(NOTES)
+    target = next(t for t in benchdoc.TARGETS if t.key == "idle-periodic")
+    got = figures(0.01, 0.01, start_s=1.0)
+    assert target.check(got)[2] == benchdoc.NOT_MEASURED
+    agents = next(load.agents for load in got.loads if load.name == "idle")
+    for woken, verdict in (
+        (agents + benchdoc.DAEMON_WAKEUPS_PER_MIN, benchdoc.MET),
+        (2 * agents + benchdoc.DAEMON_WAKEUPS_PER_MIN, benchdoc.NOT_MET),
+    ):
+        for cycle in got.results.cycles[("idle", "herd")]:
+            cycle.wakeups_per_min = woken
+        assert target.check(got)[2] == verdict
+    text = benchdoc.write(got, tmp_path / "b.md", tmp_path / "b.svg", notes)
+    assert "per session" in text

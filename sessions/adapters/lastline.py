@@ -32,16 +32,23 @@ class LastLine:
         self._summarize = summarize
         self._max_chars = max_chars
         self._text = text
-        self._pending: list[tuple[bytes, bool]] = []
+        self._pending: list[tuple[Sequence[bytes], list[bool] | None]] = []
+        """Batches of lines as offered, each with which lines decoded (None: none did)."""
+        self._pending_lines = 0
         self._pending_bytes = 0
 
     def offer(self, lines: Sequence[bytes], values: Sequence[object | None]) -> None:
         """Take lines the adapter read, with the values they decoded to."""
-        self._pending.extend(
-            (line, value is not None) for line, value in zip(lines, values, strict=True)
-        )
-        self._pending_bytes += sum(len(line) for line in lines)
-        if len(self._pending) > PENDING_LINES or self._pending_bytes > PENDING_BYTES:
+        if len(lines) != len(values):
+            raise ValueError(f"{len(lines)} lines but {len(values)} values")
+        if not lines:
+            return
+        # Kept as the batch it came in (plain text decodes to nothing: no per-line work here).
+        undecoded = values.count(None) == len(values)
+        self._pending.append((lines, None if undecoded else [v is not None for v in values]))
+        self._pending_lines += len(lines)
+        self._pending_bytes += sum(map(len, lines))
+        if self._pending_lines > PENDING_LINES or self._pending_bytes > PENDING_BYTES:
             self._resolve()
 
     @property
@@ -53,16 +60,22 @@ class LastLine:
 
     @text.setter
     def text(self, value: str) -> None:
-        self._pending.clear()
-        self._pending_bytes = 0
+        self._clear()
         self._text = value
 
     def _resolve(self) -> None:
-        for line, decoded in reversed(self._pending):
-            value = load_json(line) if decoded else None
-            shown = self._summarize(line, value, self._max_chars)
-            if shown.strip():
-                self._text = shown
-                break
+        for lines, decoded in reversed(self._pending):
+            for index in range(len(lines) - 1, -1, -1):
+                line = lines[index]
+                value = load_json(line) if decoded is not None and decoded[index] else None
+                shown = self._summarize(line, value, self._max_chars)
+                if shown.strip():
+                    self._text = shown
+                    self._clear()
+                    return
+        self._clear()
+
+    def _clear(self) -> None:
         self._pending.clear()
+        self._pending_lines = 0
         self._pending_bytes = 0
