@@ -23,8 +23,9 @@ class LastLine:
 
     Lines are held until `text` is read or the bound is passed; then they are summarised from
     the newest back until one shows something, as an eager reader of every line would have
-    found. A line the adapter decoded is decoded again for its summary (the adapters' value
-    is `load_json`'s); one it did not (not JSON, part of a document) is summarised as such.
+    found. Past the bound, the lines just offered are summarised from the values the adapter
+    decoded; an older one it decoded is decoded again (the adapters' value is `load_json`'s),
+    one it did not (not JSON, part of a document) is summarised as such.
     """
 
     def __init__(self, summarize: Summarize, max_chars: int, text: str = "") -> None:
@@ -38,11 +39,11 @@ class LastLine:
     def offer(self, lines: Sequence[bytes], values: Sequence[object | None]) -> None:
         """Take lines the adapter read, with the values they decoded to."""
         self._pending.extend(
-            (line, value is not None) for line, value in zip(lines, values, strict=True)
+            [(line, value is not None) for line, value in zip(lines, values, strict=True)]
         )
-        self._pending_bytes += sum(len(line) for line in lines)
+        self._pending_bytes += sum(map(len, lines))
         if len(self._pending) > PENDING_LINES or self._pending_bytes > PENDING_BYTES:
-            self._resolve()
+            self._resolve(values)  # these lines' values are at hand: not decoded again
 
     @property
     def text(self) -> str:
@@ -57,9 +58,16 @@ class LastLine:
         self._pending_bytes = 0
         self._text = value
 
-    def _resolve(self) -> None:
-        for line, decoded in reversed(self._pending):
-            value = load_json(line) if decoded else None
+    def _resolve(self, fresh: Sequence[object | None] = ()) -> None:
+        """Summarise from the newest line back; `fresh` holds the newest lines' values."""
+        pending = self._pending
+        first_fresh = len(pending) - len(fresh)
+        for index in range(len(pending) - 1, -1, -1):
+            line, decoded = pending[index]
+            if index >= first_fresh:
+                value = fresh[index - first_fresh]
+            else:
+                value = load_json(line) if decoded else None
             shown = self._summarize(line, value, self._max_chars)
             if shown.strip():
                 self._text = shown
