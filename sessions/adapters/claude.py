@@ -77,9 +77,8 @@ class ClaudeParser(OutputParser):
         """Start empty; session_id is the id this process resumes, if any."""
         super().__init__(session_id)
         self.api_retries = 0
-        self._by_message_id: OrderedDict[str, _Tokens] = OrderedDict()
-        """Per message id, oldest first: forgetting the oldest is O(1) (a dict's first key is
-        found past every hole its deletions left, which cost more than the line's decoding)."""
+        self._by_message_id: dict[str, _Tokens] = {}
+        """Per message id, oldest first; an OrderedDict once full (see `_forget_oldest`)."""
         self._estimates: dict[str, _Estimate] = {}
         """Per message id (same keys as _by_message_id): its output estimate."""
         self._estimate_extra = 0
@@ -278,7 +277,7 @@ class ClaudeParser(OutputParser):
                 tokens = previous
             self._by_message_id[message_id] = tokens
             if len(self._by_message_id) > MAX_TRACKED_MESSAGE_IDS:
-                oldest, _ = self._by_message_id.popitem(last=False)
+                oldest = self._forget_oldest()
                 gone = self._estimates.pop(oldest, None)
                 self._estimate_extra -= gone.extra if gone is not None else 0
             self._add_tokens(tokens, previous)
@@ -287,6 +286,19 @@ class ClaudeParser(OutputParser):
             self._messages += 1
             if tokens is not None:
                 self._add_tokens(tokens, _ZERO)
+
+    def _forget_oldest(self) -> str:
+        """Forget the oldest message id (the bound is reached); return it.
+
+        A dict's first key is found past every hole its deletions left: once the bound is
+        reached, that search cost more than decoding the line. An OrderedDict forgets in O(1)
+        but takes about 64 bytes more an id, so a run becomes one only when it fills up.
+        """
+        ids = self._by_message_id
+        if not isinstance(ids, OrderedDict):
+            ids = self._by_message_id = OrderedDict(ids)
+        oldest, _ = ids.popitem(last=False)
+        return oldest
 
     def _estimate(self, message_id: str, output: int, chars: int) -> None:
         """Estimate a message's output from its content while it shows only its start figure."""
