@@ -43,7 +43,9 @@ def inert_line(data: bytes, max_chars: int) -> str:
     if not cut and text.endswith("\r"):
         text = text[:-1]
     if cut or len(text) > limit_chars:
-        text = text[: limit_chars - 1] + ELLIPSIS
+        # Made inert before the "…" is added: an all-ASCII text translates by a fast path that
+        # a non-ASCII character (the "…") would turn off, ten times slower.
+        return inert(text[: limit_chars - 1]) + ELLIPSIS
     return inert(text)
 
 

@@ -103,6 +103,14 @@ class OutputParser:
             self.skipped_lines += 1
             self._on_other_line(line)
             return None
+        if type(value) is dict:  # one object a line, as every stream prints: no list for it
+            try:
+                self._on_object(value)
+            except Exception:  # untrusted input must never raise; count it as skipped
+                self.skipped_lines += 1
+                return value
+            self.parsed_lines += 1
+            return value
         objects = value if isinstance(value, list) else [value]
         handled = False
         for obj in objects:

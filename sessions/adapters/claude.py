@@ -27,11 +27,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
-from agentherd.sessions.adapters.base import OutputParser, display_text
+from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
 from agentherd.sessions.adapters.prices import estimate_cost_usd
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 from agentherd.sessions.times import parse_iso
@@ -77,6 +78,7 @@ class ClaudeParser(OutputParser):
         super().__init__(session_id)
         self.api_retries = 0
         self._by_message_id: dict[str, _Tokens] = {}
+        """Per message id, oldest first; an OrderedDict once full (see `_forget_oldest`)."""
         self._estimates: dict[str, _Estimate] = {}
         """Per message id (same keys as _by_message_id): its output estimate."""
         self._estimate_extra = 0
@@ -92,10 +94,23 @@ class ClaudeParser(OutputParser):
         """Tokens the last result's cost does not cover (a 0 cost for a served message)."""
         self.model: str | None = None
         """The main model's id, from ``system/init`` or an assistant message (for estimates)."""
+        self._changes = 0
+        """Counts the changes to the figures `usage` is made of (each line, the transcript)."""
+        self._usage: tuple[int, Usage] | None = None
+        """`usage` as last made, with `_changes` when it was made."""
 
     @property
     def usage(self) -> Usage:
         """Tokens (see the module docstring), last result's cost and turns."""
+        # The budgets ask after every read of the log; made again only when a line came since.
+        # A version, not a reset: a transcript read in a thread must not leave a half-made one.
+        changes, made = self._changes, self._usage
+        if made is None or made[0] != changes:
+            made = self._usage = (changes, self._make_usage())
+        return made[1]
+
+    def _make_usage(self) -> Usage:
+        """`usage` from the counts."""
         if self._result_base is None:
             tokens = tuple(self._message_sum)
         else:
@@ -165,6 +180,16 @@ class ClaudeParser(OutputParser):
         """
         if self._result_base is not None:
             return False
+        self._changes += 1
+        try:
+            return self._recover(transcript, since, until)
+        finally:
+            self._changes += 1
+
+    def _recover(
+        self, transcript: list[dict[str, Any]], since: str | None, until: str | None
+    ) -> bool:
+        """`recover_from_transcript` once it has begun."""
         changed = False
         found = claude_transcript_messages(transcript, self.message_ids, since, until)
         for message_id, tokens in found:
@@ -199,11 +224,14 @@ class ClaudeParser(OutputParser):
 
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one stream-json line on its ``type``."""
+        self._changes += 1
         kind = obj.get("type")
         if kind == "result":
             self._on_result(obj)
             return
-        self._set_session_id(obj.get("session_id"))
+        session_id = obj.get("session_id")
+        if session_id is not None and session_id != self.session_id:
+            self._set_session_id(session_id)  # the id every line repeats is not checked again
         if kind == "assistant":
             self._on_assistant(obj)
         elif kind == "system":
@@ -221,17 +249,22 @@ class ClaudeParser(OutputParser):
         message = obj.get("message")
         if not isinstance(message, dict):
             return
-        if message.get("model") != "<synthetic>":  # an API-error placeholder, not a model
-            self._set_model(message.get("model"))
+        model = message.get("model")
+        if model != self.model and model != "<synthetic>":  # an API-error placeholder
+            self._set_model(model)
         content = message.get("content")
         chars = 0
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, dict) and block.get("type") == "text":
-                    text = display_text(block.get("text"))
-                    if text is not None:
-                        self.last_text = text
-                chars += _content_chars(block)
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text":  # most blocks: inline what the calls did
+                    text = block.get("text")
+                    if isinstance(text, str):
+                        chars += len(text)
+                        self.last_text = text if len(text) <= MAX_TEXT_CHARS else display_text(text)
+                else:
+                    chars += _content_chars(block)
         usage = message.get("usage")
         tokens = _claude_tokens(usage) if isinstance(usage, dict) else None
         message_id = message.get("id")
@@ -244,8 +277,7 @@ class ClaudeParser(OutputParser):
                 tokens = previous
             self._by_message_id[message_id] = tokens
             if len(self._by_message_id) > MAX_TRACKED_MESSAGE_IDS:
-                oldest = next(iter(self._by_message_id))
-                del self._by_message_id[oldest]
+                oldest = self._forget_oldest()
                 gone = self._estimates.pop(oldest, None)
                 self._estimate_extra -= gone.extra if gone is not None else 0
             self._add_tokens(tokens, previous)
@@ -254,6 +286,19 @@ class ClaudeParser(OutputParser):
             self._messages += 1
             if tokens is not None:
                 self._add_tokens(tokens, _ZERO)
+
+    def _forget_oldest(self) -> str:
+        """Forget the oldest message id (the bound is reached); return it.
+
+        A dict's first key is found past every hole its deletions left: once the bound is
+        reached, that search cost more than decoding the line. An OrderedDict forgets in O(1)
+        but takes about 64 bytes more an id, so a run becomes one only when it fills up.
+        """
+        ids = self._by_message_id
+        if not isinstance(ids, OrderedDict):
+            ids = self._by_message_id = OrderedDict(ids)
+        oldest, _ = ids.popitem(last=False)
+        return oldest
 
     def _estimate(self, message_id: str, output: int, chars: int) -> None:
         """Estimate a message's output from its content while it shows only its start figure."""
@@ -274,8 +319,11 @@ class ClaudeParser(OutputParser):
 
     def _add_tokens(self, tokens: _Tokens, replaced: _Tokens) -> None:
         """Add tokens to the message sum in place of an earlier copy."""
-        for index in range(4):
-            self._message_sum[index] += tokens[index] - replaced[index]
+        total = self._message_sum
+        total[0] += tokens[0] - replaced[0]
+        total[1] += tokens[1] - replaced[1]
+        total[2] += tokens[2] - replaced[2]
+        total[3] += tokens[3] - replaced[3]
 
     def _set_model(self, value: object) -> None:
         """Record the model id when it looks like one."""
@@ -420,15 +468,16 @@ def _unpriced(totals: _Tokens | None, counted: _Tokens, cost_usd: float | None) 
 
 def _claude_tokens(usage: dict[str, Any]) -> _Tokens | None:
     """Read an Anthropic API usage object; None when it has no token field."""
-    values = (
-        as_count(usage.get("input_tokens")),
-        as_count(usage.get("output_tokens")),
-        as_count(usage.get("cache_read_input_tokens")),
-        as_count(usage.get("cache_creation_input_tokens")),
-    )
-    if all(value is None for value in values):
+    read, write = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+    given, output = usage.get("input_tokens"), usage.get("output_tokens")
+    # A plain non-negative int (every line Claude prints) is its own count: no call for it.
+    given = given if type(given) is int and given >= 0 else as_count(given)
+    output = output if type(output) is int and output >= 0 else as_count(output)
+    read = read if type(read) is int and read >= 0 else as_count(read)
+    write = write if type(write) is int and write >= 0 else as_count(write)
+    if given is None and output is None and read is None and write is None:
         return None
-    return (values[0] or 0, values[1] or 0, values[2] or 0, values[3] or 0)
+    return (given or 0, output or 0, read or 0, write or 0)
 
 
 def _model_usage_tokens(model_usage: object) -> _Tokens | None:

@@ -23,8 +23,9 @@ class LastLine:
 
     Lines are held until `text` is read or the bound is passed; then they are summarised from
     the newest back until one shows something, as an eager reader of every line would have
-    found. A line the adapter decoded is decoded again for its summary (the adapters' value
-    is `load_json`'s); one it did not (not JSON, part of a document) is summarised as such.
+    found. Past the bound, the lines just offered are summarised from the values the adapter
+    decoded; an older one it decoded is decoded again (the adapters' value is `load_json`'s),
+    one it did not (not JSON, part of a document) is summarised as such.
     """
 
     def __init__(self, summarize: Summarize, max_chars: int, text: str = "") -> None:
@@ -49,7 +50,7 @@ class LastLine:
         self._pending_lines += len(lines)
         self._pending_bytes += sum(map(len, lines))
         if self._pending_lines > PENDING_LINES or self._pending_bytes > PENDING_BYTES:
-            self._resolve()
+            self._resolve(values)  # these lines' values are at hand: not decoded again
 
     @property
     def text(self) -> str:
@@ -63,11 +64,18 @@ class LastLine:
         self._clear()
         self._text = value
 
-    def _resolve(self) -> None:
-        for lines, decoded in reversed(self._pending):
+    def _resolve(self, fresh: Sequence[object | None] | None = None) -> None:
+        """Summarise from the newest line back; `fresh` holds the newest batch's values."""
+        newest = len(self._pending) - 1
+        for batch, (lines, decoded) in zip(
+            range(newest, -1, -1), reversed(self._pending), strict=True
+        ):
             for index in range(len(lines) - 1, -1, -1):
                 line = lines[index]
-                value = load_json(line) if decoded is not None and decoded[index] else None
+                if fresh is not None and batch == newest:
+                    value = fresh[index]
+                else:
+                    value = load_json(line) if decoded is not None and decoded[index] else None
                 shown = self._summarize(line, value, self._max_chars)
                 if shown.strip():
                     self._text = shown
