@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 from conftest import PY, SIMAGENT, Herd, sim_repo, wait_until
@@ -79,14 +80,24 @@ def test_status_json_is_the_model_with_every_field(herd: Herd) -> None:
     """)
     client = herd.start()
     client.call("start", name="api")
+
+    def head() -> str:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    # The run may end before its last commit is looked at and verified: wait for HEAD's verdict
+    # and its warnings (claims-done-but-fails follows verify-failed), so two reads agree.
     wait_until(
         lambda: (
             (s := herd.status("api"))["state"] == "failed"  # plan-incomplete: 1 of 2 pass
-            and (s["checkpoint"] or {}).get("verification")
-            and s["warnings"]
+            and (s["checkpoint"] or {}).get("sha") == head()
+            and s["checkpoint"].get("verification")
+            and {w["kind"] for w in s["warnings"]} >= {"verify-failed", "claims-done-but-fails"}
         ),
         timeout_s=60,
-        what="an ended run with a verified checkpoint",
+        what="an ended run with its last checkpoint verified",
     )
     assert set(SessionStatus.model_fields) >= CONTRACT_FIELDS
 
