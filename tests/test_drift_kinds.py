@@ -81,8 +81,20 @@ def test_plan_tampered_and_a_removed_item_is_no_completion(herd: Herd) -> None:
 
 def test_claims_done_but_fails_repeated_failure_and_an_unverified_end(herd: Herd) -> None:
     repo = sim_repo(herd.root / "repo", features=3)
-    herd.write(sim_session(repo, extra=f"verify = {FAILING_VERIFY}"))
+    gates = herd.root / "gates"
+    gates.mkdir()
+    waits = [f"--wait-at={n}:{gates / str(n)}" for n in (2, 3)]
+    herd.write(sim_session(repo, *waits, extra=f"verify = {FAILING_VERIFY}"))
     herd.start().call("start", name="api")
+    # One commit at a time, each verified before the next: a look at git that finds two new
+    # commits verifies only the newest, and the streak counts verdicts.
+    for verdicts, gate in ((1, "2"), (2, "3")):
+        wait_until(
+            lambda n=verdicts: len(herd.events("api", "verify-failed")) >= n,
+            timeout_s=30,
+            what=f"{verdicts} failed verification(s)",
+        )
+        (gates / gate).write_text("")
     ended = herd.wait_state("api", "failed", "completed", timeout_s=60)
     assert (ended["state"], ended["reason"]) == ("failed", "unverified")
     wait_until(lambda: {"claims-done-but-fails", "repeated-failure"} <= drift_seen(herd))
