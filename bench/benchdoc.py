@@ -509,7 +509,7 @@ def render(f: Figures, chart_name: str, notes: dict[str, str], notes_name: str) 
 
 def svg(f: Figures) -> str:
     """A strip chart of each latency sample on a log axis, p50-p95 bar, target line."""
-    left, right, top, row_h, width = 190, 30, 40, 56, 900
+    left, right, top, row_h, width = 230, 30, 40, 56, 940  # room for the longest label
     rows = [(label, sample(f), limit) for label, sample, limit, _ in CHART_ROWS]
     height = top + row_h * len(rows) + 40
     lo, hi = 1.0, 10_000.0

@@ -677,6 +677,8 @@ def main() -> None:
     if args.from_figures:
         figures = figures_from_json(json.loads(args.from_figures.read_text()))
         benchdoc.write(figures, args.out, chart, args.notes)
+        if args.from_figures.resolve() != saved.resolve():  # the record's own figures beside it
+            shutil.copyfile(args.from_figures, saved)
         print(f"wrote {args.out} and {chart} from {args.from_figures}")
         return
     name = "full" if args.full else "tiny" if args.tiny else "short"
