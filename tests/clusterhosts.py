@@ -86,12 +86,15 @@ class HostProc:
         """`herd down` on this host, then wait for its namespace to end."""
         if self.process is None or self.process.poll() is not None:
             return
-        if self.client.ping():
-            self.client.call("down", socket_timeout_s=None)
         try:
+            if self.client.ping():
+                self.client.call("down", socket_timeout_s=None)
             self.process.wait(30)
         except subprocess.TimeoutExpired:
             self.kill()
+        except BaseException:  # the test's timeout struck mid-way: never leave the host running
+            self.kill()
+            raise
 
     def kill(self) -> None:
         """The machine dies: SIGKILL to its namespace's first process ends every process in it."""

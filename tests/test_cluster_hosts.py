@@ -22,7 +22,7 @@ require_cluster_extra()
 from agentherd.sessions.config import load_config  # noqa: E402
 from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]  # two hosts start on a loaded CI
 
 QUICK = script("""
     print("done", flush=True)
