@@ -55,13 +55,18 @@ class HostProc:
             stderr=log,
         )
         log.close()
-        wait_until(
-            lambda: self.client.ping() or self.process.poll() is not None,  # type: ignore[union-attr]
-            30,
-            f"host {self.name} to answer",
-        )
-        assert self.process.poll() is None, self.log()
-        wait_until(self.ready, 60, f"host {self.name} to join the cluster")
+        try:
+            # A loaded machine starts a daemon and its engine slowly: a minute for each step.
+            wait_until(
+                lambda: self.client.ping() or self.process.poll() is not None,  # type: ignore[union-attr]
+                60,
+                f"host {self.name} to answer",
+            )
+            assert self.process.poll() is None, self.log()
+            wait_until(self.ready, 60, f"host {self.name} to join the cluster")
+        except BaseException:
+            self.kill()  # not yet in the test's list of hosts: nobody else would end it
+            raise
         return self
 
     def ready(self) -> bool:
@@ -81,12 +86,15 @@ class HostProc:
         """`herd down` on this host, then wait for its namespace to end."""
         if self.process is None or self.process.poll() is not None:
             return
-        if self.client.ping():
-            self.client.call("down", socket_timeout_s=None)
         try:
+            if self.client.ping():
+                self.client.call("down", socket_timeout_s=None)
             self.process.wait(30)
         except subprocess.TimeoutExpired:
             self.kill()
+        except BaseException:  # the test's timeout struck mid-way: never leave the host running
+            self.kill()
+            raise
 
     def kill(self) -> None:
         """The machine dies: SIGKILL to its namespace's first process ends every process in it."""

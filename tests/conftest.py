@@ -43,9 +43,12 @@ TEST_ID_VAR = "HERD_TEST_ID"
 
 
 def wait_until(
-    predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "", poll_s: float = 0.02
+    predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "", poll_s: float = 0.02
 ) -> Any:
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`."""
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`.
+
+    The default is generous: most waits start processes or git, which a loaded CI machine
+    starts in seconds; a healthy wait returns as soon as the condition holds."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
@@ -221,7 +224,7 @@ class Herd:
     def status(self, name: str) -> dict[str, Any]:
         return self.client.call("status", target=name)  # type: ignore[no-any-return]
 
-    def wait_state(self, name: str, *states: str, timeout_s: float = 15.0) -> dict[str, Any]:
+    def wait_state(self, name: str, *states: str, timeout_s: float = 30.0) -> dict[str, Any]:
         return wait_until(  # type: ignore[no-any-return]
             lambda: (s := self.status(name))["state"] in states and s,
             timeout_s,

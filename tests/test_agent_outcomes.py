@@ -11,7 +11,6 @@ import dataclasses
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -33,9 +32,9 @@ runs = int(marker.read_text()) + 1 if marker.exists() else 1
 marker.write_text(str(runs))
 plan = json.loads(sys.argv[-1])[f"{name}:{runs}"] if sys.argv[-1].startswith("{") else None
 for step in plan or [name]:
-    if step.startswith("limit-until:"):
+    if step.startswith("limit-in:"):  # a reset this many seconds after the agent says it
         line = {"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
-                "resetsAt": int(step.split(":")[1])}, "session_id": "s-1"}
+                "resetsAt": int(time.time()) + int(step.split(":")[1])}, "session_id": "s-1"}
         print(json.dumps(line), flush=True)
         continue
     text = (fixtures / f"{step}.jsonl").read_text()
@@ -83,9 +82,10 @@ def test_a_run_denied_its_tools_fails_at_once_even_under_restart_always(
 def test_a_rate_limit_waits_until_the_reset_the_agent_gave(herd: Herd, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     (repo / "draft.txt").write_text("uncommitted work\n")
-    resets_at = int(time.time()) + 3
+    # The reset is 3 s after the agent prints it, not after the test began: a loaded machine
+    # that takes seconds to start the daemon and the agent must not find it passed already.
     plans = {
-        "command:1": [f"limit-until:{resets_at}", "claude-limit"],
+        "command:1": ["limit-in:3", "claude-limit"],
         "resume:2": ["claude-stream"],
     }
     # A fallback wait of an hour: the park must follow the agent's reset time instead.

@@ -413,7 +413,10 @@ async def test_the_dashboard_shows_the_budget_bar_and_the_fleet_cost(fast_herd: 
             assert time.monotonic() < deadline, "rows with their cost"
             await pilot.pause(0.05)
         cost = str(table.get_cell("a", "cost"))
-        assert cost.startswith("$0.3")
+        # The session's own figure, whatever a loaded machine let it spend past its $0.30
+        # before the stop ($0.58 once): how prompt the stop is, is the first test's concern.
+        spent_usd = herd.status("a")["usage"]["cost_usd"]
+        assert spent_usd >= 0.3 and cost == f"${spent_usd:.2f}"
         assert "cost" in str(table.get_cell("a", "budget"))
         assert str(table.get_cell("b", "budget")).startswith("░░░░░ 0% turns")
         header = str(app.query_one("#summary", Static).render())

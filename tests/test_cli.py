@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HERD, Herd, script, wait_until
+from conftest import HERD, PY, Herd, script, wait_until
 
 SLEEPER = script("""
     import time
@@ -300,8 +300,12 @@ def test_logs_follow_prints_new_output_and_the_next_run(herd: Herd) -> None:
         restart_delay = "0.2s"
     """)
     herd.start().call("start", name="ticker")
+    # Ctrl-C as a terminal sends it, whatever this runner inherited: a runner started in the
+    # background (`cmd &` in a script) ignores SIGINT, and so would `herd`, never ending.
+    with_ctrl_c = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    with_ctrl_c += "os.execv(sys.argv[1], sys.argv[1:])"
     follower = subprocess.Popen(
-        [HERD, "logs", "ticker", "-f"],
+        [PY, "-c", with_ctrl_c, HERD, "logs", "ticker", "-f"],
         cwd=herd.root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -320,8 +324,13 @@ def test_logs_follow_prints_new_output_and_the_next_run(herd: Herd) -> None:
         assert seen[0].startswith("run ") and seen[-1].endswith("tick 0\n"), seen
     finally:
         follower.send_signal(signal.SIGINT)
-        follower.wait(10)
-        herd.client.call("stop", name="ticker", socket_timeout_s=None)
+        try:
+            # Room for a starved process to exit on a loaded machine.
+            follower.wait(60)
+        finally:
+            follower.kill()  # a no-op once it has ended; never left running
+            follower.communicate()
+            herd.client.call("stop", name="ticker", socket_timeout_s=None)
 
 
 def test_events_json_lines_and_since(herd: Herd) -> None:

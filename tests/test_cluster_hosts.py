@@ -22,7 +22,7 @@ require_cluster_extra()
 from agentherd.sessions.config import load_config  # noqa: E402
 from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]  # two hosts start on a loaded CI
 
 QUICK = script("""
     print("done", flush=True)
@@ -67,7 +67,8 @@ def test_a_session_naming_a_host_runs_there_and_nowhere_else(
         autostart = false
         host = "h2"
     """)
-    hosts += [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    # Each host joins the list as it starts: a failed second start leaves none running.
+    hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
     fleet = fleet_of(hosts[0], pg_url)
     try:
         for _ in range(2):
@@ -94,7 +95,8 @@ def test_herd_start_and_wait_go_through_the_engine(
         autostart = false
         host = "h2"
     """)
-    hosts += [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    # Each host joins the list as it starts: a failed second start leaves none running.
+    hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
     env = {**os.environ, DB_VAR: pg_url}
     herd = functools.partial(
         subprocess.run, cwd=hosts[0].root, env=env, capture_output=True, text=True, timeout=120

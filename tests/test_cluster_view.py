@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 SLEEPER = script("""
     import time
     print("working", flush=True)
-    time.sleep(120)
+    time.sleep(3600)  # ended by the test: 120 s ran out on a loaded machine mid-test
 """)
 
 
@@ -81,7 +81,8 @@ def test_a_viewer_lists_stops_and_reads_sessions_of_other_hosts(
         restart = "never"
         autostart = false
     """)
-    hosts += [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    # Each host joins the list as it starts: a failed second start leaves none running.
+    hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
     herd = viewer(tmp_path, toml, pg_url)
     up = herd([HERD, "up", "--no-tui"])
     assert up.returncode == 0, up.stderr
@@ -147,7 +148,8 @@ def test_a_viewer_approves_a_plan_change_on_another_host(
     h2 = HostProc(tmp_path, "h2", toml, pg_url)
     sim_repo(h2.root / "repo")
     (h1.root / "repo").mkdir()  # every host's herd.toml names the folder; only h2 runs it
-    hosts += [h1.start(), h2.start()]
+    hosts.append(h1.start())  # each as it starts: a failed second start leaves none running
+    hosts.append(h2.start())
     herd = viewer(tmp_path, toml, pg_url)
     assert herd([HERD, "start", "api"]).stdout == "api/1\n"
     wait_until(lambda: ls_json(herd)["api"]["state"] == "waiting-approval", 60, "the gate on h2")
@@ -188,10 +190,10 @@ async def test_the_dashboard_shows_hosts_and_starts_and_stops_through_the_engine
         autostart = false
         host = "h2"
     """)
-    started = await anyio.to_thread.run_sync(
-        lambda: [HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2")]
+    await anyio.to_thread.run_sync(  # each as it starts: a failed second start leaves none running
+        lambda: hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
     )
-    hosts += started
+    started = list(hosts)
     fleet = ClusterFleet(load_config(started[0].root / "herd.toml"), pg_url)
     app = HerdApp(client=AsyncClusterClient(fleet, poll_s=0.2), config_label="cluster")
     try:

@@ -65,7 +65,7 @@ def test_down_names_every_pid_it_could_not_stop(tmp_path: Path, no_leftover_proc
     result, took_s = down(herd)
     alive = processes_of_test(no_leftover_processes)
     try:
-        assert took_s < 5.0
+        assert took_s < 9.0  # not the 10 s grace; room for a loaded machine's slow exit
         assert result["waited_s"] == 0.5
         assert [(e["session"], e["state"]) for e in result["left"]] == [("stubborn", "stopping")]
         assert result["left"][0]["pids"] == sorted(p.pid for p in alive) != []

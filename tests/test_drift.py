@@ -68,20 +68,24 @@ def test_a_paused_agent_is_not_stalled(herd: Herd) -> None:
         command = {
         script('''
             import time
-            print("starting", flush=True)
-            time.sleep(60)
+            while True:  # output until paused and again once resumed: silent only while paused
+                print("working", flush=True)
+                time.sleep(0.05)
         ''')
     }
-        budget = {{ stall = "1s" }}
+        budget = {{ stall = "3s" }}
         stop_grace = "1s"
     """)
     client = herd.start()
     client.call("start", name="napping")
-    herd.wait_state("napping", "running")
+    wait_until(lambda: herd.status("napping")["last_line"] == "working", what="output")
     client.call("pause", name="napping")
-    # Enough reconcile passes to span twice the stall threshold go by while paused.
+    # Enough reconcile passes to span twice the stall threshold go by while paused. The agent
+    # writes until the pause and again on resuming: a loaded machine that delays the pause or
+    # the passes after the resume makes no silence of its own (a silent agent and a 1 s
+    # threshold made one: a true stall before the pause, or after the resume).
     first = client.call("info")["reconcile_passes"]
-    wanted = first + int(2 * 1.0 / herd.timings.reconcile_s) + 1
+    wanted = first + int(2 * 3.0 / herd.timings.reconcile_s) + 1
     wait_until(lambda: client.call("info")["reconcile_passes"] >= wanted)
     client.call("resume", name="napping")
     resumed_at = client.call("info")["reconcile_passes"]

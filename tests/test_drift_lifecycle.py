@@ -409,8 +409,9 @@ def test_a_clean_run_with_every_threshold_armed_raises_none_of_them(herd: Herd) 
 
 # ----- the burn baseline outlives the daemon -----------------------------------------------------
 
-RESTART_BURN_SHARE = 0.0015
-"""Of a one-hour wall_time budget: 5.4 s since the last flip."""
+RESTART_BURN_SHARE = 0.003
+"""Of a one-hour wall_time budget: 10.8 s since the last flip (at 5.4 s, the 2.7 s allowed after
+the restart left a loaded machine 1.6 s for stopping and starting a daemon)."""
 
 
 def test_a_new_daemon_measures_burn_from_the_same_flip(herd: Herd) -> None:

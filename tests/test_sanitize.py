@@ -58,9 +58,9 @@ def test_inert_line_cuts_multibyte_text_by_characters() -> None:
 
 def test_inert_line_is_fast_on_huge_lines() -> None:
     data = b"\x1b" * (8 * 1024 * 1024)
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU seconds: a loaded machine stretches wall time
     shown = inert_line(data, 200)
-    assert time.perf_counter() - started < 0.5
+    assert time.thread_time() - started < 0.5
     assert len(shown) < 450
 
 
@@ -116,11 +116,11 @@ def test_splitter_rejects_a_zero_cap() -> None:
 def test_splitter_is_linear_on_a_huge_line() -> None:
     splitter = LineSplitter()
     chunk = b"y" * 4096
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU seconds: a loaded machine stretches wall time
     for _ in range(256 * 16):  # 16 MiB in 4 KiB chunks, beyond the 4 MiB cap
         assert splitter.feed(chunk) == []
     lines = splitter.feed(b"\n")
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     assert len(lines[0]) == 4 * 1024 * 1024
     assert splitter.truncated_lines == 1
     assert elapsed < 2.0
@@ -129,11 +129,11 @@ def test_splitter_is_linear_on_a_huge_line() -> None:
 def test_splitter_one_megabyte_line_in_small_chunks_is_fast() -> None:
     splitter = LineSplitter()
     data = b"z" * (1024 * 1024) + b"\n"
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU seconds: a loaded machine stretches wall time
     lines: list[bytes] = []
     for offset in range(0, len(data), 4096):
         lines.extend(splitter.feed(data[offset : offset + 4096]))
-    assert time.perf_counter() - started < 0.5
+    assert time.thread_time() - started < 0.5
     assert lines == [data[:-1]]
 
 
