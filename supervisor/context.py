@@ -129,6 +129,8 @@ class Context:
         """Worker threads that keep flooding logs within their cap."""
         self.check_budget: Callable[[Any], None] = lambda session: None
         """Check a session's budget now (after its output showed a step); set by the daemon."""
+        self.spend_changed: Callable[[Any], None] = lambda session: None
+        """A session's record, runs or plan changed: its budget is looked at (set by the daemon)."""
         self.arm_log: Callable[[Path], None] = lambda path: None
         """Have the fleet watcher report the next change of a run's log (set by the daemon)."""
         self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None

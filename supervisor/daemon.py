@@ -142,6 +142,7 @@ class Daemon:
                 self.ctx.fleet_budget = self.config.fleet.budget
                 self.ctx.fleet_spend = self.budgets.fleet_json
                 self.ctx.check_budget = self.budgets.check_one
+                self.ctx.spend_changed = self.budgets.mark
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
                 records = self.store.sessions()
@@ -268,6 +269,7 @@ class Daemon:
             self.ctx.use_notify(config.notify, config.notify_on)
             self.ctx.prices = price_table(config.prices)
             self.ctx.fleet_budget = config.fleet.budget
+        self.budgets.mark_all()  # limits may have changed
         self.update_watch_targets()
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:
@@ -360,6 +362,7 @@ class Daemon:
                 supervisor.check_log_cap()
                 supervisor.check_stall()
                 supervisor.refresh_everything()
+                self.budgets.revisit(supervisor)
             if not sessions:
                 await anyio.sleep(self.timings.reconcile_s)
             self.reconcile_passes += 1
