@@ -437,15 +437,6 @@ class BudgetKeeper:
         if left_s is not None:
             self._visit_at(name, now_s + left_s + WALL_SLACK_S)
 
-    def check(self) -> None:
-        """Look at every session and the fleet now."""
-        now_s, now_unix_s = time.monotonic(), time.time()
-        sessions = list(self.daemon.sessions.values())
-        for session in sessions:
-            self._visit(session, now_s, now_unix_s)
-        if self._fleet_limited():
-            self._check_fleet(sessions, now_unix_s)
-
     def revisit(self, session: SessionSupervisor) -> None:
         """The slow pass's look (once a reconcile period): limits checked whatever was missed."""
         try:

@@ -64,7 +64,8 @@ class Timings:
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
     budget_check_s: float = 1.0
-    """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
+    """The fleet's budget is checked this often while it sets limits (a session's budget is
+    checked when its spend changes, a wall-time limit at its time)."""
     spend_sample_s: float = 10.0
     """A session's spend is sampled (for the projection and a chart) at most this often."""
     rate_limit_wait_s: float = 60.0
