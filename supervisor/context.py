@@ -56,7 +56,7 @@ class Timings:
     for a rescue or a launch that holds its session."""
     reconcile_s: float = 60.0
     """The slow pass re-stats every session's files this often, for events inotify dropped; the
-    sessions are visited one at a time spread over it, so a fleet costs no burst."""
+    sessions are visited a few at a time spread over it, so a fleet costs no burst."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
     git_write_timeout_s: float = 120.0
