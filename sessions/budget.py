@@ -278,6 +278,31 @@ class SpendHistory:
         self._rows.extend(_pack(sample))
         return True
 
+    def repeat_last(self, until_s: float, wall_moving: bool) -> int:
+        """Add the samples a spend that did not change would have given, every `every_s` up to
+        `until_s`: the last one's figures, its wall time one second a second if `wall_moving`.
+
+        A quiet session is then sampled by no timer: its points are written when read or when
+        its spend next changes. Returns how many were added.
+        """
+        if not self._rows:
+            return 0
+        last = self._rows[-_FIELDS:]
+        steps = math.floor((until_s - last[0]) / self.every_s + 1e-9)
+        if steps <= 0:
+            return 0
+        first = max(1, steps - self.max_samples + 1)  # older ones would be dropped at once
+        for step in range(first, steps + 1):
+            if len(self) >= self.max_samples:
+                del self._rows[:_FIELDS]
+            shift_s = step * self.every_s
+            row = array("d", last)
+            row[0] += shift_s
+            if wall_moving:
+                row[1] += shift_s
+            self._rows.extend(row)
+        return steps - first + 1
+
 
 def _pack(sample: Sample) -> tuple[float, ...]:
     """A sample as SpendHistory's 7 numbers (NaN for a missing cost or plan)."""

@@ -102,6 +102,11 @@ class SessionSpend:
         budget check and a sample ask it many times between two changes of the output."""
         self._sampled: tuple[str | None, int] = (None, 0)
         """The task and run of the last sample: a new one is sampled at once (it starts afresh)."""
+        self.changed = True
+        """Something the samples show may have changed since the last one: the next is taken
+        for real at its time. Otherwise the points in between repeat the last (`fill`)."""
+        self._wall_moving = False
+        """Whether the wall time was moving at the last sample (an active task's)."""
 
     # ----- figures --------------------------------------------------------------------------
 
@@ -129,6 +134,7 @@ class SessionSpend:
         if guard.went_backwards and live.record.run not in self.warned_backwards:
             self.warned_backwards.add(live.record.run)
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
+            self.session.ctx.spend_changed(self.session)
         if raw.cost_estimated and self.session.config.price is not None:
             raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
         priced = with_estimate(raw, self.price())
@@ -227,6 +233,7 @@ class SessionSpend:
             return None
         plan = self.session.observer.plan_current
         now_s = time.monotonic()
+        self.fill(now_s)
         found = project(
             budget,
             self.history.since(now_s - PROJECTION_WINDOW_S),
@@ -239,28 +246,48 @@ class SessionSpend:
             return None
         return found.to_json(now_unix_s, lambda s: iso(datetime.fromtimestamp(s, UTC)))
 
+    def fill(self, now_s: float) -> None:
+        """Write the samples a quiet stretch would have had, up to `now_s` (monotonic).
+
+        Not while a change waits for its sample: those points are taken for real.
+        """
+        if not self.changed:
+            self.history.repeat_last(now_s, self._wall_moving)
+
+    def note_change(self, now_s: float) -> None:
+        """The spend (or what a sample shows) may have changed: the quiet stretch before ends."""
+        self.fill(now_s)
+        self.changed = True
+
     def samples_json(self) -> list[list[Any]]:
         """The spend samples for a chart: `[unix time, tokens, cost, turns, passing]` each."""
+        self.fill(time.monotonic())
         offset_s = time.time() - time.monotonic()
         return [sample.to_json(offset_s) for sample in self.history.samples]
 
-    def sample(self, now_unix_s: float) -> None:
+    def sample(self, now_unix_s: float) -> float | None:
         """Record a point of the spend the budget counts, for the chart and the projection.
 
         Only when one is due (or a new task or run began): the spend is not even summed for a
-        pass that would not keep it.
+        pass that would not keep it. Returns when the next one is due (monotonic s) while a
+        change waits for it, else None (a quiet stretch is filled in when read).
         """
+        now_s = time.monotonic()
+        self.fill(now_s)
         record = self.session.record
         begun = (record.handle, record.run)
         last_at_s = self.history.last_at_s
-        due = last_at_s is None or time.monotonic() - last_at_s >= self.history.every_s
+        due = last_at_s is None or now_s - last_at_s >= self.history.every_s
         if not due and begun == self._sampled:
-            return
+            return (last_at_s or now_s) + self.history.every_s if self.changed else None
         self._sampled = begun
         covers = self.session.config.budget.covers
         plan = self.session.observer.plan_current
         passing = plan.passing if plan is not None else None
-        self.history.add(Sample(time.monotonic(), self.spend(covers, now_unix_s), passing))
+        self.history.add(Sample(now_s, self.spend(covers, now_unix_s), passing))
+        self.changed = False
+        self._wall_moving = bool(record.handle) and record.state in ACTIVE_STATES
+        return None
 
     def budget_raised(self) -> bool:
         """A session stopped by a budget whose limit now leaves room (`herd up` starts it)."""
@@ -271,6 +298,16 @@ class SessionSpend:
         fleet = record.budget_stop_scope == "fleet"
         budget = ctx.fleet_budget if fleet else self.session.config.budget
         return raised_since_stop(budget, record.reason, record.budget_stop_limit)
+
+
+def _wall_time_left_s(budget: Budget, spend: Spend, warned: list[str]) -> float | None:
+    """Seconds until an active task's wall time reaches warn_at (unless warned) or its limit."""
+    limit = budget.wall_time
+    if limit is None:
+        return None
+    marks = [float(limit)] if "wall_time" in warned else [budget.warn_at * limit, float(limit)]
+    ahead = [mark - spend.wall_time_s for mark in marks if mark > spend.wall_time_s]
+    return min(ahead, default=None)
 
 
 def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> float:
@@ -288,8 +325,14 @@ def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> fl
     return total
 
 
+WALL_SLACK_S = 0.001
+"""A wall-time check wakes this long after the crossing: a hair early would find none yet."""
+
+
 class BudgetKeeper:
-    """Checks every session's and the fleet's budget each `budget_check_s`; warns and stops."""
+    """Checks a session's budget when its spend changed and when a wall-time limit comes due
+    (a timer, not a poll: a quiet fleet costs no pass), the fleet's each `budget_check_s`
+    while it sets limits; warns and stops."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
@@ -302,6 +345,12 @@ class BudgetKeeper:
         """Session name -> handle of a budget stop asked and not yet done."""
         self._fleet_at = -float("inf")
         """When `fleet` was last summed for a status (monotonic s), without fleet limits."""
+        self._due: dict[str, float] = {}
+        """Session name -> when (monotonic s) it is looked at next: a change, a sample that
+        a change waits for, a wall-time limit's crossing."""
+        self._wake: anyio.Event | None = None
+        self._sleep_until = -float("inf")
+        """Until when the loop sleeps (monotonic s): an earlier visit wakes it."""
 
     def fleet_json(self) -> dict[str, Any] | None:
         """The status JSON's `fleet` object, at most `budget_check_s` old.
@@ -319,41 +368,106 @@ class BudgetKeeper:
     def _fleet_limited(self) -> bool:
         return _has_limits(self.daemon.config.fleet.budget)
 
+    # ----- when to look ---------------------------------------------------------------------
+
+    def mark(self, session: SessionSupervisor) -> None:
+        """The session's record, runs or plan changed: look at its budget now."""
+        now_s = time.monotonic()
+        session.spend.note_change(now_s)
+        self._visit_at(session.config.name, now_s)
+
+    def mark_all(self) -> None:
+        """Look at every session now (the start, a reload: limits may have changed)."""
+        for session in list(self.daemon.sessions.values()):
+            self.mark(session)
+        if self._wake is not None:
+            self._wake.set()  # the fleet's limits may have come or gone
+
+    def _visit_at(self, name: str, at_s: float) -> None:
+        current = self._due.get(name)
+        if current is not None and current <= at_s:
+            return
+        self._due[name] = at_s
+        if at_s < self._sleep_until and self._wake is not None:
+            self._wake.set()
+
     async def run(self) -> None:
-        """Check budgets until cancelled; one failing pass never ends the loop."""
+        """Look at budgets when due until cancelled; one failing pass never ends the loop."""
+        self._wake = anyio.Event()
+        self.mark_all()
+        fleet_next_s = -float("inf")
         while True:
+            now_s = time.monotonic()
+            self._sleep_until = -float("inf")  # what is marked meanwhile is seen below
             try:
-                self.check()
+                self._visit_due(now_s)
+                if self._fleet_limited():
+                    if now_s >= fleet_next_s:
+                        fleet_next_s = now_s + self.daemon.timings.budget_check_s
+                        self._check_fleet(list(self.daemon.sessions.values()), time.time())
+                elif self.fleet_warned is None:
+                    self.fleet_warned = set()  # limits a reload adds warn for what is past
             except Exception:  # a bug here must not stop the supervision of every session
                 log.exception("budget check failed")
-            await anyio.sleep(self.daemon.timings.budget_check_s)
+            next_s = min(self._due.values(), default=float("inf"))
+            if self._fleet_limited():
+                next_s = min(next_s, fleet_next_s)
+            self._wake = anyio.Event()
+            self._sleep_until = next_s
+            with anyio.move_on_after(max(next_s - time.monotonic(), 0.0)):
+                await self._wake.wait()
 
-    def check(self) -> None:
-        """One pass: sessions first (their own limits), then the fleet."""
-        now = time.time()
-        sessions = list(self.daemon.sessions.values())
-        for session in sessions:
-            spend = session.spend
-            spend.sample(now)
-            self._check_session(session, now)
-        if self._fleet_limited():
-            self._check_fleet(sessions, now)
-        elif self.fleet_warned is None:
-            self.fleet_warned = set()  # limits a reload adds warn for what is already past
+    def _visit_due(self, now_s: float) -> None:
+        """Look at each session whose time came."""
+        due = [name for name, at_s in self._due.items() if at_s <= now_s]
+        now_unix_s = time.time()
+        for name in due:
+            del self._due[name]
+            session = self.daemon.sessions.get(name)
+            if session is not None:
+                self._visit(session, now_s, now_unix_s)
+
+    def _visit(self, session: SessionSupervisor, now_s: float, now_unix_s: float) -> None:
+        """Sample the session's spend, check its limits, and note when to look again."""
+        name = session.config.name
+        next_sample_s = session.spend.sample(now_unix_s)
+        if next_sample_s is not None:
+            self._visit_at(name, next_sample_s)
+        left_s = self._check_session(session, now_unix_s)
+        if left_s is not None:
+            self._visit_at(name, now_s + left_s + WALL_SLACK_S)
+
+    def revisit(self, session: SessionSupervisor) -> None:
+        """The slow pass's look (once a reconcile period): limits checked whatever was missed."""
+        try:
+            self._visit(session, time.monotonic(), time.time())
+        except Exception:
+            log.exception("budget check of %s failed", session.config.name)
 
     def check_one(self, session: SessionSupervisor) -> None:
         """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
+        spend = session.spend
+        if not spend.changed:  # the quiet stretch ends; its next sample is taken for real
+            now_s = time.monotonic()
+            spend.note_change(now_s)
+            last_at_s = spend.history.last_at_s
+            due_s = now_s if last_at_s is None else last_at_s + spend.history.every_s
+            self._visit_at(session.config.name, due_s)
         if not _has_limits(session.config.budget):
             # No limit to cross; the guard still sees each step, so a report lower than the
-            # one before is noticed (the next pass tells of it).
-            session.spend._live_usage()
+            # one before is noticed (and told of by the visit that notice asks for).
+            spend._live_usage()
             return
         try:
-            self._check_session(session, time.time())
+            left_s = self._check_session(session, time.time())
+            if left_s is not None:
+                self._visit_at(session.config.name, time.monotonic() + left_s + WALL_SLACK_S)
         except Exception:  # a bug here must not stop the reading of the agent's output
             log.exception("budget check of %s failed", session.config.name)
 
-    def _check_session(self, session: SessionSupervisor, now: float) -> None:
+    def _check_session(self, session: SessionSupervisor, now: float) -> float | None:
+        """Warn and stop as the session's limits say; returns the seconds until its wall time
+        crosses the next of them (None when none can)."""
         record = session.record
         for run in sorted(session.spend.backwards_unsaid):
             session.commit_events(
@@ -371,7 +485,7 @@ class BudgetKeeper:
             record.budget_warned = []
             record.budget_warned_for = scope
         if record.state not in STOPPABLE or not record.handle or not _has_limits(budget):
-            return  # without a limit nothing can cross: the spend is not even summed
+            return None  # without a limit nothing can cross: the spend is not even summed
         spend = session.spend.spend(budget.covers, now)
         found = crossings(
             budget, spend, set(record.budget_warned), restarting=session.restart_pending
@@ -394,6 +508,8 @@ class BudgetKeeper:
             session.commit_events(*events)
         if found.exhausted is not None:
             self._stop(session, found.exhausted, "session", budget.covers)
+            return None
+        return _wall_time_left_s(budget, spend, record.budget_warned)
 
     def _use_data(self, use: DimensionUse) -> dict[str, Any]:
         data = use.to_json()

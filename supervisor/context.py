@@ -56,7 +56,7 @@ class Timings:
     for a rescue or a launch that holds its session."""
     reconcile_s: float = 60.0
     """The slow pass re-stats every session's files this often, for events inotify dropped; the
-    sessions are visited one at a time spread over it, so a fleet costs no burst."""
+    sessions are visited a few at a time spread over it, so a fleet costs no burst."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
     git_write_timeout_s: float = 120.0
@@ -64,7 +64,8 @@ class Timings:
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
     changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
     budget_check_s: float = 1.0
-    """Budgets are checked this often: a stop at 100 % comes within this and the stop grace."""
+    """The fleet's budget is checked this often while it sets limits (a session's budget is
+    checked when its spend changes, a wall-time limit at its time)."""
     spend_sample_s: float = 10.0
     """A session's spend is sampled (for the projection and a chart) at most this often."""
     rate_limit_wait_s: float = 60.0
@@ -129,6 +130,8 @@ class Context:
         """Worker threads that keep flooding logs within their cap."""
         self.check_budget: Callable[[Any], None] = lambda session: None
         """Check a session's budget now (after its output showed a step); set by the daemon."""
+        self.spend_changed: Callable[[Any], None] = lambda session: None
+        """A session's record, runs or plan changed: its budget is looked at (set by the daemon)."""
         self.arm_log: Callable[[Path], None] = lambda path: None
         """Have the fleet watcher report the next change of a run's log (set by the daemon)."""
         self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None

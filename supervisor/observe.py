@@ -176,6 +176,7 @@ class Observer:
             self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
         self.plan_error = None
         self.plan_current = plan
+        self.session.ctx.spend_changed(self.session)  # the spend samples show what passes
         self.session.note_plan_progress()
         if self.plan_baseline is None:
             self.plan_baseline = plan

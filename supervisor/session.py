@@ -122,6 +122,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         for event in written:
             self.warnings.take(event)
         self.version += 1
+        self.ctx.spend_changed(self)  # the budget keeper looks on change, not on a timer
         self.ctx.announce(written)
         self._after_written(written)
         return written

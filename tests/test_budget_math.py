@@ -158,6 +158,23 @@ def test_spend_samples_are_spaced_bounded_and_start_afresh_with_a_new_task() -> 
     assert [s.at_s for s in history.samples] == [31.0]
 
 
+def test_a_quiet_stretch_repeats_the_last_sample_with_the_wall_time_moving() -> None:
+    history = SpendHistory(every_s=10.0, max_samples=4)
+    assert history.repeat_last(100.0, wall_moving=True) == 0  # nothing to repeat yet
+    history.add(Sample(0.0, spend(10, wall_s=1)))
+    assert history.repeat_last(9.9, wall_moving=True) == 0
+    assert history.repeat_last(30.0, wall_moving=True) == 3
+    got = history.samples
+    assert [s.at_s for s in got] == [0.0, 10.0, 20.0, 30.0]
+    assert [s.spend.wall_time_s for s in got] == [1.0, 11.0, 21.0, 31.0]
+    assert {s.spend.usage.total_tokens for s in got} == {10}
+    assert history.repeat_last(1000.0, wall_moving=False) == 4  # only what is kept is written
+    assert [s.at_s for s in history.samples] == [970.0, 980.0, 990.0, 1000.0]
+    assert {s.spend.wall_time_s for s in history.samples} == {31.0}  # a stopped task's stays
+    assert not history.add(Sample(1005.0, spend(20, wall_s=31)))  # still spaced as before
+    assert history.add(Sample(1010.0, spend(20, wall_s=31)))
+
+
 def test_spend_samples_read_back_with_every_figure_a_chart_or_projection_reads() -> None:
     history = SpendHistory(every_s=10.0)
     usage = Usage(input_tokens=7, output_tokens=5, cache_read_tokens=3, cost_usd=0.125, turns=4)
