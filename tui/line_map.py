@@ -126,6 +126,8 @@ class LineMap:
         if number >= self.complete:
             return self.next_start
         block = bisect_right(self.lines, number) - 1
+        if self.offsets[block] in self.gaps:  # all zeros: one byte a line reads as the marker
+            return self.offsets[block] + number - self.lines[block]
         return self._starts(block)[number - self.lines[block]]
 
     def end_of(self, number: int) -> int:
@@ -135,6 +137,9 @@ class LineMap:
     def line_of(self, offset: int) -> int:
         """The line holding byte `offset`."""
         block = bisect_right(self.offsets, offset) - 1
+        if self.offsets[block] in self.gaps:
+            first, _, count = self._block_span(block)
+            return self.lines[block] + min(offset - first, count - 1)
         starts = self._starts(block)
         return self.lines[block] + max(0, bisect_right(starts, offset) - 1)
 
@@ -149,8 +154,6 @@ class LineMap:
     def _starts(self, block: int) -> array[int]:
         """The exact line starts of block `block`, read and split once, then kept a while."""
         first, end, count = self._block_span(block)
-        if first in self.gaps:  # all zeros: one byte a line reads as the cap's marker
-            return array("Q", range(first, first + max(count, 1)))
         key = (first, end, count)
         found = self._blocks.get(key)
         if found is not None:
