@@ -210,3 +210,29 @@ def test_a_log_opened_after_its_middle_was_punched_shows_the_hole_as_one_line(
     for number in range(0, count, 13):
         assert line_map.start_of(number) == starts[number]
     line_map.close()
+
+
+def test_a_log_cut_back_by_the_cap_starts_the_index_over(tmp_path: Path) -> None:
+    """Where holes cannot be punched the cap cuts the log back to its head and appends a
+    marker: the next step starts over from byte 0, and the lines then are the file's own."""
+    path = tmp_path / "out.log"
+    path.write_bytes(b"".join(b"before %06d\n" % i for i in range(20_000)))
+    index = LineIndex(path, 1024)
+    line_map = LineMap(path, 1024)
+    line_map.grow(index.step())
+    assert line_map.line_count == 20_000
+    assert line_map.start_of(19_999) == 19_999 * 14
+    with path.open("r+b") as log:
+        log.truncate(4096)
+        log.seek(4096)
+        log.write(b"\n[herd: 275904 bytes of output dropped here (log_max_bytes)]\nafter 1\n")
+    step = index.step()
+    assert step.restart
+    line_map.grow(step)
+    starts, count = split_starts(path.read_bytes())
+    assert line_map.line_count == count
+    assert [line_map.start_of(n) for n in range(count)] == starts[:count]
+    reader = LineReader(path)
+    assert reader.read(line_map.start_of(count - 1), line_map.end_of(count - 1)) == b"after 1"
+    reader.close()
+    line_map.close()
