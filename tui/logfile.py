@@ -1,9 +1,10 @@
-"""A run's output file read by offset: where each line starts, and any line's bytes on demand.
+"""A run's output file read by offset: its lines counted, a line start noted now and then,
+and any line's bytes on demand.
 
-The output view keeps only the line starts (eight bytes a line); the text of a line is read
-from the file when it scrolls into view, so a log of any size opens, scrolls and searches in
-bounded work per frame. File I/O: the index grows in a worker thread; reading the few lines
-on screen is a small `pread`.
+The output view keeps one line start per CHECKPOINT_BYTES (tui/line_map.py), not one per
+line; the text of a line is read from the file when it scrolls into view, so a log of any
+size opens, scrolls and searches in bounded work and memory. File I/O: the index grows in a
+worker thread; reading the few lines on screen is a small `pread`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import os
 import stat
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 INDEX_STEP_BYTES = 8 << 20
@@ -39,38 +40,80 @@ def open_regular(path: Path) -> int | None:
     return fd
 
 
+CHECKPOINT_BYTES = 32 << 10
+"""A line start is remembered once per this many bytes (tui/line_map.py finds the ones between
+by reading at most this much): the index costs 16 bytes per 32 KiB of log, not 8 per line."""
+
+
+@dataclass
+class IndexStep:
+    """What one indexing step found: new checkpoints and where the indexed file ends."""
+
+    offsets: array[int]
+    """New checkpoints: byte offsets of line starts, ascending."""
+    lines: array[int]
+    """The line number starting at each new checkpoint."""
+    complete: int
+    """Complete lines (newlines) in the indexed bytes."""
+    next_start: int
+    """Where the line after the last newline starts (a last line may still be written)."""
+    indexed_bytes: int
+    restart: bool
+    """The file shrank: the index started over (the checkpoints begin at 0 again)."""
+
+
 @dataclass
 class LineIndex:
-    """The byte offset where each line of a growing file starts (file I/O: use in a thread)."""
+    """Counts the lines of a growing file and notes a checkpoint line start every
+    `checkpoint_bytes` (file I/O: use in a thread). It keeps no list: the view keeps the
+    checkpoints it is sent (tui/line_map.py)."""
 
     path: Path
-    starts: array[int] = field(default_factory=lambda: array("Q", [0]))
-    """starts[i] is where line i begins; the last entry is where the next line will begin."""
+    checkpoint_bytes: int = CHECKPOINT_BYTES
     indexed_bytes: int = 0
-    truncated: bool = False
-    """The file shrank since the last step: the index started over."""
+    complete: int = 0
+    next_start: int = 0
+    checkpoint: int = 0
+    """The newest checkpoint's offset: the next is the first line start past it plus
+    `checkpoint_bytes`."""
 
-    def step(self, max_bytes: int = INDEX_STEP_BYTES) -> array[int]:
-        """Index up to `max_bytes` more of the file; return the line starts it found."""
+    def step(self, max_bytes: int = INDEX_STEP_BYTES) -> IndexStep:
+        """Index up to `max_bytes` more of the file; return the checkpoints it found."""
+        offsets, lines = array("Q"), array("Q")
+        restart = False
         fd = open_regular(self.path)
         if fd is None:
-            return array("Q")
+            return IndexStep(
+                offsets, lines, self.complete, self.next_start, self.indexed_bytes, False
+            )
         try:
             size = os.fstat(fd).st_size
             if size < self.indexed_bytes:
-                self.starts, self.indexed_bytes, self.truncated = array("Q", [0]), 0, True
+                self.indexed_bytes = self.complete = self.next_start = self.checkpoint = 0
+                restart = True
             data = os.pread(fd, min(max_bytes, size - self.indexed_bytes), self.indexed_bytes)
         finally:
             os.close(fd)
         base = self.indexed_bytes
-        found = array("Q")
-        at = data.find(b"\n")
-        while at >= 0:
-            found.append(base + at + 1)
-            at = data.find(b"\n", at + 1)
+        newlines = data.count(b"\n")  # counted in C: no Python work per line
+        if newlines:
+            counted, counted_to = self.complete, 0
+            while True:  # one find per checkpoint, not per line
+                want = self.checkpoint + self.checkpoint_bytes - 1 - base
+                at = data.find(b"\n", max(0, want))
+                if at < 0:
+                    break
+                counted += data.count(b"\n", counted_to, at + 1)
+                counted_to = at + 1
+                self.checkpoint = base + at + 1
+                offsets.append(self.checkpoint)
+                lines.append(counted)
+            self.complete += newlines
+            self.next_start = base + data.rfind(b"\n") + 1
         self.indexed_bytes += len(data)
-        self.starts.extend(found)
-        return found
+        return IndexStep(
+            offsets, lines, self.complete, self.next_start, self.indexed_bytes, restart
+        )
 
 
 class LineReader:
@@ -102,50 +145,7 @@ class LineReader:
             self._fd = None
 
 
-def find_line(
-    path: Path, starts: array[int], end_bytes: int, needle: str, from_line: int, step: int
-) -> int | None:
-    """The first line after (`step` 1) or before (-1) `from_line` whose bytes hold `needle`
-    (any case), wrapping around; read in SEARCH_CHUNK_BYTES slices (file I/O: in a thread)."""
-    count = len(starts) - (1 if starts[-1] >= end_bytes else 0)
-    if count <= 0 or not needle:
-        return None
-    pattern = needle.lower().encode("utf-8")
-    fd = open_regular(path)
-    if fd is None:
-        return None
-    try:
-        order = (
-            [(_line_end(starts, from_line, end_bytes), end_bytes), (0, starts[from_line])]
-            if step > 0
-            else [(0, starts[from_line]), (_line_end(starts, from_line, end_bytes), end_bytes)]
-        )
-        for low, high in order:
-            found = _scan(fd, low, high, pattern, forward=step > 0)
-            if found is not None:
-                return _line_of(starts, found)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _line_end(starts: array[int], line: int, end_bytes: int) -> int:
-    return starts[line + 1] if line + 1 < len(starts) else end_bytes
-
-
-def _line_of(starts: array[int], offset: int) -> int:
-    """The line holding byte `offset` (a binary search over the starts)."""
-    low, high = 0, len(starts) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if starts[middle] <= offset:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _scan(fd: int, low: int, high: int, pattern: bytes, forward: bool) -> int | None:
+def scan(fd: int, low: int, high: int, pattern: bytes, forward: bool) -> int | None:
     """The offset of the first (or last) match of `pattern` in [low, high), slice by slice."""
     overlap = len(pattern) - 1
     if forward:

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
-from agentherd.tui.logfile import find_line
+from agentherd.tui.line_map import find_line
 from agentherd.tui.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.run_lines import RunLines
 from agentherd.tui.run_picker import RunPicker
@@ -158,7 +158,7 @@ class OutputView(Vertical):
         lines = self.lines
         if message.path != lines.path:
             return  # a late batch of the run shown before
-        added = lines.grow(message.starts, message.indexed_bytes, message.restart)
+        added = lines.grow(message.step)
         if lines.following:
             self.unseen = 0  # the person scrolled back down to the end
         elif added > 0:
@@ -242,7 +242,7 @@ class OutputView(Vertical):
         at = start
         for _ in range(SEARCH_CHECKS):
             hit = await anyio.to_thread.run_sync(
-                find_line, lines.path, lines.starts, lines.end_bytes, self.pattern, at, step
+                find_line, lines.map.copy(), self.pattern, at, step
             )
             if hit is None or hit in checked:
                 break

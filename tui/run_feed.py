@@ -7,7 +7,6 @@ widget, so a flood of output costs the app one message per poll, whatever its si
 from __future__ import annotations
 
 import time
-from array import array
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from textual.message import Message
 
 from agentherd.sessions.status import parse_reply
 from agentherd.supervisor.client import AsyncClient
-from agentherd.tui.logfile import INDEX_STEP_BYTES, LineIndex
+from agentherd.tui.logfile import INDEX_STEP_BYTES, IndexStep, LineIndex
 
 Post = Callable[[Message], bool]
 
@@ -39,18 +38,14 @@ class RunOpened(Message):
 
 
 class RunGrew(Message):
-    """More of the shown run's file is indexed: new line starts, up to `indexed_bytes`."""
+    """More of the shown run's file is indexed: its new checkpoints and line count."""
 
-    def __init__(
-        self, session: str, path: Path, starts: array[int], indexed_bytes: int, restart: bool
-    ) -> None:
+    def __init__(self, session: str, path: Path, step: IndexStep) -> None:
         super().__init__()
         self.session = session
         self.path = path
-        self.starts = starts
-        self.indexed_bytes = indexed_bytes
-        self.restart = restart
-        """The file was truncated: the view's index starts over with these starts."""
+        self.step = step
+        """What the indexer found (`step.restart`: the file was truncated, start over)."""
 
 
 async def follow_run(client: AsyncClient, session: str, post: Post, run: int | None) -> None:
@@ -68,13 +63,9 @@ async def follow_run(client: AsyncClient, session: str, post: Post, run: int | N
                 index = LineIndex(path) if path is not None else None
         if index is not None:
             before = index.indexed_bytes
-            found = await anyio.to_thread.run_sync(index.step)
-            if index.truncated:
-                index.truncated = False
-                starts = array("Q", index.starts)
-                post(RunGrew(session, index.path, starts, index.indexed_bytes, True))
-            elif index.indexed_bytes != before:
-                post(RunGrew(session, index.path, found, index.indexed_bytes, False))
+            step = await anyio.to_thread.run_sync(index.step)
+            if step.restart or index.indexed_bytes != before:
+                post(RunGrew(session, index.path, step))
                 if index.indexed_bytes - before >= INDEX_STEP_BYTES:
                     continue  # a big file: index the rest before sleeping
         await anyio.sleep(RUN_POLL_S)

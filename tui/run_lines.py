@@ -9,7 +9,6 @@ rows it needs.
 
 from __future__ import annotations
 
-from array import array
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,7 +22,8 @@ from textual.strip import Strip
 
 from agentherd.sessions.adapters.summary import summarize
 from agentherd.sessions.sanitize import coloured_line
-from agentherd.tui.logfile import LineReader
+from agentherd.tui.line_map import LineMap
+from agentherd.tui.logfile import IndexStep, LineReader
 
 LINE_CHARS = 2000
 """A longer line is cut (with …) when shown; `herd logs` has all of it."""
@@ -55,7 +55,7 @@ def _cut_every(text: Text, width: int) -> list[Text]:
 
 
 class RunLines(ScrollView, can_focus=True):
-    """One run's output file as lines; `starts` says where each begins."""
+    """One run's output file as lines; `map` says where each begins (sparse: bounded)."""
 
     DEFAULT_CSS = """
     RunLines { background: $surface; }
@@ -68,8 +68,7 @@ class RunLines(ScrollView, can_focus=True):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.path: Path | None = None
         self.reader = LineReader(None)
-        self.starts: array[int] = array("Q", [0])
-        self.end_bytes = 0
+        self.map = LineMap(None)
         self._rendered: OrderedDict[int, Text] = OrderedDict()
         self._page_key: tuple[object, ...] | None = None
         self._page: list[Strip] = []
@@ -86,16 +85,20 @@ class RunLines(ScrollView, can_focus=True):
     @property
     def line_count(self) -> int:
         """Complete lines, plus a last line still being written."""
-        complete = len(self.starts) - 1
-        return complete + (1 if self.end_bytes > self.starts[-1] else 0)
+        return self.map.line_count
+
+    @property
+    def end_bytes(self) -> int:
+        """How much of the file is indexed."""
+        return self.map.end_bytes
 
     def open(self, path: Path | None) -> None:
         """Show another file (or none), from scratch."""
         self.reader.close()
         self.path = path
         self.reader = LineReader(path)
-        self.starts = array("Q", [0])
-        self.end_bytes = 0
+        self.map.close()
+        self.map = LineMap(path)
         self.widest = 0
         self.mark_line = None
         self._forget()
@@ -103,19 +106,17 @@ class RunLines(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.following = True
 
-    def grow(self, starts: array[int], end_bytes: int, restart: bool) -> int:
+    def grow(self, step: IndexStep) -> int:
         """More of the file is indexed; returns how many lines were added."""
         before = self.line_count
-        if restart:
-            self.starts = array("Q", starts)
+        if step.restart:
             self._forget()
             before = 0
         else:
-            partial = self.end_bytes > self.starts[-1]
-            self.starts.extend(starts)
-            if partial or not starts:
+            partial = self.map.end_bytes > self.map.next_start
+            if partial or step.complete == self.map.complete:
                 self._rendered.pop(before - 1, None)  # the last line was still being written
-        self.end_bytes = end_bytes
+        self.map.grow(step)
         self._resize()
         if self.following:
             self.keep_end()
@@ -137,8 +138,7 @@ class RunLines(ScrollView, can_focus=True):
         """The bytes of line `number` (read from the file)."""
         if not 0 <= number < self.line_count:
             return b""
-        end = self.starts[number + 1] if number + 1 < len(self.starts) else self.end_bytes
-        return self.reader.read(self.starts[number], end)
+        return self.reader.read(self.map.start_of(number), self.map.end_of(number))
 
     def line_text(self, number: int) -> Text:
         """Line `number` as shown, rendered once and kept while it is near the screen."""
@@ -189,6 +189,7 @@ class RunLines(ScrollView, can_focus=True):
 
     def on_unmount(self) -> None:
         self.reader.close()
+        self.map.close()
 
     # ----- drawing --------------------------------------------------------------------------
 
