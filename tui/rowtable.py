@@ -38,6 +38,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
 
 from agentherd.tui.fastcell import plain_cell_line
+from agentherd.tui.scrollshift import can_shift, shift_lines
 
 _T = TypeVar("_T")
 
@@ -393,6 +394,17 @@ class RowCachedTable(DataTable[Text]):
         )
         self._index(self._row_keys, row_key, cache_key)
         return rendered
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """DataTable's scroll; the rows that only moved keep their styled lines (scrollshift.py):
+        a key that scrolls the table by a row draws one row, not every row on screen."""
+        old_y, new_y = round(old_value), round(new_value)
+        shift = old_y != new_y and not self.fixed_rows and can_shift(self)
+        dirty_before = set(self._styles_cache._dirty_lines) if shift else set()
+        super().watch_scroll_y(old_value, new_value)
+        if shift:
+            header = self.header_height if self.show_header else 0
+            shift_lines(self, header, dirty_before, old_y, new_y)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Paint, re-rendering the updated rows, or every row when a column's width moved."""
