@@ -1,5 +1,7 @@
 """A scrolled table draws only the rows the scroll uncovered, and looks as if drawn afresh.
 
+Its scrollbar likewise repaints only the lines its thumb moved on (tui/linescrollbar.py).
+
 The session table keeps the styled lines that a scroll only moved (tui/scrollshift.py): a `j`
 at the bottom of the screen used to draw every visible row again (the slowest keys under a
 busy fleet). These tests hold every scrolled picture to the same table drawn from scratch,
@@ -14,7 +16,9 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
 
+from agentherd.tui.linescrollbar import LineScrollBar
 from agentherd.tui.rowtable import RowCachedTable
 
 ROWS = 60
@@ -40,15 +44,15 @@ class TableApp(App[None]):
             table.add_row(*cells, key=f"s{index:03d}")
 
 
-def painted(table: RowCachedTable) -> list[Strip]:
-    """The table's lines as the screen has them (its cache of styled lines)."""
-    return table.render_lines(Region(0, 0, table.size.width, table.size.height))
+def painted(widget: Widget) -> list[Strip]:
+    """The widget's lines as the screen has them (its cache of styled lines)."""
+    return widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
 
 
-def afresh(table: RowCachedTable) -> list[Strip]:
-    """The table's lines drawn from scratch (no styled line kept)."""
-    table._styles_cache.clear()
-    return painted(table)
+def afresh(widget: Widget) -> list[Strip]:
+    """The widget's lines drawn from scratch (nothing kept)."""
+    widget.refresh()
+    return painted(widget)
 
 
 @pytest.mark.anyio
@@ -73,6 +77,9 @@ async def test_scrolled_table_is_what_a_fresh_draw_shows() -> None:
             await pilot.pause()
             shown = painted(table)
             assert shown == afresh(table), (step, key, table.scroll_offset)
+            bar = table.vertical_scrollbar
+            assert isinstance(bar, LineScrollBar)
+            assert painted(bar) == afresh(bar), (step, key, bar.position)
             offsets.add(table.scroll_offset.y)
         assert len(offsets) > 10  # it did scroll, by one row and by pages
 
