@@ -85,7 +85,7 @@ async def test_scrolled_table_is_what_a_fresh_draw_shows() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_one_row_scroll_draws_one_row() -> None:
+async def test_a_one_row_scroll_draws_two_rows_not_the_screen() -> None:
     """A `down` at the bottom of the screen scrolls by one row and draws the two rows the
     cursor left and reached (one of them the row it uncovered), not every row on screen."""
     app = TableApp()
