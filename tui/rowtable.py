@@ -33,11 +33,14 @@ from textual.color import Color
 from textual.coordinate import Coordinate
 from textual.css.styles import RenderStyles
 from textual.geometry import Region
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowKey
 
 from agentherd.tui.fastcell import plain_cell_line
+from agentherd.tui.linescrollbar import LineScrollBar
+from agentherd.tui.scrollshift import can_shift, shift_lines
 
 _T = TypeVar("_T")
 
@@ -393,6 +396,30 @@ class RowCachedTable(DataTable[Text]):
         )
         self._index(self._row_keys, row_key, cache_key)
         return rendered
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Widget's vertical scrollbar, as a LineScrollBar: a scroll by a row repaints the two
+        or three lines of it the thumb moved on, not its whole height."""
+        if self._vertical_scrollbar is None:
+            scroll_bar = LineScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            self._vertical_scrollbar = scroll_bar
+            scroll_bar.display = False
+            self.app._start_widget(self, scroll_bar)
+        return self._vertical_scrollbar
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """DataTable's scroll; the rows that only moved keep their styled lines (scrollshift.py):
+        a key that scrolls the table by a row draws one row, not every row on screen."""
+        old_y, new_y = round(old_value), round(new_value)
+        shift = old_y != new_y and not self.fixed_rows and can_shift(self)
+        dirty_before = set(self._styles_cache._dirty_lines) if shift else set()
+        super().watch_scroll_y(old_value, new_value)
+        if shift:
+            header = self.header_height if self.show_header else 0
+            shift_lines(self, header, dirty_before, old_y, new_y)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Paint, re-rendering the updated rows, or every row when a column's width moved."""
