@@ -67,7 +67,8 @@ def test_a_run_is_gone_only_once_its_cgroup_is_empty_and_no_known_process_lives(
     try:
         assert gonecheck.gone_by_cgroup(identity, False, {}) is True, "empty: gone"
         assert gonecheck.gone_by_cgroup(identity, True, {}) is False, "its leader lives"
-        known = {(sleeper.pid, psutil.Process(sleeper.pid).create_time()): psutil.Process(sleeper.pid)}
+        proc = psutil.Process(sleeper.pid)
+        known = {(proc.pid, proc.create_time()): proc}
         assert gonecheck.gone_by_cgroup(identity, False, known) is False, "a known process lives"
         (folder / "cgroup.procs").write_text(str(sleeper.pid))
         assert gonecheck.gone_by_cgroup(identity, False, {}) is False, "a member lives"
