@@ -45,6 +45,12 @@ def thread_usage(store: Store, session: str, agent_session_id: str | None) -> Us
     return total
 
 
+def recoverable(parser: OutputParser) -> bool:
+    """True for an agent whose own files can complete a killed run (a thread's work to look);
+    a plain command has none, and `herd down` ends hundreds of them."""
+    return isinstance(parser, ClaudeParser | GeminiParser | CodexParser)
+
+
 def recover_killed_run(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
     """Complete a run that ended without its result from its agent's files; True if changed."""
     if isinstance(parser, ClaudeParser):

@@ -40,6 +40,7 @@ def _warn_once(key: str, message: str, *args: object) -> None:
         log.warning(message, *args)
 
 
+@cache  # read for every look at a run's cgroup: five or more per stop
 def _cgroup2_mount() -> Path | None:
     """Where the unified (v2) hierarchy is mounted, from /proc/self/mountinfo."""
     try:

@@ -194,7 +194,8 @@ class RunFollowing(SessionParts):
         info = live.exit or procs.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
-        if outcome is None:  # killed before its result: its spend is in the agent's records
+        # Killed before its result: its spend is in the agent's records (a plain command has none).
+        if outcome is None and agentusage.recoverable(live.parser):
             await anyio.to_thread.run_sync(
                 agentusage.recover_killed_run, live.parser, live.record, live.config
             )

@@ -422,6 +422,11 @@ def changes_from_before(
 ) -> tuple[tuple[int, int, int], list[str]]:
     """`changes` from the parent of `first_sha` (from `first_sha` itself when it has none) to
     `last_sha`: what a task's checkpoints changed, in one git process when there is a parent."""
+    paths = gitfiles.find_paths(worktree)
+    if paths is not None and gitfiles.commit_parents(paths, first_sha) == ():
+        # A root commit read from its object: no git process that fails on `~1` first, and
+        # none at all for a task that stayed on it (`herd down` writes a report per session).
+        return ((0, 0, 0), []) if first_sha == last_sha else changes(worktree, first_sha, last_sha)
     try:
         return changes(worktree, f"{first_sha}~1", last_sha)
     except GitError:  # a root commit has no parent: count from the commit itself

@@ -18,7 +18,7 @@ import anyio
 import psutil
 from anyio.abc import Process
 
-from agentherd.supervisor import agentfiles, cgroups, proctable
+from agentherd.supervisor import agentfiles, ancestry, cgroups, gonecheck, proctable
 
 log = logging.getLogger("herd.procs")
 
@@ -403,11 +403,8 @@ def _refusal(pid: int, pgid: int | None) -> str | None:
         return f"its process group {pgid} is not a run's"
     if pgid is not None and pgid == os.getpgrp():
         return "it is in the daemon's own process group"
-    try:
-        if pid in {parent.pid for parent in psutil.Process().parents()}:
-            return "it is an ancestor of the daemon"
-    except psutil.Error:
-        pass
+    if pid in ancestry.ancestor_pids():
+        return "it is an ancestor of the daemon"
     return None
 
 
@@ -546,17 +543,17 @@ def signal_group(identity: RunIdentity, signum: int) -> int | None:
 
 def signal_cgroup(identity: RunIdentity, signum: int, group_done: int | None) -> bool:
     """Send `signum` to the members of the run's cgroup outside `group_done`; False (nothing
-    sent) when the run has no populated cgroup, so the caller scans every process instead.
+    sent) when the run has no cgroup herd made, so the caller scans every process instead.
 
     Every process of the run is in its cgroup (the wrapper moved in before starting the
     agent), so what left the group is found in `cgroup.procs`, not by reading the environment
-    of every process on the machine: that scan was most of a fleet's `herd down`. The checks
-    that the run is gone still scan, so whatever left the cgroup too is killed at the end of
-    the grace.
+    of every process on the machine: that scan was most of a fleet's `herd down`. An empty
+    cgroup means the whole run has ended already (the checks that it is gone read the
+    cgroup too: gonecheck).
     """
-    if identity.cgroup is None or not cgroups.populated(identity.cgroup):
+    if not cgroups.is_run_cgroup(identity.cgroup):
         return False
-    for pid in cgroups.members(identity.cgroup):
+    for pid in cgroups.members(identity.cgroup):  # none: every process of the run has ended
         if group_done is not None and _in_pgid(pid, group_done):
             continue
         try:
@@ -609,7 +606,11 @@ def _kill_run(identity: RunIdentity, known: Known) -> int:
 
 
 def _run_gone(identity: RunIdentity, known: Known, not_before: float) -> bool:
-    """Nothing of the run in a process scan begun after `not_before`, nor in its cgroup."""
+    """Nothing of the run left: its cgroup empty and its leader gone where it has a cgroup
+    (gonecheck), else nothing in a process scan begun after `not_before`."""
+    by_cgroup = gonecheck.gone_by_cgroup(identity, leader_alive(identity), known)
+    if by_cgroup is not None:
+        return by_cgroup
     gone = not run_processes(identity, known, not_before)
     return gone and not cgroups.populated(identity.cgroup)
 

@@ -53,27 +53,36 @@ def _read_store(store: Store, name: str) -> _Stored:
         reader.close()
 
 
-async def session_report(session: SessionPort) -> dict[str, Any]:
-    """The session's report: `{"report": <json form>, "markdown": <text>}`."""
+Changes = tuple[tuple[int, int, int] | None, list[str]]
+
+
+def _read_all(store: Store, name: str, cwd: Path) -> tuple[_Stored, Changes]:
+    """The session's records, then what its checkpoints changed: in one worker call, since
+    `herd down` writes a report per session and each hand-off waits for a turn of the loop."""
+    stored = _read_store(store, name)
+    checkpoints = stored.checkpoints
+    if not checkpoints:
+        return stored, (None, [])
+    from agentherd.sessions.report.facts import standing_sha
+
+    # What the worktree holds: a restart from an earlier checkpoint left the later ones out.
+    first = checkpoints[0].sha
+    last = standing_sha(stored.events, checkpoints) or checkpoints[-1].sha
+    try:
+        return stored, gitops.changes_from_before(cwd, first, last)
+    except Exception:  # the repo may be gone or rewritten; the report goes on
+        log.warning("no diffstat for %s", name, exc_info=True)
+        return stored, (None, [])
+
+
+async def _report_input(session: SessionPort) -> ReportInput:
+    """What the session's report is built from: the store, git, and the session's own state."""
     name = session.config.name
     handle = session.record.handle
     # Thousands of events take a fifth of a second to read: a worker thread reads them.
-    stored = await anyio.to_thread.run_sync(_read_store, session.ctx.store, name)
-    checkpoints = stored.checkpoints
-    diffstat = None
-    touched: list[str] = []
-    if checkpoints:
-        from agentherd.sessions.report.facts import standing_sha
-
-        # What the worktree holds: a restart from an earlier checkpoint left the later ones out.
-        first = checkpoints[0].sha
-        last = standing_sha(stored.events, checkpoints) or checkpoints[-1].sha
-        try:
-            diffstat, touched = await anyio.to_thread.run_sync(
-                gitops.changes_from_before, session.config.cwd, first, last
-            )
-        except Exception:  # the repo may be gone or rewritten; the report goes on
-            log.warning("no diffstat for %s", name, exc_info=True)
+    stored, (diffstat, touched) = await anyio.to_thread.run_sync(
+        _read_all, session.ctx.store, name, session.config.cwd
+    )
     observer = session.observer
     runs = [r for r in stored.runs if handle is None or r.handle == handle]
     live = session.run
@@ -84,7 +93,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
     # Imported here: the report's models cost the daemon ~1 MB for a verb few sessions see.
     from agentherd.sessions.report import ReportInput
 
-    data = ReportInput(
+    return ReportInput(
         session=name,
         state=str(session.record.state),
         reason=session.record.reason,
@@ -93,7 +102,7 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         task_started_at=session.record.task_started_at,
         runs=runs,
         events=stored.events,
-        checkpoints=checkpoints,
+        checkpoints=stored.checkpoints,
         verifications=stored.verifications,
         plan_baseline=observer.plan_baseline,
         plan_current=observer.plan_current,
@@ -106,6 +115,11 @@ async def session_report(session: SessionPort) -> dict[str, Any]:
         cwd=str(session.config.cwd),
         **session.spend_json(),
     )
+
+
+async def session_report(session: SessionPort) -> dict[str, Any]:
+    """The session's report: `{"report": <json form>, "markdown": <text>}`."""
+    data = await _report_input(session)
     # Building reads every event of the task (thousands): a worker thread keeps the loop free.
     return await anyio.to_thread.run_sync(_build, data)
 
@@ -121,9 +135,9 @@ def _build(data: ReportInput) -> dict[str, Any]:
 async def write_report(session: SessionPort) -> None:
     """Write `.herd/reports/<session>.md` and `.json` (done whenever a task ends)."""
     try:
-        result = await session_report(session)
+        data = await _report_input(session)
         folder = session.ctx.state_dir / "reports"
-        await anyio.to_thread.run_sync(_write, folder, session.config.name, result)
+        await anyio.to_thread.run_sync(_build_and_write, folder, session.config.name, data)
     except Exception:
         log.exception("writing the report of %s failed", session.config.name)
 
@@ -157,6 +171,11 @@ class PendingReports:
             await self._idle.wait()
         if self.count:
             log.warning("%d reports left unwritten at exit (after %.0f s)", self.count, timeout_s)
+
+
+def _build_and_write(folder: Path, name: str, data: ReportInput) -> None:
+    """Build the report and write its files, in one worker call (see `_read_all`)."""
+    _write(folder, name, _build(data))
 
 
 def _write(folder: Path, name: str, result: dict[str, Any]) -> None:
