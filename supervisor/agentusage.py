@@ -45,6 +45,11 @@ def thread_usage(store: Store, session: str, agent_session_id: str | None) -> Us
     return total
 
 
+def may_recover(parser: OutputParser) -> bool:
+    """True when `recover_killed_run` may find something (its agents' files): a worker then."""
+    return isinstance(parser, (ClaudeParser, GeminiParser, CodexParser))
+
+
 def recover_killed_run(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
     """Complete a run that ended without its result from its agent's files; True if changed."""
     if isinstance(parser, ClaudeParser):

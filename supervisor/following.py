@@ -194,7 +194,8 @@ class RunFollowing(SessionParts):
         info = live.exit or procs.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
-        if outcome is None:  # killed before its result: its spend is in the agent's records
+        if outcome is None and agentusage.may_recover(live.parser):
+            # Killed before its result: its spend is in the agent's records (a worker reads them).
             await anyio.to_thread.run_sync(
                 agentusage.recover_killed_run, live.parser, live.record, live.config
             )
@@ -218,8 +219,9 @@ class RunFollowing(SessionParts):
             ),
             run=live.record,
         )
-        if not live.record.stop_requested and await anyio.to_thread.run_sync(
-            runleftovers.maybe_left, live.identity
+        # One worker hop for the quick look and, when nothing is left, the cgroup's removal.
+        if await anyio.to_thread.run_sync(
+            runleftovers.settle, live.identity, not live.record.stop_requested
         ):  # the full scan only when the quick look found a candidate
             leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
             if leftovers:
@@ -230,8 +232,8 @@ class RunFollowing(SessionParts):
                     self.ctx.timings.kill_wait_s,
                     self.ctx.timings.stop_poll_s,
                 )
-        if live.identity.cgroup is not None:
-            await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+            if live.identity.cgroup is not None:
+                await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
 
     # ----- logs ------------------------------------------------------------------------------
 

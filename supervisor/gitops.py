@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
-from agentherd.supervisor import gitfiles
+from agentherd.supervisor import gitfiles, gitwrite
 from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
 from agentherd.supervisor.gitproc import GitDeadline as GitDeadline
 from agentherd.supervisor.gitproc import GitError as GitError
@@ -544,11 +545,38 @@ def save_rescue(
     for name, sha, copy_tree, parents in copies:
         if copy_tree == tree and parents == (head or ""):
             return SavedRef(name, sha, tuple(e for e in earlier if e != name))
-    parent = ["-p", head] if head is not None else []
-    commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
-    sha = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline).strip().decode("ascii")
-    name = _create_ref(top, ref, sha, "herd rescue", earlier, deadline)
-    return SavedRef(name, sha, earlier)
+    written, created = _write_rescue(paths, tree, head, message or "herd rescue", ref, not copies)
+    if written is None:
+        parent = ["-p", head] if head is not None else []
+        commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
+        out = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline)
+        written = out.strip().decode("ascii")
+    if created is None:
+        created = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
+    return SavedRef(created, written, earlier)
+
+
+def _write_rescue(
+    paths: GitPaths, tree: str, head: str | None, message: str, ref: str, ref_free: bool
+) -> tuple[str | None, str | None]:
+    """(sha, ref) of the rescue commit and its ref as written without git (`gitwrite`);
+    None for what git must do (`commit-tree`, `update-ref`) as before.
+
+    The commit alone may be written here: a commit no ref points at yet is only unreachable,
+    and `update-ref` then takes the next free name as before.
+    """
+    full_shas = len(tree) == 40 and (head is None or len(head) == 40)
+    if not (full_shas and gitwrite.plain_config(paths)):
+        return None, None
+    at_s = int(time.time())
+    identity = f"{RESCUE_IDENTITY['GIT_AUTHOR_NAME']} <{RESCUE_IDENTITY['GIT_AUTHOR_EMAIL']}>"
+    offset_min = gitwrite.local_offset_min(at_s)
+    sha = gitwrite.write_commit(
+        paths, gitwrite.commit_body(tree, head, identity, message, at_s, offset_min)
+    )
+    if sha is not None and ref_free and gitwrite.create_new_ref(paths, ref, sha):
+        return sha, ref
+    return sha, None
 
 
 def keep_head(

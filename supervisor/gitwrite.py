@@ -1,0 +1,150 @@
+"""A rescue's commit and its new ref written straight into `.git`, without two git processes.
+
+A crash's relaunch waited for six git processes in a row (5-20 ms each, far more on a busy
+machine); `commit-tree` and `update-ref` only write a small loose object and a new ref file.
+Here they are written as git writes them (a loose object under a temporary name, linked into
+place; a new ref through its `.lock` file, created exclusively), for the plain layout only:
+anything unusual (sha256, a shared repository, a reflog wanted for every ref, included config,
+a ref name or folder in the way) answers None and the caller runs git as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+from agentherd.sessions.checkpoint import GitPaths
+from agentherd.supervisor import gitfiles
+
+_SHA1_RE = re.compile(r"[0-9a-f]{40}")
+# Config that changes what git would write (object format, file modes, reflogs, encodings) or
+# that we cannot see through (includes, per-worktree config): then git does the writing.
+_UNUSUAL_CONFIG_RE = re.compile(
+    rb"objectformat|sharedrepository|logallrefupdates\s*=\s*always|commitencoding|include"
+    rb"|worktreeconfig|refstorage|fsync",
+    re.IGNORECASE,
+)
+
+
+def _config_files(paths: GitPaths) -> list[Path]:
+    """The config files git would read for this repository: system, global, repository."""
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else "")
+    found = [
+        Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
+        paths.common_dir / "config",
+    ]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        found.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
+    else:
+        found += [Path(f"{xdg}/git/config"), Path(f"{home}/.gitconfig")] if home else []
+    return found
+
+
+def plain_config(paths: GitPaths) -> bool:
+    """True when no config git reads asks for anything these writers do not do."""
+    if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+        return False
+    for path in _config_files(paths):
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if _UNUSUAL_CONFIG_RE.search(text):
+            return False
+    return True
+
+
+def commit_body(
+    tree: str, parent: str | None, identity: str, message: str, at_s: int, offset_min: int
+) -> bytes:
+    """The bytes `git commit-tree` stores for this commit (no signature, no encoding header)."""
+    sign = "-" if offset_min < 0 else "+"
+    zone = f"{sign}{abs(offset_min) // 60:02d}{abs(offset_min) % 60:02d}"
+    stamp = f"{identity} {at_s} {zone}"
+    lines = [f"tree {tree}"] + ([f"parent {parent}"] if parent else [])
+    lines += [f"author {stamp}", f"committer {stamp}", ""]
+    text = message if message.endswith("\n") else message + "\n"
+    return ("\n".join(lines) + "\n" + text).encode("utf-8")
+
+
+def local_offset_min(at_s: int) -> int:
+    """The local time zone's offset from UTC at `at_s`, in minutes (as git writes it)."""
+    return (time.localtime(at_s).tm_gmtoff or 0) // 60
+
+
+def write_commit(paths: GitPaths, body: bytes) -> str | None:
+    """Store `body` as a loose commit object; its sha, or None (then ask git)."""
+    raw = b"commit %d\0" % len(body) + body
+    sha = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+    folder = paths.common_dir / "objects" / sha[:2]
+    final = folder / sha[2:]
+    try:
+        folder.mkdir(exist_ok=True)
+        if final.exists():
+            return sha  # the same bytes are there already (objects never change)
+        handle, temporary = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(zlib.compress(raw, 1))  # git's default for loose objects
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temporary, 0o444)
+            try:
+                os.link(temporary, final)  # as git does: never replace an existing object
+            except FileExistsError:
+                pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+    except OSError:
+        return None
+    return sha
+
+
+def create_new_ref(paths: GitPaths, ref: str, sha: str) -> bool:
+    """Point the NEW `ref` at `sha` through `<ref>.lock`; False: not done (taken, odd): ask git.
+
+    Only when neither `ref` nor a copy `ref.N` exists; the lock file is created exclusively,
+    so a git (or another daemon) writing the same name meanwhile makes this refuse, never
+    overwrite.
+    """
+    if not (_SHA1_RE.fullmatch(sha) and gitfiles.valid_ref_name(ref)):
+        return False
+    if ref.startswith(gitfiles.PER_WORKTREE_PREFIXES):
+        return False
+    path = paths.common_dir / ref
+    lock = path.with_name(path.name + ".lock")
+    if os.path.lexists(paths.common_dir / "logs" / ref):
+        return False  # git would append to the reflog it finds: let git write it
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError:
+        return False
+    try:
+        # Under the lock: the name is still free (a packed one counts too).
+        if os.path.lexists(path) or gitfiles.ref_sha(paths, ref) is not None:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            fd = -1
+            out.write(f"{sha}\n".encode("ascii"))
+            out.flush()
+            os.fsync(out.fileno())
+        os.rename(lock, path)
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
