@@ -36,10 +36,9 @@ def _config_files(paths: GitPaths) -> list[Path]:
     """The config files git would read for this repository: system, global, repository."""
     home = os.environ.get("HOME", "")
     xdg = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else "")
-    found = [
-        Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
-        paths.common_dir / "config",
-    ]
+    found = [paths.common_dir / "config"]
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        found.append(Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         found.append(Path(os.environ["GIT_CONFIG_GLOBAL"]))
     else:

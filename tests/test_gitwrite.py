@@ -27,6 +27,16 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     ).stdout
 
 
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the repository's own config counts (this machine's user's may `include` others)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository with one commit: a tracked file, a file in a folder, a .gitignore."""
