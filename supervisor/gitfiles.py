@@ -113,11 +113,6 @@ def _loose_or_packed(paths: GitPaths, ref: str) -> str | None:
     return packed.get(ref)
 
 
-def ref_sha(paths: GitPaths, ref: str) -> str | None:
-    """The sha `ref` holds, loose or packed; None: no such ref; UNKNOWN: ask git."""
-    return _loose_or_packed(paths, ref)
-
-
 def _packed_refs(paths: GitPaths) -> dict[str, str] | None:
     """The packed refs by name ({} when there is no file); None when unreadable."""
     try:

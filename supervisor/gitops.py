@@ -545,38 +545,30 @@ def save_rescue(
     for name, sha, copy_tree, parents in copies:
         if copy_tree == tree and parents == (head or ""):
             return SavedRef(name, sha, tuple(e for e in earlier if e != name))
-    written, created = _write_rescue(paths, tree, head, message or "herd rescue", ref, not copies)
+    written = _write_rescue_commit(paths, tree, head, message or "herd rescue")
     if written is None:
         parent = ["-p", head] if head is not None else []
         commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
         out = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline)
         written = out.strip().decode("ascii")
-    if created is None:
-        created = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
-    return SavedRef(created, written, earlier)
+    # The ref by git: its own process finishes the ref even when this daemon is killed then (a
+    # lock file of ours left behind would refuse every later rescue of this run).
+    name = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
+    return SavedRef(name, written, earlier)
 
 
-def _write_rescue(
-    paths: GitPaths, tree: str, head: str | None, message: str, ref: str, ref_free: bool
-) -> tuple[str | None, str | None]:
-    """(sha, ref) of the rescue commit and its ref as written without git (`gitwrite`);
-    None for what git must do (`commit-tree`, `update-ref`) as before.
-
-    The commit alone may be written here: a commit no ref points at yet is only unreachable,
-    and `update-ref` then takes the next free name as before.
-    """
+def _write_rescue_commit(paths: GitPaths, tree: str, head: str | None, message: str) -> str | None:
+    """The rescue commit written into .git without `git commit-tree` (`gitwrite`), its sha;
+    None when git must write it (unusual config, an abbreviated or sha256 id)."""
     full_shas = len(tree) == 40 and (head is None or len(head) == 40)
     if not (full_shas and gitwrite.plain_config(paths)):
-        return None, None
+        return None
     at_s = int(time.time())
     identity = f"{RESCUE_IDENTITY['GIT_AUTHOR_NAME']} <{RESCUE_IDENTITY['GIT_AUTHOR_EMAIL']}>"
-    offset_min = gitwrite.local_offset_min(at_s)
-    sha = gitwrite.write_commit(
-        paths, gitwrite.commit_body(tree, head, identity, message, at_s, offset_min)
+    body = gitwrite.commit_body(
+        tree, head, identity, message, at_s, gitwrite.local_offset_min(at_s)
     )
-    if sha is not None and ref_free and gitwrite.create_new_ref(paths, ref, sha):
-        return sha, ref
-    return sha, None
+    return gitwrite.write_commit(paths, body)
 
 
 def keep_head(

@@ -1,11 +1,12 @@
-"""A rescue's commit and its new ref written straight into `.git`, without two git processes.
+"""A rescue's commit written straight into `.git`, without a `git commit-tree` process.
 
 A crash's relaunch waited for six git processes in a row (5-20 ms each, far more on a busy
-machine); `commit-tree` and `update-ref` only write a small loose object and a new ref file.
-Here they are written as git writes them (a loose object under a temporary name, linked into
-place; a new ref through its `.lock` file, created exclusively), for the plain layout only:
-anything unusual (sha256, a shared repository, a reflog wanted for every ref, included config,
-a ref name or folder in the way) answers None and the caller runs git as before.
+machine); `commit-tree` only writes one small loose object. Here it is written as git writes it
+(compressed under a temporary name, then linked into place, never replacing an object), for
+plain config only: anything unusual (sha256, a shared repository, a commit encoding, included
+config) answers None and the caller runs git as before. The ref stays git's (`update-ref`): its
+own process finishes even when the daemon is killed meanwhile, where a lock file of ours left
+behind would refuse every later rescue of that run.
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ import zlib
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import GitPaths
-from agentherd.supervisor import gitfiles
 
-_SHA1_RE = re.compile(r"[0-9a-f]{40}")
-# Config that changes what git would write (object format, file modes, reflogs, encodings) or
+# Config that changes what git would write (object format, file modes, encodings) or
 # that we cannot see through (includes, per-worktree config): then git does the writing.
 _UNUSUAL_CONFIG_RE = re.compile(
-    rb"objectformat|sharedrepository|logallrefupdates\s*=\s*always|commitencoding|include"
-    rb"|worktreeconfig|refstorage|fsync",
+    rb"objectformat|sharedrepository|commitencoding|include|worktreeconfig|fsync",
     re.IGNORECASE,
 )
 
@@ -107,43 +105,3 @@ def write_commit(paths: GitPaths, body: bytes) -> str | None:
     except OSError:
         return None
     return sha
-
-
-def create_new_ref(paths: GitPaths, ref: str, sha: str) -> bool:
-    """Point the NEW `ref` at `sha` through `<ref>.lock`; False: not done (taken, odd): ask git.
-
-    Only when neither `ref` nor a copy `ref.N` exists; the lock file is created exclusively,
-    so a git (or another daemon) writing the same name meanwhile makes this refuse, never
-    overwrite.
-    """
-    if not (_SHA1_RE.fullmatch(sha) and gitfiles.valid_ref_name(ref)):
-        return False
-    if ref.startswith(gitfiles.PER_WORKTREE_PREFIXES):
-        return False
-    path = paths.common_dir / ref
-    lock = path.with_name(path.name + ".lock")
-    if os.path.lexists(paths.common_dir / "logs" / ref):
-        return False  # git would append to the reflog it finds: let git write it
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError:
-        return False
-    try:
-        # Under the lock: the name is still free (a packed one counts too).
-        if os.path.lexists(path) or gitfiles.ref_sha(paths, ref) is not None:
-            return False
-        with os.fdopen(fd, "wb") as out:
-            fd = -1
-            out.write(f"{sha}\n".encode("ascii"))
-            out.flush()
-            os.fsync(out.fileno())
-        os.rename(lock, path)
-        return True
-    except OSError:
-        return False
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)

@@ -96,10 +96,10 @@ def test_ref_names_accepted_without_git_are_ones_git_accepts(tmp_path: Path, nam
     assert not gitfiles.valid_ref_name(name) or git_says
 
 
-def test_a_dirty_crash_rescue_and_reset_run_four_git_processes(tmp_path: Path) -> None:
+def test_a_dirty_crash_rescue_and_reset_run_five_git_processes(tmp_path: Path) -> None:
     """Rescue, keep and reset of a dirty tree at its last checkpoint, as a crash's restart does:
-    fifteen git processes before the reads from .git, six with them, four now that the rescue
-    commit and its new ref are written into .git too (add, write-tree, reset, clean)."""
+    fifteen git processes before the reads from .git, six with them, five now that the rescue
+    commit is written into .git too (add, write-tree, update-ref, reset, clean)."""
     repo = make_repo(tmp_path / "repo")
     shim, log = tmp_path / "bin", tmp_path / "git.log"
     shim.mkdir()
@@ -131,7 +131,7 @@ def test_a_dirty_crash_rescue_and_reset_run_four_git_processes(tmp_path: Path) -
     assert not (repo / "untracked.txt").exists()
     assert rev(repo, "HEAD") == head
     commands = [line.split()[12] for line in log.read_text().splitlines()]  # after the -c pairs
-    assert commands == ["add", "write-tree", "reset", "clean"]
+    assert commands == ["add", "write-tree", "update-ref", "reset", "clean"]
     assert rev(repo, "refs/herd/a/rescue/1") == rescued
 
 
