@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -146,6 +147,8 @@ def main() -> None:
     offsets: dict[str, list[float]] = defaultdict(list)
     durations: dict[str, list[float]] = defaultdict(list)
     git_counts = []
+    herd_part: list[float] = []
+    """Per crash, ms from the exit's detection to the spawn's start: herd's own part."""
     for a, b in zip(rows, rows[1:], strict=False):
         if a[0] != "exit" or b[0] != "start":
             continue
@@ -159,6 +162,10 @@ def main() -> None:
             durations[key].append((ended - began) * 1000)
         offsets["next agent's first line"].append((b[1] - a[1]) * 1000)
         durations["next agent's first line"].append(0.0)
+        seen_at = next((s[1] for s in inside if s[0] == "exit seen (decode_status)"), None)
+        spawn_at = next((s[1] for s in inside if s[0] == "procs.launch"), None)
+        if seen_at is not None and spawn_at is not None:
+            herd_part.append((spawn_at - seen_at) * 1000)
     print(f"{len(gaps)} crashes beside {args.running} busy sessions; ms from the agent's last line")
     print(f"{'step':38} {'start p50':>9} {'max':>7} {'took p50':>9} {'max':>7} {'n':>4}")
     for key in sorted(offsets, key=lambda k: statistics.median(offsets[k])):
@@ -168,6 +175,14 @@ def main() -> None:
             f"{statistics.median(d):9.1f} {max(d):7.1f} {len(o):4d}"
         )
     print(f"git processes per crash: {sorted(set(git_counts))}")
+    if herd_part:
+        ordered = sorted(herd_part)
+        p95 = ordered[int(0.95 * (len(ordered) - 1))]
+        print(
+            f"exit seen -> spawn begins (herd's own part): p50 {statistics.median(ordered):.1f} "
+            f"ms, p95 {p95:.1f} ms, max {ordered[-1]:.1f} ms; gap p50 "
+            f"{statistics.median(g * 1000 for g in gaps):.0f} ms; load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -90,10 +90,10 @@ def write_commit(paths: GitPaths, body: bytes) -> str | None:
             return sha  # the same bytes are there already (objects never change)
         handle, temporary = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
         try:
+            # Level 1 and no fsync: git's defaults for a loose object (core.looseCompression,
+            # core.fsync without loose-object), as `add` wrote the tree's blobs just before.
             with os.fdopen(handle, "wb") as out:
-                out.write(zlib.compress(raw, 1))  # git's default for loose objects
-                out.flush()
-                os.fsync(out.fileno())
+                out.write(zlib.compress(raw, 1))
             os.chmod(temporary, 0o444)
             try:
                 os.link(temporary, final)  # as git does: never replace an existing object
