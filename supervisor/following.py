@@ -219,8 +219,9 @@ class RunFollowing(SessionParts):
             ),
             run=live.record,
         )
-        if not live.record.stop_requested and await anyio.to_thread.run_sync(
-            runleftovers.maybe_left, live.identity
+        # One worker hop for the quick look and, when nothing is left, the cgroup's removal.
+        if await anyio.to_thread.run_sync(
+            runleftovers.settle, live.identity, not live.record.stop_requested
         ):  # the full scan only when the quick look found a candidate
             leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
             if leftovers:
@@ -231,8 +232,8 @@ class RunFollowing(SessionParts):
                     self.ctx.timings.kill_wait_s,
                     self.ctx.timings.stop_poll_s,
                 )
-        if live.identity.cgroup is not None:
-            await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+            if live.identity.cgroup is not None:
+                await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
 
     # ----- logs ------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
-from agentherd.supervisor import gitfiles
+from agentherd.supervisor import gitfiles, gitwrite
 from agentherd.supervisor.gitproc import GitCancelled as GitCancelled
 from agentherd.supervisor.gitproc import GitDeadline as GitDeadline
 from agentherd.supervisor.gitproc import GitError as GitError
@@ -549,11 +550,30 @@ def save_rescue(
     for name, sha, copy_tree, parents in copies:
         if copy_tree == tree and parents == (head or ""):
             return SavedRef(name, sha, tuple(e for e in earlier if e != name))
-    parent = ["-p", head] if head is not None else []
-    commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
-    sha = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline).strip().decode("ascii")
-    name = _create_ref(top, ref, sha, "herd rescue", earlier, deadline)
-    return SavedRef(name, sha, earlier)
+    written = _write_rescue_commit(paths, tree, head, message or "herd rescue")
+    if written is None:
+        parent = ["-p", head] if head is not None else []
+        commit_args = ["commit-tree", tree, *parent, "-m", message or "herd rescue"]
+        out = _run(top, *commit_args, env=RESCUE_IDENTITY, deadline=deadline)
+        written = out.strip().decode("ascii")
+    # The ref by git: its own process finishes the ref even when this daemon is killed then (a
+    # lock file of ours left behind would refuse every later rescue of this run).
+    name = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
+    return SavedRef(name, written, earlier)
+
+
+def _write_rescue_commit(paths: GitPaths, tree: str, head: str | None, message: str) -> str | None:
+    """The rescue commit written into .git without `git commit-tree` (`gitwrite`), its sha;
+    None when git must write it (unusual config, an abbreviated or sha256 id)."""
+    full_shas = len(tree) == 40 and (head is None or len(head) == 40)
+    if not (full_shas and gitwrite.plain_config(paths)):
+        return None
+    at_s = int(time.time())
+    identity = f"{RESCUE_IDENTITY['GIT_AUTHOR_NAME']} <{RESCUE_IDENTITY['GIT_AUTHOR_EMAIL']}>"
+    body = gitwrite.commit_body(
+        tree, head, identity, message, at_s, gitwrite.local_offset_min(at_s)
+    )
+    return gitwrite.write_commit(paths, body)
 
 
 def keep_head(

@@ -37,9 +37,12 @@ CGROUP_VAR = "HERD_CGROUP"
 _WRAPPER = (
     'if [ -n "$HERD_CGROUP" ]; then { echo $$ > "$HERD_CGROUP/cgroup.procs"; } 2>/dev/null; fi; '
     'trap : TERM INT HUP QUIT USR1 USR2; "$@"; s=$?; '
-    'printf "%s\\n" "$s" > "$HERD_RUN_DIR/exit_status.tmp" && '
-    'mv "$HERD_RUN_DIR/exit_status.tmp" "$HERD_RUN_DIR/exit_status"; exit $s'
+    'printf "%s\\n" "$s" > "$HERD_RUN_DIR/exit_status"; exit $s'
 )
+# The status is written in place, by the shell itself: an `mv` from a temporary name cost a
+# fork and exec between the agent's exit and the wrapper's, on every crash's relaunch. No
+# reader needs the rename: each reads the file only once the wrapper is gone (its leader, or
+# the run's lock that it holds), and a file cut short reads as no status (exit unknown).
 
 AGENT_EXEC_WAIT_S = 5.0
 """A launch waits at most this long for the wrapper to exec the agent (milliseconds normally)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -33,28 +34,26 @@ async def prepare_restart(
     """
     env_extra: dict[str, str] = {}
     cwd = run_config.cwd
-    if not await anyio.to_thread.run_sync(gitops.is_git_repo, cwd):
-        if not session.git_warned and session.observer.git_error is None:
-            session.mark_git_warned(
-                session.make_event(
-                    "not-a-git-repo",
-                    f"{cwd} is not a git repository: restarting without rescue or reset",
-                    last_run,
-                )
-            )
-        return None if deadline.cancelled else (env_extra, resume_mode(session, last_run))
     ref = f"refs/herd/{run_config.name}/rescue/{last_run}"
+    exclude = [session.ctx.config_path]
     saved: gitops.SavedRef | None = None
     step = "rescue"
     try:
-        saved = await anyio.to_thread.run_sync(
-            gitops.save_rescue,
-            cwd,
-            ref,
-            f"herd: rescue of run {last_run}",
-            [session.ctx.config_path],
-            deadline,
+        # One worker call for the look and the rescue, one for the target and the reset: on a
+        # busy loop each hop to a worker and back was milliseconds of a crash's relaunch.
+        is_repo, saved = await anyio.to_thread.run_sync(
+            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline
         )
+        if not is_repo:
+            if not session.git_warned and session.observer.git_error is None:
+                session.mark_git_warned(
+                    session.make_event(
+                        "not-a-git-repo",
+                        f"{cwd} is not a git repository: restarting without rescue or reset",
+                        last_run,
+                    )
+                )
+            return None if deadline.cancelled else (env_extra, resume_mode(session, last_run))
         if saved:
             env_extra["HERD_RESCUE_REF"] = saved.ref
             also = f" (earlier rescues of run {last_run}: {', '.join(saved.earlier)})"
@@ -69,21 +68,12 @@ async def prepare_restart(
                 )
             )
         step = "reset"
-        target_sha = await restart_target(session, target, run_config)
+        wanted = target_rev(session, target, run_config)
+        keep_ref = None if saved else f"refs/herd/{run_config.name}/before-reset/{last_run}"
+        target_sha, kept = await anyio.to_thread.run_sync(
+            _reset, cwd, wanted, keep_ref, exclude, deadline
+        )
         if target_sha:
-            deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
-            kept = None
-            if saved is None:  # a rescue commit's parent is HEAD: it keeps the commits already
-                kept = await anyio.to_thread.run_sync(
-                    gitops.keep_head,
-                    cwd,
-                    f"refs/herd/{run_config.name}/before-reset/{last_run}",
-                    target_sha,
-                    deadline,
-                )
-            await anyio.to_thread.run_sync(
-                gitops.reset_worktree, cwd, target_sha, [session.ctx.config_path], deadline
-            )
             env_extra["HERD_CHECKPOINT"] = target_sha
             kept_note = f"; the commits after it are kept on {kept.ref}" if kept else ""
             session.commit_events(
@@ -120,16 +110,51 @@ async def prepare_restart(
     return env_extra, resume_mode(session, last_run)
 
 
-async def restart_target(
+def _rescue(
+    cwd: Path, ref: str, message: str, exclude: list[Path], deadline: gitops.GitDeadline
+) -> tuple[bool, gitops.SavedRef | None]:
+    """(is a git worktree, the rescue saved on `ref` or None when the tree was clean)."""
+    if not gitops.is_git_repo(cwd):
+        return False, None
+    return True, gitops.save_rescue(cwd, ref, message, exclude, deadline)
+
+
+HEAD, VERIFIED, REVISION = "head", "verified", "revision"
+"""What `target_rev` names: HEAD's commit (read in the worker that resets), the last verified
+checkpoint's sha, or a revision to resolve."""
+
+
+def _reset(
+    cwd: Path,
+    wanted: tuple[str, str],
+    keep_ref: str | None,
+    exclude: list[Path],
+    deadline: gitops.GitDeadline,
+) -> tuple[str | None, gitops.SavedRef | None]:
+    """Reset the worktree to `wanted`: (the commit reset to, or None before the first commit;
+    HEAD's commits kept on `keep_ref` when given and they would be lost)."""
+    kind, rev = wanted
+    if kind == HEAD:
+        target_sha = gitops.head_sha(cwd)  # no diff stat needed
+    else:  # the store's verified sha as it is; any other revision named by its commit
+        target_sha = rev if kind == VERIFIED else gitops.resolve_commit(cwd, rev)
+    if not target_sha:
+        return None, None
+    deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
+    kept = gitops.keep_head(cwd, keep_ref, target_sha, deadline) if keep_ref else None
+    gitops.reset_worktree(cwd, target_sha, exclude, deadline)
+    return target_sha, kept
+
+
+def target_rev(
     session: SessionPort, target: str | None, run_config: SessionConfig
-) -> str | None:
+) -> tuple[str, str]:
     """The commit to reset to: the last checkpoint, the last verified one, or a given one."""
-    cwd = run_config.cwd
     wanted = target or run_config.restart_from
     if wanted == "verified":
         verified = session.ctx.store.last_verified(session.config.name)
         if verified is not None:
-            return verified
+            return VERIFIED, verified
         session.commit_events(
             session.make_event(
                 "no-verified-checkpoint",
@@ -138,8 +163,8 @@ async def restart_target(
             )
         )
     if wanted in ("last", "verified"):
-        return await anyio.to_thread.run_sync(gitops.head_sha, cwd)  # no diff stat needed
-    return await anyio.to_thread.run_sync(gitops.resolve_commit, cwd, wanted)
+        return HEAD, ""
+    return REVISION, wanted
 
 
 def resume_mode(session: SessionPort, last_run: int) -> str:

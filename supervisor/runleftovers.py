@@ -66,3 +66,12 @@ def _carries(pid: str, tag: bytes) -> bool:
     except OSError:
         return True  # cannot tell: let the full scan decide
     return any(entry == tag for entry in env.split(b"\0"))
+
+
+def settle(identity: RunIdentity, look: bool) -> bool:
+    """After a run's end: True when a process of it may live (`maybe_left`, when `look`);
+    otherwise its cgroup is removed at once, in the same worker call (one hop per crash)."""
+    if look and maybe_left(identity):
+        return True
+    cgroups.remove(identity.cgroup)
+    return False
