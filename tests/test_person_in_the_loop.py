@@ -127,7 +127,7 @@ def test_a_missing_plan_is_no_warning_until_written_and_a_fixed_plan_closes_it(
     client.call("stop", name="api", socket_timeout_s=None)
 
 
-def gated(herd: Herd, features: int = 4) -> Path:
+def gated(herd: Herd, features: int = 4, action: str = "pause") -> Path:
     """The simulated agent tampers with its plan; on_drift pauses it for a person."""
     repo = sim_repo(herd.root / "repo", features=features)
     agent = json.dumps([*SIMAGENT, "--delay", "0.3", "--tamper-at", "2"])
@@ -140,7 +140,7 @@ def gated(herd: Herd, features: int = 4) -> Path:
         restart = "never"
         plan = "feature_list.json"
         progress = "claude-progress.txt"
-        on_drift = {{ plan-tampered = "pause" }}
+        on_drift = {{ plan-tampered = "{action}" }}
         stop_grace = "2s"
     """)
     return repo
@@ -160,6 +160,41 @@ def test_approve_adopts_the_plan_and_the_run_continues_to_completion(herd: Herd)
     ended = herd.wait_state("api", "completed", "failed", timeout_s=60)
     assert ended["state"] == "completed", ended["reason"]
     assert ended["plan"]["changed_items"] == []
+
+
+def test_approving_the_change_a_finished_task_failed_for_closes_it_and_names_the_next_step(
+    herd: Herd,
+) -> None:
+    """An ended task stays ended (terminal states are final): approval settles the warning."""
+    gated(herd, action="warn")
+    client = herd.start()
+    client.call("start", name="api")
+    failed = herd.wait_state("api", "failed", "completed", timeout_s=60)
+    assert (failed["state"], failed["reason"]) == ("failed", "plan-tampered")
+    approved = herd.cli("approve", "api")
+    assert approved.returncode == 0, approved.stderr
+    assert "failed (plan-tampered)" in approved.stdout
+    assert "herd start api" in approved.stdout
+    assert closed(herd, "plan-tampered")
+    status = herd.status("api")
+    assert (status["state"], status["reason"]) == ("failed", "plan-tampered")
+    assert status["plan"]["changed_items"] == [], "the approved plan is the baseline now"
+    assert "plan-tampered" not in badge(herd)
+
+
+def test_rejecting_the_change_a_finished_task_failed_for_says_how_to_go_on(herd: Herd) -> None:
+    repo = gated(herd, action="warn")
+    client = herd.start()
+    client.call("start", name="api")
+    herd.wait_state("api", "failed", "completed", timeout_s=60)
+    total = len(json.loads((repo / "feature_list.json").read_text()))
+    rejected = herd.cli("reject", "api")
+    assert rejected.returncode == 0, rejected.stderr
+    assert len(json.loads((repo / "feature_list.json").read_text())) == total + 1
+    assert "herd start api" in rejected.stdout
+    status = herd.status("api")
+    assert (status["state"], status["reason"]) == ("failed", "plan-tampered")
+    assert status["plan"]["passing"] < status["plan"]["total"]
 
 
 def test_reject_restores_the_baseline_and_the_run_continues(herd: Herd) -> None:

@@ -455,7 +455,9 @@ def resume(name: str) -> None:
 def approve(name: str) -> None:
     """Adopt the session's changed plan as its new baseline."""
     status = _fleet(across=True).control("approve", name)
-    click.echo(f"{name}: plan approved ({_passing(status)} passing)")
+    click.echo(f"{name}: plan approved ({_passing(status)} passing); {_state(status)}")
+    if status.state in TASK_ENDED:
+        click.echo(f"herd start {name} runs a new task against the approved plan")
 
 
 @main.command()
@@ -464,7 +466,9 @@ def approve(name: str) -> None:
 def reject(name: str) -> None:
     """Write the session's baseline plan back (items passing now stay passing)."""
     status = _fleet(across=True).control("reject", name)
-    click.echo(f"{name}: plan restored ({_passing(status)} passing)")
+    click.echo(f"{name}: plan restored ({_passing(status)} passing); {_state(status)}")
+    if status.state in TASK_ENDED:
+        click.echo(f"herd start {name} runs the agent again on the restored items")
 
 
 @main.command()
@@ -476,6 +480,15 @@ def ack(name: str, kind: str | None) -> None:
     status = _fleet(across=True).control("ack", name, kind=kind)
     what = kind or "every open warning"
     click.echo(f"{name}: acknowledged {what}; {len(status.warnings)} warning(s) left on the badge")
+
+
+TASK_ENDED = frozenset({"failed", "completed", "stopped"})
+"""States in which an approval or a rejection does not continue a run: the task had ended."""
+
+
+def _state(status: SessionStatus) -> str:
+    """`running`, or `failed (plan-tampered)` with the reason."""
+    return f"{status.state} ({status.reason})" if status.reason else str(status.state)
 
 
 def _passing(status: SessionStatus) -> str:

@@ -135,7 +135,9 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
             "Sync log can be exported",
         ),
         ("--delay", "12", "--tamper-at", "3"),
-        shows="tampers with its plan at feature 3 (yellow PLAN, ⚠): A approves, X rejects",
+        ('on_drift = { plan-tampered = "pause" }',),
+        shows="tampers with its plan at feature 3: on_drift holds it for you (waiting-approval); "
+        "A approves the change, X rejects it, and the run goes on",
     ),
 )
 
