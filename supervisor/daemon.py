@@ -39,6 +39,7 @@ from agentherd.supervisor.context import Context, Timings
 from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
 from agentherd.supervisor.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.session import SessionSupervisor
+from agentherd.supervisor.stalltimer import watch_stalls
 from agentherd.supervisor.store import Change, Store
 from agentherd.supervisor.verify import VerificationQueue
 from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
@@ -174,6 +175,9 @@ class Daemon:
                     "daemon-started", f"daemon {HERD_VERSION} started (pid {os.getpid()})"
                 )
                 tg.start_soon(self._reconcile_loop)
+                tg.start_soon(
+                    watch_stalls, lambda: list(self.sessions.values()), self.timings.reconcile_s
+                )
                 tg.start_soon(self.budgets.run)
                 tg.start_soon(self._tick_loop)
                 if (trace_dir := memtrace.wanted()) is not None:
