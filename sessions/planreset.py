@@ -12,7 +12,9 @@ from __future__ import annotations
 from agentherd.sessions.plan import Plan, PlanError, diff_plan, parse_plan, restore_plan
 
 
-def plan_after_reset(baseline_raw: str | None, before: bytes | None, after: bytes | None) -> bytes | None:
+def plan_after_reset(
+    baseline_raw: str | None, before: bytes | None, after: bytes | None
+) -> bytes | None:
     """The plan file to write after a reset, or None to leave the reset's copy as it is.
 
     `before`/`after`: the plan file's bytes just before and after the reset (None: absent).
