@@ -129,7 +129,10 @@ def test_a_stream_dropped_at_the_gate_ends_completed_on_the_answered_plan(
         answered = herd.cli(answer, "main")
         assert answered.returncode == 0, answered.stderr
 
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        # A second gate for the same change would be a hang: the person answered already.
+        status = herd.wait_state(
+            "main", "completed", "failed", "waiting-approval", timeout_s=AGENT_WAIT_S
+        )
         story = _story(herd)
         assert status["state"] == "completed", (status["reason"], story)
         # Claude Code's own answer to a broken stream: the same turn again, not streamed.
