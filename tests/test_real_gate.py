@@ -16,8 +16,24 @@ from pathlib import Path
 
 import pytest
 from conftest import Herd, git, make_repo, wait_until
-from model_servers import AnthropicServer, Step, drop, text, tool
-from realagents import agent_binary, claude_env, result_lines, session_toml
+from model_servers import (
+    AnthropicServer,
+    GeminiServer,
+    OpenAIResponsesServer,
+    ScriptedServer,
+    Step,
+    drop,
+    text,
+    tool,
+)
+from realagents import (
+    agent_binary,
+    claude_env,
+    codex_env,
+    gemini_env,
+    result_lines,
+    session_toml,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
@@ -28,6 +44,7 @@ PLAN = [
     {"id": "greet", "description": "write hello.txt", "passes": False},
     {"id": "docs", "description": "document the greeting", "passes": False},
 ]
+PLAN_FILE = "feature_list.json"
 TAMPERED = PLAN[:1]
 """The agent drops the item it does not feel like doing: plan-tampered."""
 
@@ -46,7 +63,7 @@ def claude() -> str:
 
 def _repo(tmp_path: Path) -> Path:
     plan = json.dumps(PLAN, indent=1) + "\n"
-    return make_repo(tmp_path / "repo", {"feature_list.json": plan, "README.md": "hi\n"})
+    return make_repo(tmp_path / "repo", {PLAN_FILE: plan, "README.md": "hi\n"})
 
 
 def _script(repo: Path, tmp_path: Path, flag: Path, fallback_fails: bool) -> list[Step]:
@@ -69,16 +86,17 @@ def _script(repo: Path, tmp_path: Path, flag: Path, fallback_fails: bool) -> lis
     ]
 
 
-def _gate(herd: Herd, server: AnthropicServer, claude: str, repo: Path, home: Path) -> None:
+def _gate(
+    herd: Herd, server: ScriptedServer, env: dict[str, str], repo: Path, agent: str = "claude"
+) -> None:
     """Start the session and hold it at the gate until the server has dropped its stream."""
-    env = claude_env(home, server.url, claude)
     herd.write(
         session_toml(
             "main",
-            "claude",
+            agent,
             repo,
             env,
-            plan="feature_list.json",
+            plan=PLAN_FILE,
             restart="on-failure",
             on_drift={"plan-tampered": "pause"},
             stop_grace="2s",
@@ -125,7 +143,7 @@ def test_a_stream_dropped_at_the_gate_ends_completed_on_the_answered_plan(
     flag = tmp_path / "held"
     with AnthropicServer(_script(repo, tmp_path, flag, fallback_fails=not api_back)) as server:
         server.held_flag = flag
-        _gate(herd, server, claude, repo, tmp_path / "home")
+        _gate(herd, server, claude_env(tmp_path / "home", server.url, claude), repo)
         answered = herd.cli(answer, "main")
         assert answered.returncode == 0, answered.stderr
 
@@ -173,3 +191,77 @@ def test_a_stream_dropped_at_the_gate_ends_completed_on_the_answered_plan(
         assert git(repo, "show", "HEAD:hello.txt") == "hello\n"
         assert git(repo, "log", "-1", "--format=%s").strip() == "agent: greet"
         assert status["warnings"] == []
+
+
+@pytest.mark.pidns
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_codex_dies_and_resumes_and_gemini_exits_early_after_the_gate(
+    herd: Herd, tmp_path: Path, agent: str
+) -> None:
+    """What the README says of the other CLIs, with their retries off (the API still down)."""
+    binary = agent_binary(agent)
+    repo = _repo(tmp_path)
+    flag = tmp_path / "held"
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(TAMPERED, indent=1) + "\n")
+    editor = (
+        f"until [ -e {flag} ]; do sleep 0.05; done; cp {tampered} p.tmp && mv p.tmp {PLAN_FILE}"
+    )
+    work = f"printf 'hello\\n' > hello.txt && {MARK_DONE} && {COMMIT}"
+    server_type: type[ScriptedServer]
+    if agent == "codex":  # its exec_command ends the command's group: setsid outlives it
+        server_type, shell, key = OpenAIResponsesServer, "exec_command", "cmd"
+    else:
+        server_type, shell, key = GeminiServer, "run_shell_command", "command"
+    steps = [
+        tool(shell, **{key: f"setsid sh -c '{editor}' >/dev/null 2>&1 &"}),
+        drop(),
+        tool(shell, **{key: work}),
+        text("Done."),
+    ]
+    with server_type(steps) as server:
+        server.held_flag = flag
+        env: dict[str, str]
+        if agent == "codex":
+            env = codex_env(tmp_path / "home", server.url, binary)
+        else:
+            settings = {"general": {"maxAttempts": 1}}
+            env = gemini_env(tmp_path / "home", server.url, binary, settings)
+            env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+        _gate(herd, server, env, repo, agent)
+        approved = herd.cli("approve", "main")
+        assert approved.returncode == 0, approved.stderr
+        status = herd.wait_state(
+            "main", "completed", "failed", "waiting-approval", timeout_s=AGENT_WAIT_S
+        )
+        story = _story(herd)
+        gate = ["run-started", "plan-tampered", "waiting-approval", "plan-approved", "approved"]
+        exits = [
+            (e["data"]["exit_code"], e["data"]["outcome"])
+            for e in herd.events("main", "run-exited")
+        ]
+        if agent == "codex":
+            # `stream disconnected before completion`, exit 1: a crash, resumed in run 2.
+            assert status["state"] == "completed", (status["reason"], story)
+            assert story == [
+                *gate,
+                "run-exited",
+                "rescue-saved",
+                "worktree-reset",
+                "plan-kept",
+                "run-started",
+                "run-exited",
+                "completed",
+            ]
+            assert exits == [(1, "agent-error"), (0, "success")]
+            started = herd.events("main", "run-started")
+            assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+            assert git(repo, "log", "-1", "--format=%s").strip() == "agent: greet"
+            assert status["plan"] == {"passing": 1, "total": 1, "changed_items": []}
+        else:
+            # Gemini CLI took the cut stream for an empty answer: exit 0 with the plan not done.
+            assert story == [*gate, "run-exited", "failed"]
+            assert (status["state"], status["reason"]) == ("failed", "plan-incomplete")
+            assert exits == [(0, "success")]
+            assert herd.events("main", "early-exit")
+            assert [i["id"] for i in json.loads((repo / PLAN_FILE).read_text())] == ["greet"]
