@@ -34,4 +34,4 @@ def plan_after_reset(
         return None
     if after is not None and not diff_plan(baseline, reset_copy).changed_items:
         return None
-    return restore_plan(baseline_raw.encode(), reset_copy)
+    return restore_plan(baseline_raw.encode(), reset_copy, regress=True)

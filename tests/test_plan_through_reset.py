@@ -32,6 +32,12 @@ def test_a_reset_that_took_a_matching_plan_off_its_baseline_writes_the_baseline_
     assert json.loads(written) == [{**PLAN[0], "passes": True}], "the checkpoint's pass stays"
 
 
+def test_an_item_approved_as_passing_whose_work_the_reset_discarded_is_failing_again() -> None:
+    approved = [{**PLAN[0], "passes": True}]  # marked done, uncommitted, when approved
+    written = plan_after_reset(_raw(approved).decode(), _raw(approved), _raw(PLAN))
+    assert written is not None and json.loads(written) == [PLAN[0]]
+
+
 def test_a_plan_the_reset_leaves_alone_or_that_was_already_off_stays_as_it_is() -> None:
     baseline = _raw(PLAN).decode()
     tampered = _raw([PLAN[0]])
