@@ -1,4 +1,4 @@
-"""The approval gate outlasting the real Claude Code's API stream (issue 12, item 4).
+"""The approval gate outlasting a real agent's API stream (issue 12, item 4).
 
 The agent removes an item from its plan while its next request to the model is in flight;
 `on_drift = { plan-tampered = "pause" }` stops the run there, and while it is stopped the
@@ -7,6 +7,10 @@ server closes that stream unfinished (a stream that timed out). Then a person an
 To make "stopped while the request is in flight" certain rather than a race between herd's
 stop and the agent's next request, the plan edit is done by a background command the agent
 left running: it waits for the server to hold the request, then edits the plan.
+
+Seen with the pinned CLIs: Claude Code sends the cut turn again, not streamed, and carries on
+(it dies only when that fails too); Codex with `stream_max_retries = 0` dies (by default it
+reconnects); Gemini CLI takes the cut stream for an empty answer and exits 0.
 """
 
 from __future__ import annotations
