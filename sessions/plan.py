@@ -349,18 +349,26 @@ def _reworded(before: PlanItem, now: PlanItem) -> str:
     return f"{before.description} → {now.description}"
 
 
-def restore_plan(baseline_raw: bytes, current: Plan) -> bytes:
+def restore_plan(baseline_raw: bytes, current: Plan, regress: bool = False) -> bytes:
     """The baseline plan file again, keeping each item's pass state from `current`.
 
     What `herd reject` writes: the items, their wording and order as first seen, with the
-    progress made since (an item passing now, matched by key, stays passing).
+    progress made since (an item passing now, matched by key, stays passing). With `regress`
+    (after a reset threw work away) an item `current` has but not passing is marked failing.
     """
     value = json.loads(_decode(baseline_raw, DEFAULT_MAX_PLAN_BYTES))
     items = _item_list(value)
     passing_now = Counter(item.key for item in current.items if item.passes)
+    failing_now = Counter(item.key for item in current.items if not item.passes)
     for index, raw in enumerate(items):
         key = _parse_item(index, raw).key
         if passing_now[key] <= 0:
+            if regress and failing_now[key] > 0:
+                failing_now[key] -= 1
+                if "passes" in raw or "status" not in raw:
+                    raw["passes"] = False
+                else:
+                    raw["status"] = "failing"
             continue
         passing_now[key] -= 1
         if "passes" in raw or "status" not in raw:

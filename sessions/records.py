@@ -73,6 +73,8 @@ EVENT_KINDS: dict[str, str] = {
     "data: passing, total",
     "plan-approved": "a person adopted the changed plan as the new baseline; data: passing, total",
     "plan-rejected": "a person had the baseline plan written back",
+    "plan-kept": "a restart's worktree reset brought back a plan copy older than the baseline "
+    "(approved or restored since): herd wrote the baseline back, with the checkpoint's passes",
     "plan-invalid": "the plan file cannot be read; the last good plan is kept",
     "plan-tampered": "the plan changed in a way its rules forbid; data: changed_items",
     "claims-done-but-fails": "a checkpoint marks plan items passing but fails `verify`; "

@@ -10,7 +10,7 @@ import anyio
 
 from agentherd.sessions.adapters import valid_session_id
 from agentherd.sessions.config import SessionConfig
-from agentherd.supervisor import gitops
+from agentherd.supervisor import gitops, plankeep
 
 if TYPE_CHECKING:
     from agentherd.supervisor.port import SessionPort
@@ -70,8 +70,9 @@ async def prepare_restart(
         step = "reset"
         wanted = target_rev(session, target, run_config)
         keep_ref = None if saved else f"refs/herd/{run_config.name}/before-reset/{last_run}"
-        target_sha, kept = await anyio.to_thread.run_sync(
-            _reset, cwd, wanted, keep_ref, exclude, deadline
+        plan = plankeep.PlanKeep.of(run_config, session.record.plan_baseline_raw)
+        target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
+            _reset, cwd, wanted, keep_ref, exclude, deadline, plan
         )
         if target_sha:
             env_extra["HERD_CHECKPOINT"] = target_sha
@@ -86,6 +87,8 @@ async def prepare_restart(
                     kept_sha=kept.sha if kept else None,
                 )
             )
+        if plan_kept and plan is not None:
+            session.commit_events(plan.event(session, last_run, target_sha))
     except gitops.GitCancelled:
         where = (
             "before the rescue finished; the worktree is untouched"
@@ -130,20 +133,24 @@ def _reset(
     keep_ref: str | None,
     exclude: list[Path],
     deadline: gitops.GitDeadline,
-) -> tuple[str | None, gitops.SavedRef | None]:
+    plan: plankeep.PlanKeep | None = None,
+) -> tuple[str | None, gitops.SavedRef | None, bool]:
     """Reset the worktree to `wanted`: (the commit reset to, or None before the first commit;
-    HEAD's commits kept on `keep_ref` when given and they would be lost)."""
+    HEAD's commits kept on `keep_ref` when given and they would be lost; whether the plan was
+    written back to its baseline after the reset)."""
     kind, rev = wanted
     if kind == HEAD:
         target_sha = gitops.head_sha(cwd)  # no diff stat needed
     else:  # the store's verified sha as it is; any other revision named by its commit
         target_sha = rev if kind == VERIFIED else gitops.resolve_commit(cwd, rev)
     if not target_sha:
-        return None, None
+        return None, None, False
     deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
     kept = gitops.keep_head(cwd, keep_ref, target_sha, deadline) if keep_ref else None
+    before = plan.read() if plan is not None else None
     gitops.reset_worktree(cwd, target_sha, exclude, deadline)
-    return target_sha, kept
+    # Right after the reset, in the same worker: the observer sees the reset's copy briefly at most.
+    return target_sha, kept, plan is not None and plan.keep(before)
 
 
 def target_rev(

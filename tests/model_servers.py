@@ -8,6 +8,7 @@ body, so a test can check what the agent sent (a resumed conversation carries ea
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -25,11 +26,13 @@ class Step:
     """One scripted answer: a tool call, a text, a hang, or an HTTP error status."""
 
     kind: str
-    """tool | text | hang | status"""
+    """tool | text | hang | drop | status"""
     name: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     text: str = ""
     status: int = 0
+    after_s: float = HANG_LIMIT_S
+    """A `drop` step closes its stream this long after the hold began, unless told sooner."""
 
 
 def tool(name: str, **args: Any) -> Step:
@@ -45,6 +48,16 @@ def text(words: str) -> Step:
 def hang() -> Step:
     """The model starts answering and then never finishes (until the server closes)."""
     return Step("hang")
+
+
+def drop(after_s: float = HANG_LIMIT_S) -> Step:
+    """The model starts answering, goes silent, then the server closes the stream unfinished.
+
+    What a timed-out API stream looks like to the agent: the answer's first event, then the
+    connection closed with no `message_stop`. It closes after `after_s`, or as soon as the test
+    calls `drop_held()` (a test that must know the agent was stopped when it closed).
+    """
+    return Step("drop", after_s=after_s)
 
 
 def fail(status: int) -> Step:
@@ -78,8 +91,13 @@ class ScriptedServer:
         """Every answer completed, side requests too (each carried `tokens`): the bill."""
         """Answers the server completed (each reported `tokens` once)."""
         self.hanging = threading.Event()
-        """Set while a `hang` step holds a request."""
+        """Set while a `hang` or `drop` step holds a request."""
+        self.dropped = threading.Event()
+        """Set once a `drop` step has closed its stream unfinished."""
+        self.held_flag: Path | None = None
+        """A file created when a hold begins: a process the agent left running can wait on it."""
         self._release = threading.Event()
+        self._drop_now = threading.Event()
         self._lock = threading.Lock()
         owner = self
 
@@ -146,6 +164,7 @@ class ScriptedServer:
 
     def __exit__(self, *exc: object) -> None:
         self._release.set()
+        self._drop_now.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -160,8 +179,29 @@ class ScriptedServer:
 
     def hold(self) -> None:
         """Hold a `hang` request until the server closes."""
-        self.hanging.set()
+        self._begin_hold()
         self._release.wait(HANG_LIMIT_S)
+
+    def _begin_hold(self) -> None:
+        self.hanging.set()
+        if self.held_flag is not None:
+            self.held_flag.touch()
+
+    def hold_then_drop(self, handler: Any, step: Step) -> None:
+        """Hold a `drop` request for its time (or until `drop_held`), then close it unfinished."""
+        self._begin_hold()
+        self._drop_now.wait(step.after_s)
+        self.hanging.clear()
+        try:
+            handler.wfile.flush()
+            handler.connection.shutdown(socket.SHUT_RDWR)  # FIN now, mid-answer
+        except OSError:
+            pass  # the agent had gone already
+        self.dropped.set()
+
+    def drop_held(self) -> None:
+        """Close the stream a `drop` step holds now, instead of after its time."""
+        self._drop_now.set()
 
     def completed(self) -> None:
         with self._lock:
@@ -227,6 +267,9 @@ class AnthropicServer(ScriptedServer):
             delta = {"type": "text_delta", "text": step.text or "..."}
             stop_reason = "end_turn"
         if not body.get("stream"):
+            if step.kind == "drop":  # no answer at all: the connection just closes
+                self.hold_then_drop(handler, step)
+                return
             content = dict(block)
             if step.kind == "tool":
                 content["input"] = step.args
@@ -269,6 +312,9 @@ class AnthropicServer(ScriptedServer):
         )
         if step.kind == "hang":
             self.hold()
+            return
+        if step.kind == "drop":
+            self.hold_then_drop(handler, step)
             return
         handler.event(
             "content_block_start",
@@ -322,6 +368,9 @@ class OpenAIResponsesServer(ScriptedServer):
         handler.event("response.created", {"type": "response.created", "response": shell})
         if step.kind == "hang":
             self.hold()
+            return
+        if step.kind == "drop":
+            self.hold_then_drop(handler, step)
             return
         if step.kind == "tool":
             item: dict[str, Any] = {
@@ -398,9 +447,12 @@ class OpenAIChatServer(ScriptedServer):
                 self.completed()
             return
         handler.start_events()
-        if step.kind == "hang":
+        if step.kind in ("hang", "drop"):
             handler.event(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
-            self.hold()
+            if step.kind == "drop":
+                self.hold_then_drop(handler, step)
+            else:
+                self.hold()
             return
         if step.kind == "tool":
             call = {
@@ -484,9 +536,12 @@ class GeminiServer(ScriptedServer):
             )
             return
         handler.start_events()
-        if step.kind == "hang":
+        if step.kind in ("hang", "drop"):
             handler.event(None, self._chunk([{"text": ""}], None, None))
-            self.hold()
+            if step.kind == "drop":
+                self.hold_then_drop(handler, step)
+            else:
+                self.hold()
             return
         if step.kind == "tool":
             parts = [{"functionCall": {"name": step.name, "args": step.args}}]
@@ -516,13 +571,16 @@ SERVERS: dict[str, type[ScriptedServer]] = {
 
 
 def _step_from_json(obj: dict[str, Any]) -> Step:
-    """{"tool": NAME, "args": {...}} | {"text": "..."} | {"hang": true} | {"status": 429}."""
+    """{"tool": NAME, "args": {...}} | {"text": "..."} | {"hang": true} | {"drop": SECONDS}
+    | {"status": 429}."""
     if "tool" in obj:
         return tool(obj["tool"], **obj.get("args", {}))
     if "status" in obj:
         return fail(int(obj["status"]))
     if obj.get("hang"):
         return hang()
+    if "drop" in obj:
+        return drop(float(obj["drop"]))
     return text(str(obj.get("text", "")))
 
 

@@ -72,13 +72,13 @@ def claude_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
 def session_toml(name: str, agent: str, cwd: Path, env: dict[str, str], **keys: Any) -> str:
     """A herd.toml with one session: the agent's preset, this env, and extra keys."""
     block = preset(agent)
-    block.update(name=name, cwd=str(cwd), autostart=False, restart_delay="0s", **keys)
     block.pop("plan", None)
     block.pop("progress", None)
+    block.update(name=name, cwd=str(cwd), autostart=False, restart_delay="0s", **keys)
     block["env"] = {**block.get("env", {}), **env}
     lines = ["[[session]]"]
     for key, value in block.items():
-        if key in ("env", "budget"):
+        if isinstance(value, dict):  # env, budget, on_drift, drift: inline tables
             inner = ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items())
             lines.append(f"{key} = {{ {inner} }}")
         else:
