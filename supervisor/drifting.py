@@ -7,6 +7,7 @@ slow pass it judges the burn rate. It never writes but through the session's `_c
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal
 import time
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from agentherd.sessions import notify
+from agentherd.sessions import lifecycle, notify
 from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import WARNING_KINDS, Event
@@ -41,6 +42,9 @@ DRIFT_KINDS = frozenset(
 )
 """The kinds `on_drift` can name (CONTRACT.md)."""
 
+TASK_END_KINDS = frozenset({"completed", "failed", "stopped"})
+"""The events that end a task (`lifecycle.task_end_kind`)."""
+
 CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
 """Warnings whose cause is gone once a plan item flips to passing."""
 
@@ -55,6 +59,8 @@ class DriftState:
     """Plan items passing at the last look: a rise is progress."""
     spent_at_flip: dict[str, float] = field(default_factory=dict)
     """What the task had spent when an item last flipped to passing (or when it began)."""
+    carry_streaks: bool = False
+    """The task was stopped by `herd down`: the next task (`herd up`) continues its streaks."""
     restart_run: int | None = None
     """The run that on_drift = restart is stopping: its end restarts from a verified checkpoint."""
     restart_kind: str = ""
@@ -66,19 +72,42 @@ class DriftHandling(SessionParts):
     drift: DriftState
 
     def restored_drift(self) -> DriftState:
-        """What the drift rules remember, with the burn baseline a previous daemon saved.
+        """What the drift rules remember, with the burn baseline and streaks a previous daemon
+        saved.
 
-        Without it a new daemon would measure burn from its own start (issue 12).
+        Without them a new daemon would measure burn from its own start and count the same
+        failure from one again (issue 12).
         """
-        saved = self.record.drift_spent_at_flip
+        record = self.record
+        saved = record.drift_spent_at_flip
         if saved is None:
-            return DriftState(spent_at_flip=self._spent())
-        return DriftState(passing_seen=self.record.drift_passing_seen, spent_at_flip=dict(saved))
+            state = DriftState(spent_at_flip=self._spent())
+        else:
+            state = DriftState(passing_seen=record.drift_passing_seen, spent_at_flip=dict(saved))
+        for source, streak in (("verify", state.verify_streak), ("crash", state.crash_streak)):
+            kept = record.drift_streaks.get(source)
+            if kept is not None:
+                streak.signature, streak.length = kept
+        # Stopped by `herd down` (or being stopped when that daemon died): `herd up` goes on.
+        state.carry_streaks = lifecycle.stopping_for_down(record.state, record.reason)
+        return state
 
     def _keep_burn_baseline(self) -> None:
         """Put the burn baseline on the session record, which every commit writes."""
         self.record.drift_spent_at_flip = dict(self.drift.spent_at_flip)
         self.record.drift_passing_seen = self.drift.passing_seen
+
+    def _keep_streaks(self) -> None:
+        """Put the failure streaks on the session record, written with the verdict or exit that
+        changed them (one transaction: a daemon killed in between loses neither)."""
+        streaks: dict[str, tuple[str, int]] = {}
+        for source, streak in (
+            ("verify", self.drift.verify_streak),
+            ("crash", self.drift.crash_streak),
+        ):
+            if streak.signature is not None:
+                streaks[source] = (streak.signature, streak.length)
+        self.record.drift_streaks = streaks
 
     # ----- after every commit ----------------------------------------------------------------
 
@@ -87,8 +116,15 @@ class DriftHandling(SessionParts):
         for event in written:
             kind = event.kind
             if kind == "task-started":
+                before = self.drift
                 self.drift = DriftState(spent_at_flip=self._spent())
+                if before.carry_streaks:  # `herd up` goes on with what `herd down` stopped
+                    self.drift.verify_streak = before.verify_streak
+                    self.drift.crash_streak = before.crash_streak
                 self._keep_burn_baseline()  # written with the next commit
+                self._keep_streaks()
+            elif kind in TASK_END_KINDS:
+                self.drift.carry_streaks = event.data.get("reason") == "down"
             opening = True
             if kind in WARNING_KINDS:
                 record = self.warnings.get(kind)
@@ -266,8 +302,10 @@ class DriftHandling(SessionParts):
         streak = self.drift.verify_streak
         if passed:
             streak.passed()
+            self._keep_streaks()
             return []
-        length = streak.failed(failure_signature(output_tail))
+        length = streak.failed(_digest(failure_signature(output_tail)))
+        self._keep_streaks()
         wanted = self.config.drift.repeated_failure
         if length < wanted:
             return []
@@ -288,6 +326,7 @@ class DriftHandling(SessionParts):
         if outcome == "success":
             raised = streak.length >= self.config.drift.repeated_failure
             streak.passed()
+            self._keep_streaks()
             if raised and self.warnings.is_open("repeated-failure"):
                 # The crash that kept coming back is gone: a run ended cleanly.
                 closing = self._event(
@@ -298,7 +337,8 @@ class DriftHandling(SessionParts):
                 )
                 return [_naming(closing, "repeated-failure")]
             return []
-        length = streak.failed(outcome + "\n" + failure_signature(last_line))
+        length = streak.failed(_digest(outcome + "\n" + failure_signature(last_line)))
+        self._keep_streaks()
         if length < self.config.drift.repeated_failure:
             return []
         return [
@@ -384,6 +424,11 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _digest(signature: str) -> str:
+    """A failure signature as the record keeps it: bounded, however many tests fail."""
+    return hashlib.sha256(signature.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def _last_line(text: str) -> str:
