@@ -12,16 +12,22 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import anyio
 
 from agentherd.sessions import lifecycle, notify
-from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
+from agentherd.sessions.drift import (
+    FailureStreak,
+    StallClock,
+    burn_without_progress,
+    failure_signature,
+)
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import WARNING_KINDS, Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import State
-from agentherd.sessions.times import parse_iso, utc_now
+from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor import procs
 from agentherd.supervisor.notifier import run_notify
 from agentherd.supervisor.parts import SessionParts
@@ -44,6 +50,12 @@ DRIFT_KINDS = frozenset(
 
 TASK_END_KINDS = frozenset({"completed", "failed", "stopped"})
 """The events that end a task (`lifecycle.task_end_kind`)."""
+
+STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL})
+"""A run held by a person (or the approval gate): its stall clock is stopped."""
+
+STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
+"""A live run whose stall clock a new daemon takes over (a new run starts a new clock)."""
 
 CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
 """Warnings whose cause is gone once a plan item flips to passing."""
@@ -108,6 +120,51 @@ class DriftHandling(SessionParts):
             if streak.signature is not None:
                 streaks[source] = (streak.signature, streak.length)
         self.record.drift_streaks = streaks
+
+    # ----- the stall clock across daemons -----------------------------------------------------
+
+    def restored_stall_clock(self) -> StallClock:
+        """The stall clock as the previous daemon left it, so a stalled agent's silence does
+        not start over when a new daemon adopts it (nor does paused time start to count).
+
+        Output, progress and commits read afterwards count from when they were written.
+        """
+        now_s = time.monotonic()
+        record = self.record
+        since = parse_iso(record.stall_since_at)
+        if since is None or record.state not in STALL_KEPT_STATES:
+            return StallClock(now_s)
+        clock = StallClock(_monotonic_at(since, now_s))
+        if record.state in STALL_HELD_STATES:
+            paused = parse_iso(record.stall_paused_at)
+            clock.paused_since_s = _monotonic_at(paused, now_s) if paused else now_s
+        stalled = self.warnings.get("stalled")
+        if stalled is not None:  # raised already: not again, and a later write closes it
+            clock.warned = True
+            warned_at = parse_iso(stalled.last_at)
+            clock.warned_at_s = _monotonic_at(warned_at, now_s) if warned_at else now_s
+        return clock
+
+    def keep_stall_clock(self) -> None:
+        """Put the stall clock on the session record (as wall times), which every commit writes."""
+        clock = self.stall
+        now_s, now_wall_s = time.monotonic(), time.time()
+        self.record.stall_since_at = _iso_at(clock.last_activity_s, now_s, now_wall_s)
+        paused = clock.paused_since_s
+        self.record.stall_paused_at = None if paused is None else _iso_at(paused, now_s, now_wall_s)
+
+    def progress_written(self, at_wall_s: float) -> None:
+        """The progress file was written at `at_wall_s` (its mtime): activity as of then.
+
+        Read at once, that is now; read first by a new daemon, it is as old as the file, so
+        the silence that went before goes on counting.
+        """
+        now_s = time.monotonic()
+        written_s = now_s - max(0.0, time.time() - at_wall_s)
+        self.stall.output_written(written_s, now_s, self.config.budget.stall)
+        if self.warnings.is_open("stalled") and not self.stall.warned:
+            self.close_warning("stalled", "the agent wrote a progress entry", "progress")
+        self.version += 1  # the progress shown changed
 
     # ----- after every commit ----------------------------------------------------------------
 
@@ -424,6 +481,16 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _monotonic_at(moment: datetime, now_s: float) -> float:
+    """The monotonic time of a wall-clock moment (one in the future counts as now)."""
+    return now_s - max(0.0, time.time() - moment.timestamp())
+
+
+def _iso_at(monotonic_s: float, now_s: float, now_wall_s: float) -> str | None:
+    """A monotonic time as the ISO wall time the record keeps."""
+    return iso(datetime.fromtimestamp(now_wall_s - (now_s - monotonic_s), UTC))
 
 
 def _digest(signature: str) -> str:

@@ -296,7 +296,7 @@ class Observer:
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
         self.progress_updated_at = iso(_mtime(signature))
-        self.session.note_progress()
+        self.session.progress_written(signature.mtime_ns / 1e9)
 
     def _progress_invalid(self, message: str) -> None:
         if message == self.progress_error:
