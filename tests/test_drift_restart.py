@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +22,10 @@ import psutil
 import pytest
 from conftest import HERD, PY, SIMAGENT, sim_repo, wait_until
 
+from agentherd.sessions.records import SessionRecord
 from agentherd.supervisor.client import Client
 from agentherd.supervisor.paths import socket_path_for
+from agentherd.supervisor.store import SCHEMA_VERSION, Change, Store
 
 PASS_FILE = "pass"
 
@@ -233,3 +236,37 @@ def test_the_third_same_crash_opens_repeated_failure_across_a_daemon_restart(
     herd.release(nxt)
     [raised] = herd.wait_events("repeated-failure", 1)
     assert raised["data"]["streak"] == 3 and raised["data"]["source"] == "crash", raised
+
+
+def test_a_store_written_before_the_streaks_were_kept_opens_with_none(tmp_path: Path) -> None:
+    """No new schema version: the streaks and the stall clock are fields of the session
+    record's JSON. A record an older herd wrote (without them) reads with empty streaks and no
+    stall clock; one written now keeps them through a new store."""
+    path = tmp_path / "state.db"
+    store = Store(path)
+    kept = SessionRecord(
+        name="api",
+        drift_streaks={"verify": ("ab" * 16, 2), "crash": ("cd" * 16, 1)},
+        stall_since_at="2026-12-02T05:00:00.000Z",
+    )
+    store.commit(Change(session=kept))
+    store.commit(Change(session=SessionRecord(name="old")))
+    store.close()
+    db = sqlite3.connect(path)
+    [(data,)] = db.execute("SELECT data FROM sessions WHERE name='old'").fetchall()
+    older = {
+        key: value
+        for key, value in json.loads(data).items()
+        if key not in ("drift_streaks", "stall_since_at", "stall_paused_at")
+    }
+    db.execute("UPDATE sessions SET data=? WHERE name='old'", (json.dumps(older),))
+    [(version,)] = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()
+    db.commit()
+    db.close()
+    assert int(version) == SCHEMA_VERSION
+    again = Store(path)
+    records = again.sessions()
+    again.close()
+    assert records["old"].drift_streaks == {} and records["old"].stall_since_at is None
+    assert records["api"].drift_streaks == {"verify": ("ab" * 16, 2), "crash": ("cd" * 16, 1)}
+    assert records["api"].stall_since_at == "2026-12-02T05:00:00.000Z"

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import SIMAGENT, Herd, script, sim_repo, wait_until
 from test_agent_outcomes import _session as replay_session
 
@@ -147,9 +148,11 @@ def test_time_paused_across_a_restart_is_no_stall(herd: Herd) -> None:
     herd.client.call("stop", name="api", socket_timeout_s=None)
 
 
-def test_time_at_the_approval_gate_is_no_stall(herd: Herd) -> None:
-    """burn-without-progress holds a silent agent at the gate for twice the stall threshold;
-    approved, it stays silent a little longer: no stall, as its silence is short."""
+@pytest.mark.parametrize("restarted", [False, True], ids=["one-daemon", "daemon-restarted"])
+def test_time_at_the_approval_gate_is_no_stall(herd: Herd, restarted: bool) -> None:
+    """burn-without-progress holds a silent agent at the gate for twice the stall threshold
+    (under one daemon, or two); approved, it stays silent a little longer: no stall, as its
+    silence is short."""
     stall_s = 4.0
     gates = herd.root / "gates"
     gates.mkdir()
@@ -171,6 +174,9 @@ def test_time_at_the_approval_gate_is_no_stall(herd: Herd) -> None:
     """)
     herd.start().call("start", name="api")
     herd.wait_state("api", "waiting-approval", timeout_s=30)
+    if restarted:
+        restart_daemon(herd)
+        assert herd.status("api")["state"] == "waiting-approval"
     passes_spanning(herd, 2 * stall_s)
     done = herd.cli("approve", "api")
     assert done.returncode == 0, done.stderr
