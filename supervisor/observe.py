@@ -172,8 +172,8 @@ class Observer:
         plan = await self._read_settled_plan(path, signature)
         if plan is None:
             return
-        if self.plan_error is not None:
-            self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
+        # Whether or not this daemon saw it break: one opened before a restart closes too.
+        self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
         self.plan_error = None
         self.plan_current = plan
         self.session.ctx.spend_changed(self.session)  # the spend samples show what passes

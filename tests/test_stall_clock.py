@@ -221,3 +221,37 @@ def test_a_rate_limit_wait_is_no_stall(herd: Herd, tmp_path: Path) -> None:
     status = herd.wait_state("main", "completed", "failed", timeout_s=30)
     assert status["state"] == "completed", status["reason"]
     assert herd.events("main", "stalled") == [], "the rate-limit wait counted as a stall"
+
+
+# ----- other drift conditions a new daemon must settle ----------------------------------------
+
+
+def test_a_plan_fixed_under_a_new_daemon_closes_plan_invalid(herd: Herd) -> None:
+    """The plan broke under one daemon; the next one reads it fixed and closes the warning
+    (it closed only when the daemon that saw it break saw it read again)."""
+    work = herd.root / "work"
+    work.mkdir()
+    plan = work / "feature_list.json"
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{work}"
+        command = {script("import time; time.sleep(60)")}
+        plan = "feature_list.json"
+        stop_grace = "1s"
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "running")
+    plan.write_text(json.dumps([{"id": "a", "title": "A", "passes": False}]))
+    wait_until(lambda: herd.status("api")["plan"], what="the plan read")
+    plan.write_text("[{ half written")
+    wait_until(
+        lambda: any(w["kind"] == "plan-invalid" for w in herd.status("api")["warnings"]),
+        what="plan-invalid to open",
+    )
+    restart_daemon(herd)
+    plan.write_text(json.dumps([{"id": "a", "title": "A", "passes": True}]))
+    [closing] = wait_until(lambda: closings(herd, "plan-invalid"), what="plan-invalid to close")
+    assert closing["data"]["by"] == "plan"
+    assert not any(w["kind"] == "plan-invalid" for w in herd.status("api")["warnings"])
+    herd.client.call("stop", name="api", socket_timeout_s=None)
