@@ -24,7 +24,7 @@ from agentherd.sessions.drift import (
     failure_signature,
 )
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import WARNING_KINDS, Event
+from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
@@ -56,6 +56,9 @@ STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL})
 
 STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
 """A live run whose stall clock a new daemon takes over (a new run starts a new clock)."""
+
+DRIFT_RESTART = "drift:"
+"""A run's `stop_reason` while on_drift = restart stops it, before the drift kind."""
 
 CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
 """Warnings whose cause is gone once a plan item flips to passing."""
@@ -333,6 +336,10 @@ class DriftHandling(SessionParts):
                 return
             self.drift.restart_run = run.record.run
             self.drift.restart_kind = kind
+            # Kept with the run: a daemon that dies before the run's end is handled leaves the
+            # next one to finish this stop and restart it the same way.
+            run.record.stop_reason = DRIFT_RESTART + kind
+            self._commit(run=run.record)
             identity = run.identity
             paused = run.paused
         # Outside the lock: the exit handler takes it to schedule the restart.
@@ -347,10 +354,16 @@ class DriftHandling(SessionParts):
 
     def drift_restart_of(self, run: int) -> str | None:
         """The drift kind whose `restart` action ended run `run`, once (None: it was not)."""
-        if self.drift.restart_run != run:
-            return None
-        self.drift.restart_run = None
-        return self.drift.restart_kind
+        if self.drift.restart_run == run:
+            self.drift.restart_run = None
+            return self.drift.restart_kind
+        return _drift_restart_kind(self.run.record if self.run is not None else None, run)
+
+    def resume_drift_restart(self, record: RunRecord) -> None:
+        """A new daemon adopted a run that `on_drift = restart` was stopping: stop it again."""
+        kind = _drift_restart_kind(record, record.run)
+        if kind is not None:
+            self.ctx.tg.start_soon(self._drift_restart, kind)
 
     # ----- repeated-failure -------------------------------------------------------------------
 
@@ -481,6 +494,14 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _drift_restart_kind(record: RunRecord | None, run: int) -> str | None:
+    """The drift kind whose restart a previous daemon began on run `run` (None: none)."""
+    if record is None or record.run != run or record.stop_requested:
+        return None
+    reason = record.stop_reason or ""
+    return reason.removeprefix(DRIFT_RESTART) if reason.startswith(DRIFT_RESTART) else None
 
 
 def _monotonic_at(moment: datetime, now_s: float) -> float:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from conftest import SIMAGENT, Herd, script, sim_repo, wait_until
 from test_agent_outcomes import _session as replay_session
@@ -29,6 +30,14 @@ def quiet_agent(gate: Path) -> str:
         print("back", flush=True)
         time.sleep(60)
     """)
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie has ended)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def session(command: str, stall_s: float, extra: str = "") -> str:
@@ -255,3 +264,57 @@ def test_a_plan_fixed_under_a_new_daemon_closes_plan_invalid(herd: Herd) -> None
     assert closing["data"]["by"] == "plan"
     assert not any(w["kind"] == "plan-invalid" for w in herd.status("api")["warnings"])
     herd.client.call("stop", name="api", socket_timeout_s=None)
+
+
+STUBBORN_AGENT = """
+    import os, pathlib, signal, sys, time
+    count, termed, die = (pathlib.Path(p) for p in ({count!r}, {termed!r}, {die!r}))
+    runs = int(count.read_text()) + 1 if count.exists() else 1
+    count.write_text(str(runs))
+    print(f"run {{runs}}", flush=True)
+    if runs > 1:
+        sys.exit(0)
+    def on_term(*_):  # the first stop signal is noted, the second one ends it
+        if termed.exists():
+            os._exit(1)
+        termed.touch()
+    signal.signal(signal.SIGTERM, on_term)
+    while not die.exists():
+        time.sleep(0.02)  # silent: stalled
+    sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("ends", ["under-the-next-daemon", "while-no-daemon-runs"])
+def test_an_on_drift_restart_cut_short_by_the_daemon_is_finished_by_the_next(
+    herd: Herd, ends: str
+) -> None:
+    """on_drift = restart sends the stop signal, and the daemon exits before the run ends (a
+    long stop_grace). The run still alive, the new daemon stops it again; ended meanwhile, its
+    end is judged as that restart: either way it restarts for the same cause, rather than
+    going on (or failing) as if nothing had been asked."""
+    count, termed, die = herd.root / "count", herd.root / "termed", herd.root / "die"
+    agent = script(STUBBORN_AGENT.format(count=str(count), termed=str(termed), die=str(die)))
+    herd.write(
+        session(agent, 0.5, 'on_drift = { stalled = "restart" }').replace(
+            'stop_grace = "1s"', 'stop_grace = "60s"'
+        )
+    )
+    herd.start().call("start", name="api")
+    wait_until(termed.exists, what="on_drift's stop signal")
+    pid = herd.status("api")["pid"]
+    old = herd.thread
+    herd.stop_daemon()
+    assert old is not None
+    wait_until(lambda: not old.is_alive(), what="the first daemon to exit")
+    if ends == "while-no-daemon-runs":
+        die.touch()
+        wait_until(lambda: not alive(pid), what="run 1 to end")
+    herd.start()
+    ended = herd.wait_state("api", "completed", "failed", timeout_s=30)
+    assert ended["state"] == "completed", ended["reason"]
+    [scheduled] = herd.events("api", "restart-scheduled")
+    assert herd.status("api")["run"] == 2
+    exited = herd.events("api", "run-exited")[0]
+    assert exited["data"]["exit_code"] == 1, "run 1 ended by the second signal or the file"
+    assert scheduled["run"] == 1
