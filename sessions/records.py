@@ -214,6 +214,13 @@ class SessionRecord(BaseModel):
     """burn-without-progress: the task's spend when a plan item last flipped to passing."""
     drift_passing_seen: int | None = None
     """Plan items passing at that flip, so a new daemon measures burn from the same point."""
+    drift_streaks: dict[str, tuple[str, int]] = Field(default_factory=dict)
+    """repeated-failure: per source ("verify", "crash"), the digest of the failure seen last
+    and how many times in a row, so a new daemon counts on from the same streak."""
+    stall_since_at: str | None = None
+    """stalled: when the silence the stall clock measures began (paused time added back)."""
+    stall_paused_at: str | None = None
+    """stalled: when the clock stopped for a pause or the approval gate, while it is stopped."""
     budget_warned: list[str] = Field(default_factory=list)
     """Budget dimensions that gave their `budget-warning` (once each per task, or per life)."""
     budget_warned_for: str | None = None

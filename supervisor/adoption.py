@@ -75,6 +75,8 @@ class Adoption(SessionParts):
                     if state == State.STOPPING:
                         reason = last.stop_reason or "user"
                         self.ctx.tg.start_soon(functools.partial(self.stop, reason=reason))
+                    else:
+                        self.resume_drift_restart(last)
                     return
                 # It ended while no daemon watched: read what it wrote, then apply policy.
                 live.exit = procs.read_exit_file(folder) or procs.ExitInfo(None, None)

@@ -7,20 +7,27 @@ slow pass it judges the burn rate. It never writes but through the session's `_c
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import anyio
 
-from agentherd.sessions import notify
-from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
+from agentherd.sessions import lifecycle, notify
+from agentherd.sessions.drift import (
+    FailureStreak,
+    StallClock,
+    burn_without_progress,
+    failure_signature,
+)
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import WARNING_KINDS, Event
+from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import State
-from agentherd.sessions.times import parse_iso, utc_now
+from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor import procs
 from agentherd.supervisor.notifier import run_notify
 from agentherd.supervisor.parts import SessionParts
@@ -41,6 +48,18 @@ DRIFT_KINDS = frozenset(
 )
 """The kinds `on_drift` can name (CONTRACT.md)."""
 
+TASK_END_KINDS = frozenset({"completed", "failed", "stopped"})
+"""The events that end a task (`lifecycle.task_end_kind`)."""
+
+STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL})
+"""A run held by a person (or the approval gate): its stall clock is stopped."""
+
+STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
+"""A live run whose stall clock a new daemon takes over (a new run starts a new clock)."""
+
+DRIFT_RESTART = "drift:"
+"""A run's `stop_reason` while on_drift = restart stops it, before the drift kind."""
+
 CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
 """Warnings whose cause is gone once a plan item flips to passing."""
 
@@ -55,6 +74,8 @@ class DriftState:
     """Plan items passing at the last look: a rise is progress."""
     spent_at_flip: dict[str, float] = field(default_factory=dict)
     """What the task had spent when an item last flipped to passing (or when it began)."""
+    carry_streaks: bool = False
+    """The task was stopped by `herd down`: the next task (`herd up`) continues its streaks."""
     restart_run: int | None = None
     """The run that on_drift = restart is stopping: its end restarts from a verified checkpoint."""
     restart_kind: str = ""
@@ -66,19 +87,87 @@ class DriftHandling(SessionParts):
     drift: DriftState
 
     def restored_drift(self) -> DriftState:
-        """What the drift rules remember, with the burn baseline a previous daemon saved.
+        """What the drift rules remember, with the burn baseline and streaks a previous daemon
+        saved.
 
-        Without it a new daemon would measure burn from its own start (issue 12).
+        Without them a new daemon would measure burn from its own start and count the same
+        failure from one again (issue 12).
         """
-        saved = self.record.drift_spent_at_flip
+        record = self.record
+        saved = record.drift_spent_at_flip
         if saved is None:
-            return DriftState(spent_at_flip=self._spent())
-        return DriftState(passing_seen=self.record.drift_passing_seen, spent_at_flip=dict(saved))
+            state = DriftState(spent_at_flip=self._spent())
+        else:
+            state = DriftState(passing_seen=record.drift_passing_seen, spent_at_flip=dict(saved))
+        for source, streak in (("verify", state.verify_streak), ("crash", state.crash_streak)):
+            kept = record.drift_streaks.get(source)
+            if kept is not None:
+                streak.signature, streak.length = kept
+        # Stopped by `herd down` (or being stopped when that daemon died): `herd up` goes on.
+        state.carry_streaks = lifecycle.stopping_for_down(record.state, record.reason)
+        return state
 
     def _keep_burn_baseline(self) -> None:
         """Put the burn baseline on the session record, which every commit writes."""
         self.record.drift_spent_at_flip = dict(self.drift.spent_at_flip)
         self.record.drift_passing_seen = self.drift.passing_seen
+
+    def _keep_streaks(self) -> None:
+        """Put the failure streaks on the session record, written with the verdict or exit that
+        changed them (one transaction: a daemon killed in between loses neither)."""
+        streaks: dict[str, tuple[str, int]] = {}
+        for source, streak in (
+            ("verify", self.drift.verify_streak),
+            ("crash", self.drift.crash_streak),
+        ):
+            if streak.signature is not None:
+                streaks[source] = (streak.signature, streak.length)
+        self.record.drift_streaks = streaks
+
+    # ----- the stall clock across daemons -----------------------------------------------------
+
+    def restored_stall_clock(self) -> StallClock:
+        """The stall clock as the previous daemon left it, so a stalled agent's silence does
+        not start over when a new daemon adopts it (nor does paused time start to count).
+
+        Output, progress and commits read afterwards count from when they were written.
+        """
+        now_s = time.monotonic()
+        record = self.record
+        since = parse_iso(record.stall_since_at)
+        if since is None or record.state not in STALL_KEPT_STATES:
+            return StallClock(now_s)
+        clock = StallClock(_monotonic_at(since, now_s))
+        if record.state in STALL_HELD_STATES:
+            paused = parse_iso(record.stall_paused_at)
+            clock.paused_since_s = _monotonic_at(paused, now_s) if paused else now_s
+        stalled = self.warnings.get("stalled")
+        if stalled is not None:  # raised already: not again, and a later write closes it
+            clock.warned = True
+            warned_at = parse_iso(stalled.last_at)
+            clock.warned_at_s = _monotonic_at(warned_at, now_s) if warned_at else now_s
+        return clock
+
+    def keep_stall_clock(self) -> None:
+        """Put the stall clock on the session record (as wall times), which every commit writes."""
+        clock = self.stall
+        now_s, now_wall_s = time.monotonic(), time.time()
+        self.record.stall_since_at = _iso_at(clock.last_activity_s, now_s, now_wall_s)
+        paused = clock.paused_since_s
+        self.record.stall_paused_at = None if paused is None else _iso_at(paused, now_s, now_wall_s)
+
+    def progress_written(self, at_wall_s: float) -> None:
+        """The progress file was written at `at_wall_s` (its mtime): activity as of then.
+
+        Read at once, that is now; read first by a new daemon, it is as old as the file, so
+        the silence that went before goes on counting.
+        """
+        now_s = time.monotonic()
+        written_s = now_s - max(0.0, time.time() - at_wall_s)
+        self.stall.output_written(written_s, now_s, self.config.budget.stall)
+        if self.warnings.is_open("stalled") and not self.stall.warned:
+            self.close_warning("stalled", "the agent wrote a progress entry", "progress")
+        self.version += 1  # the progress shown changed
 
     # ----- after every commit ----------------------------------------------------------------
 
@@ -87,8 +176,15 @@ class DriftHandling(SessionParts):
         for event in written:
             kind = event.kind
             if kind == "task-started":
+                before = self.drift
                 self.drift = DriftState(spent_at_flip=self._spent())
+                if before.carry_streaks:  # `herd up` goes on with what `herd down` stopped
+                    self.drift.verify_streak = before.verify_streak
+                    self.drift.crash_streak = before.crash_streak
                 self._keep_burn_baseline()  # written with the next commit
+                self._keep_streaks()
+            elif kind in TASK_END_KINDS:
+                self.drift.carry_streaks = event.data.get("reason") == "down"
             opening = True
             if kind in WARNING_KINDS:
                 record = self.warnings.get(kind)
@@ -240,6 +336,10 @@ class DriftHandling(SessionParts):
                 return
             self.drift.restart_run = run.record.run
             self.drift.restart_kind = kind
+            # Kept with the run: a daemon that dies before the run's end is handled leaves the
+            # next one to finish this stop and restart it the same way.
+            run.record.stop_reason = DRIFT_RESTART + kind
+            self._commit(run=run.record)
             identity = run.identity
             paused = run.paused
         # Outside the lock: the exit handler takes it to schedule the restart.
@@ -254,10 +354,16 @@ class DriftHandling(SessionParts):
 
     def drift_restart_of(self, run: int) -> str | None:
         """The drift kind whose `restart` action ended run `run`, once (None: it was not)."""
-        if self.drift.restart_run != run:
-            return None
-        self.drift.restart_run = None
-        return self.drift.restart_kind
+        if self.drift.restart_run == run:
+            self.drift.restart_run = None
+            return self.drift.restart_kind
+        return _drift_restart_kind(self.run.record if self.run is not None else None, run)
+
+    def resume_drift_restart(self, record: RunRecord) -> None:
+        """A new daemon adopted a run that `on_drift = restart` was stopping: stop it again."""
+        kind = _drift_restart_kind(record, record.run)
+        if kind is not None:
+            self.ctx.tg.start_soon(self._drift_restart, kind)
 
     # ----- repeated-failure -------------------------------------------------------------------
 
@@ -266,8 +372,10 @@ class DriftHandling(SessionParts):
         streak = self.drift.verify_streak
         if passed:
             streak.passed()
+            self._keep_streaks()
             return []
-        length = streak.failed(failure_signature(output_tail))
+        length = streak.failed(_digest(failure_signature(output_tail)))
+        self._keep_streaks()
         wanted = self.config.drift.repeated_failure
         if length < wanted:
             return []
@@ -288,6 +396,7 @@ class DriftHandling(SessionParts):
         if outcome == "success":
             raised = streak.length >= self.config.drift.repeated_failure
             streak.passed()
+            self._keep_streaks()
             if raised and self.warnings.is_open("repeated-failure"):
                 # The crash that kept coming back is gone: a run ended cleanly.
                 closing = self._event(
@@ -298,7 +407,8 @@ class DriftHandling(SessionParts):
                 )
                 return [_naming(closing, "repeated-failure")]
             return []
-        length = streak.failed(outcome + "\n" + failure_signature(last_line))
+        length = streak.failed(_digest(outcome + "\n" + failure_signature(last_line)))
+        self._keep_streaks()
         if length < self.config.drift.repeated_failure:
             return []
         return [
@@ -384,6 +494,29 @@ class DriftHandling(SessionParts):
             "wall_time": wall_s,
             "restarts": float(self.record.restarts),
         }
+
+
+def _drift_restart_kind(record: RunRecord | None, run: int) -> str | None:
+    """The drift kind whose restart a previous daemon began on run `run` (None: none)."""
+    if record is None or record.run != run or record.stop_requested:
+        return None
+    reason = record.stop_reason or ""
+    return reason.removeprefix(DRIFT_RESTART) if reason.startswith(DRIFT_RESTART) else None
+
+
+def _monotonic_at(moment: datetime, now_s: float) -> float:
+    """The monotonic time of a wall-clock moment (one in the future counts as now)."""
+    return now_s - max(0.0, time.time() - moment.timestamp())
+
+
+def _iso_at(monotonic_s: float, now_s: float, now_wall_s: float) -> str | None:
+    """A monotonic time as the ISO wall time the record keeps."""
+    return iso(datetime.fromtimestamp(now_wall_s - (now_s - monotonic_s), UTC))
+
+
+def _digest(signature: str) -> str:
+    """A failure signature as the record keeps it: bounded, however many tests fail."""
+    return hashlib.sha256(signature.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def _last_line(text: str) -> str:

@@ -172,8 +172,8 @@ class Observer:
         plan = await self._read_settled_plan(path, signature)
         if plan is None:
             return
-        if self.plan_error is not None:
-            self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
+        # Whether or not this daemon saw it break: one opened before a restart closes too.
+        self.session.close_warning("plan-invalid", f"{self.config.plan} reads again", "plan")
         self.plan_error = None
         self.plan_current = plan
         self.session.ctx.spend_changed(self.session)  # the spend samples show what passes
@@ -296,7 +296,7 @@ class Observer:
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
         self.progress_updated_at = iso(_mtime(signature))
-        self.session.note_progress()
+        self.session.progress_written(signature.mtime_ns / 1e9)
 
     def _progress_invalid(self, message: str) -> None:
         if message == self.progress_error:

@@ -106,6 +106,9 @@ class SessionParts:
     def drift_restart_of(self, run: int) -> str | None:
         raise NotImplementedError
 
+    def resume_drift_restart(self, record: RunRecord) -> None:
+        raise NotImplementedError
+
     def crash_events(self, run: int, outcome: str, last_line: str) -> list[Event]:
         raise NotImplementedError
 

@@ -78,6 +78,10 @@ class SessionPort(Protocol):
         """The agent showed progress (a progress entry or a commit)."""
         ...
 
+    def progress_written(self, at_wall_s: float) -> None:
+        """The progress file was written at `at_wall_s` (its mtime): the agent showed progress."""
+        ...
+
     def note_plan_progress(self) -> None:
         """The plan was read: a newly passing item closes burn and early-exit at once."""
         ...

@@ -18,7 +18,6 @@ from agentherd.sessions import lifecycle, open_warnings
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
-from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
@@ -72,7 +71,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
         self.git_warned = False
         self._refreshing: dict[str, bool] = {}
-        self.stall = StallClock(time.monotonic())
+        self.stall = self.restored_stall_clock()
         self.task_usage = self._ended_runs_usage()
         self.spend = SessionSpend(self)
         """Spend as budgets count it (runs guarded and priced), samples and projection."""
@@ -109,6 +108,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         name = self.config.name
         # Every warning an event settles gets its `warning-closed` in the same transaction.
         events = tuple(open_warnings.with_closings(events, self.warnings.kinds()))
+        self.keep_stall_clock()  # a new daemon's stall clock goes on from here
         written = self.ctx.store.commit(
             Change(
                 session=self.record,
