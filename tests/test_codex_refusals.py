@@ -186,3 +186,53 @@ def test_the_profile_carves_git_out_of_the_worktree() -> None:
     assert not policy.writable(f"{REPO}/.git/index.lock")
     assert policy.writable(f"{REPO}/.gitignore")  # a sibling, not inside .git
     assert not policy.writable("/usr/local/bin/x")
+
+
+def test_odd_rollout_entries_are_skipped_never_raised(tmp_path: Path) -> None:
+    context = json.loads(
+        next(line for line in SANDBOX_ROLLOUT.read_text().splitlines() if "turn_context" in line)
+    )
+    stamp = "2026-12-02T05:09:11.500Z"
+    odd: list[object] = [
+        None,
+        [],
+        {"timestamp": 5, "type": "turn_context", "payload": {}},
+        {"timestamp": "not a time", "type": "turn_context", "payload": {}},
+        {"timestamp": stamp, "type": "response_item", "payload": "x"},
+        {"timestamp": stamp, "type": "response_item", "payload": {"type": "function_call"}},
+        {
+            "timestamp": stamp,
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "a",
+                "arguments": "[1, 2]",
+            },
+        },
+        {
+            "timestamp": stamp,
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "a", "output": {"x": 1}},
+        },
+        {
+            "timestamp": stamp,
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": 7, "output": "approval"},
+        },
+    ]
+    refusals = RunRefusals(REFUSED_RUN_STARTED)
+    refusals.take(context)
+    for entry in odd:
+        refusals.take(entry)
+    assert refusals.verdict == []
+    # The same in a file: a line that is not JSON, and a 2 MB line, are skipped unread.
+    rollout = tmp_path / "rollout.jsonl"
+    lines = [json.dumps(context), '{"type": "function_call", oops', "x" * 2_000_000]
+    rollout.write_text("\n".join([*lines, *(json.dumps(entry) for entry in odd)]) + "\n")
+    assert read_run_refusals([rollout, tmp_path / "missing.jsonl"], REFUSED_RUN_STARTED) == []
+    bad = dict(context, payload=dict(context["payload"], permission_profile={"type": "managed"}))
+    assert RunRefusals(REFUSED_RUN_STARTED).verdict is None
+    refusals = RunRefusals(REFUSED_RUN_STARTED)
+    refusals.take(bad)
+    assert refusals.verdict is None  # a profile not understood: stdout's reading stands
