@@ -11,8 +11,8 @@ A figure below the previous total means the counter was not cumulative: it is ta
 run's own, with a warning.
 
 Refused commands: stdout's ``command_execution`` items are read as they come (a ``declined``
-status, or a failed command whose output says the file system is read-only), but Codex at
-times prints no item for a command that ends at once. When the run has ended, the supervisor
+status, or a failed command whose output says the file system is read-only), but Codex
+often prints no item for a command its sandbox refused. When the run has ended, the supervisor
 reads the thread's rollout and ``take_rollout_refusals`` replaces that guess with what the
 rollout shows (``codex_refusals``: the sandbox's own profile decides, so a failing test is
 never a refusal).
