@@ -157,6 +157,19 @@ def output(code: int, text: str) -> str:
         ({"cmd": "pytest"}, "FAILED tests/test_x.py::test_add - assert 1 == 2", None),
         ({"cmd": "cat /etc/shadow"}, "cat: /etc/shadow: Permission denied", None),
         ({"cmd": "curl x"}, "curl: (7) socket: Operation not permitted", None),
+        # EPERM (macOS's sandbox): only on what the profile carves out of the worktree.
+        (
+            {"cmd": "git commit"},
+            "fatal: Unable to create '.git/index.lock': Operation not permitted",
+            "git",
+        ),
+        ({"cmd": "kill 1"}, "bash: kill: (1) - Operation not permitted", None),
+        (
+            {"cmd": "chown"},
+            "chown: changing ownership of '/usr/bin/x': Operation not permitted",
+            None,
+        ),
+        ({"cmd": "chmod"}, "chmod: changing permissions of 'src/x': Operation not permitted", None),
         ({"cmd": "echo"}, "~/.cache/x: Read-only file system", None),
     ],
 )
@@ -186,6 +199,9 @@ def test_the_profile_carves_git_out_of_the_worktree() -> None:
     assert not policy.writable(f"{REPO}/.git/index.lock")
     assert policy.writable(f"{REPO}/.gitignore")  # a sibling, not inside .git
     assert not policy.writable("/usr/local/bin/x")
+    assert policy.carved_out(f"{REPO}/.git/index.lock") and policy.carved_out(f"{REPO}/.git")
+    assert not policy.carved_out("/usr/local/bin/x")  # read-only, but not inside a writable root
+    assert not policy.carved_out(f"{REPO}/src/app.py")
 
 
 def test_odd_rollout_entries_are_skipped_never_raised(tmp_path: Path) -> None:

@@ -8,14 +8,17 @@ always holds the ``function_call`` and its ``function_call_output``, and, per tu
 - Codex rejected it without running it: the output is Codex's own "approval policy is ...;
   reject command" (the agent asked for ``require_escalated`` under approval policy never); or
 - the sandbox refused a write: the process exited non-zero, its output has a read-only file
-  system error (EROFS, which only a write gets) naming a path, and the turn's profile is a
-  managed, restricted one that leaves that path read-only (``.git`` under workspace-write).
+  system error (EROFS, which only a write gets; Linux's sandbox mounts read-only) naming a
+  path, and the turn's profile is a managed, restricted one that leaves that path read-only
+  (``.git`` under workspace-write); or an "Operation not permitted" error (EPERM, what macOS's
+  sandbox gives) naming a path the profile carves read-only out of a writable root (``.git``:
+  outside the sandbox the agent owns it, so nothing else refuses it there).
   With no sandbox (``danger-full-access``: profile ``disabled``) nothing is a refusal.
 
 A failing test is none of these: its exit code alone, "Permission denied" (EACCES: reads get
-it too, and a test can cause it inside the workspace), "Operation not permitted" (EPERM: the
-sandbox's network filter gives it, but so do an ordinary kill or chown) and EROFS on a path the
-profile lets it write are not refusals: a wrong one would fail a run that should restart.
+it too, and a test can cause it inside the workspace), an EPERM without such a path (the
+network filter gives it, but so do an ordinary kill or chown) and EROFS on a path the profile
+lets it write are not refusals: a wrong one would fail a run that should restart.
 Only entries stamped at or after the run's start count: ``codex exec resume`` appends the next
 runs of a thread to the same file. Pure: the caller reads the file.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,6 +50,7 @@ _REJECTED = re.compile(r"approval policy is \S+; reject command")
 
 _EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 _EROFS = "read-only file system"
+_EPERM = "operation not permitted"
 _WINDOW_CHARS = 1024
 """Of a line, the text read on each side of an EROFS error for the path it names."""
 _PATH_AFTER = re.compile(r"(?::|,\s*\w+)\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|(\S+))")
@@ -68,13 +73,28 @@ class SandboxPolicy:
         """True when the sandbox lets a command write path (no sandbox: always)."""
         if not self.sandboxed:
             return True
-        best: tuple[int, bool] | None = None
-        for root, can_write in self.entries:
-            inside = path == root or path.startswith(root.rstrip("/") + "/")
-            # The more specific entry wins; on a tie, read-only (how .git is carved out).
-            if inside and (best is None or (len(root), not can_write) > (best[0], not best[1])):
-                best = (len(root), can_write)
-        return best is not None and best[1]
+        deciding = self._deciding(path)
+        return deciding is not None and deciding[1]
+
+    def carved_out(self, path: str) -> bool:
+        """True when path is read-only inside a writable root (``.git`` of the worktree)."""
+        deciding = self._deciding(path)
+        if not self.sandboxed or deciding is None or deciding[1]:
+            return False
+        return any(can and len(root) < len(deciding[0]) for root, can in self._around(path))
+
+    def _around(self, path: str) -> list[tuple[str, bool]]:
+        """The entries whose path contains path."""
+        return [
+            (root, can_write)
+            for root, can_write in self.entries
+            if path == root or path.startswith(root.rstrip("/") + "/")
+        ]
+
+    def _deciding(self, path: str) -> tuple[str, bool] | None:
+        """The entry that decides for path: the most specific; on a tie, the read-only one."""
+        around = self._around(path)
+        return max(around, key=lambda entry: (len(entry[0]), not entry[1])) if around else None
 
 
 def policy_of(context: dict[str, Any]) -> SandboxPolicy | None:
@@ -135,26 +155,33 @@ def refused_command(arguments: dict[str, Any], output: str, policy: SandboxPolic
         return None
     header, marker, body = output.partition("\nOutput:\n")
     exited = _EXITED.search(header) if marker else None
-    if exited is None or exited.group(1) == "0" or _EROFS not in body.lower():
+    if exited is None or exited.group(1) == "0":
         return None
     base = policy.cwd
     workdir = arguments.get("workdir")
     if isinstance(workdir, str) and workdir:
         base = posixpath.join(base, workdir)
-    for path in _erofs_paths(body[-MAX_OUTPUT_CHARS:]):
-        if path.startswith("~"):
-            continue  # the command's home is not known here
-        if not policy.writable(posixpath.normpath(posixpath.join(base, path))):
-            return command_name(command)
+    tail = body[-MAX_OUTPUT_CHARS:]
+    checks: tuple[tuple[str, Callable[[str], bool]], ...] = (
+        (_EROFS, lambda path: not policy.writable(path)),
+        (_EPERM, policy.carved_out),
+    )
+    for error, refuses in checks:
+        for path in _paths_named(tail, error):
+            # A path from the command's home ("~") is not known here: never a refusal.
+            if not path.startswith("~") and refuses(posixpath.normpath(posixpath.join(base, path))):
+                return command_name(command)
     return None
 
 
-def _erofs_paths(body: str) -> list[str]:
-    """The paths the read-only file system errors in a command's output name (up to 32)."""
+def _paths_named(body: str, error: str) -> list[str]:
+    """The paths the errors (lower case text) in a command's output name (up to 32)."""
     found: list[str] = []
+    if error not in body.lower():
+        return found
     for line in body.splitlines():
         lower = line.lower()
-        at = lower.find(_EROFS)
+        at = lower.find(error)
         while at != -1 and len(found) < 32:
             # Before it: ``touch: cannot touch 'x': Read-only``, ``bash: line 1: x: Read-only``.
             before = line[max(0, at - _WINDOW_CHARS) : at].rstrip()
@@ -162,10 +189,10 @@ def _erofs_paths(body: str) -> list[str]:
                 path = _last_word(before[:-1].rstrip())
                 if path:
                     found.append(path)
-            after = _PATH_AFTER.match(line, at + len(_EROFS), at + len(_EROFS) + _WINDOW_CHARS)
+            after = _PATH_AFTER.match(line, at + len(error), at + len(error) + _WINDOW_CHARS)
             if after is not None:
                 found.append(next(group for group in after.groups() if group is not None))
-            at = lower.find(_EROFS, at + len(_EROFS))
+            at = lower.find(error, at + len(error))
     return [path.rstrip(".,;") for path in found]
 
 
