@@ -52,7 +52,7 @@ _EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 _EROFS = "read-only file system"
 _EPERM = "operation not permitted"
 _WINDOW_CHARS = 1024
-"""Of a line, the text read on each side of an EROFS error for the path it names."""
+"""Of a line, the text read on each side of an error for the path it names."""
 _PATH_AFTER = re.compile(r"(?::|,\s*\w+)\s*(?:'([^'\n]+)'|\"([^\"\n]+)\"|(\S+))")
 """After the error: Python's ``Read-only file system: 'x'``, Node's ``..., open 'x'``."""
 
