@@ -3,8 +3,9 @@
 Codex counts tokens over a whole thread, so a resumed run's adapter is given what the earlier
 runs of that thread used (`thread_usage`). A run killed before its result line printed too
 little: `recover_killed_run` completes it from what the agent keeps under its home (Claude
-Code's transcript, Gemini CLI's chat files, Codex's rollout). File reads: call it off the event
-loop.
+Code's transcript, Gemini CLI's chat files, Codex's rollout). A Codex run that finished has
+its refused commands decided from the rollout too (`codex_refusals`: stdout can miss them).
+File reads: call `read_agent_files` off the event loop.
 """
 
 from __future__ import annotations
@@ -24,11 +25,17 @@ from agentherd.sessions.adapters.claude_transcript import (
     read_transcript,
     transcript_path,
 )
-from agentherd.sessions.adapters.codex_rollout import codex_home, read_thread_total, rollout_paths
+from agentherd.sessions.adapters.codex_rollout import (
+    codex_home,
+    read_run_refusals,
+    read_thread_total,
+    rollout_paths,
+)
 from agentherd.sessions.adapters.gemini_chats import chat_paths, gemini_dir, read_chat_answers
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.launchspec import run_environment
 from agentherd.sessions.records import RunRecord
+from agentherd.sessions.times import parse_iso
 from agentherd.supervisor.store import Store
 
 log = logging.getLogger("herd.session")
@@ -49,6 +56,42 @@ def recoverable(parser: OutputParser) -> bool:
     """True for an agent whose own files can complete a killed run (a thread's work to look);
     a plain command has none, and `herd down` ends hundreds of them."""
     return isinstance(parser, ClaudeParser | GeminiParser | CodexParser)
+
+
+def reads_agent_files(parser: OutputParser) -> bool:
+    """True when a run that just ended needs its agent's files: a killed run's spend, or a
+    finished Codex run's refused commands."""
+    return recoverable(parser) and (parser.outcome is None or isinstance(parser, CodexParser))
+
+
+def read_agent_files(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Complete a run that ended from its agent's files; True if its usage or outcome changed."""
+    if parser.outcome is None:
+        return recover_killed_run(parser, record, config)
+    if isinstance(parser, CodexParser):
+        return codex_refusals(parser, record, config)
+    return False
+
+
+def codex_refusals(parser: CodexParser, record: RunRecord, config: SessionConfig) -> bool:
+    """Decide a finished Codex run's refused commands from its rollout; True if changed."""
+    thread_id = parser.session_id
+    home = codex_home(run_environment(os.environ, config, record.run, 0, {}))
+    since = parse_iso(record.started_at)
+    if parser.outcome is None or thread_id is None or home is None or since is None:
+        return False
+    paths = rollout_paths(home, thread_id)
+    refused = read_run_refusals(paths, since) if paths else None
+    changed = parser.take_rollout_refusals(refused)
+    if changed:
+        log.info(
+            "run %d of %s: refused commands from %s: %s",
+            record.run,
+            config.name,
+            paths[-1],
+            ", ".join(refused or ()) or "none",
+        )
+    return changed
 
 
 def recover_killed_run(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:

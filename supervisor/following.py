@@ -194,11 +194,13 @@ class RunFollowing(SessionParts):
         info = live.exit or procs.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
-        # Killed before its result: its spend is in the agent's records (a plain command has none).
-        if outcome is None and agentusage.recoverable(live.parser):
+        # Killed before its result: its spend is in the agent's records (a plain command has none);
+        # a finished Codex run's refused commands are in its rollout (stdout can miss them).
+        if agentusage.reads_agent_files(live.parser):
             await anyio.to_thread.run_sync(
-                agentusage.recover_killed_run, live.parser, live.record, live.config
+                agentusage.read_agent_files, live.parser, live.record, live.config
             )
+            outcome = live.parser.outcome
         agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal

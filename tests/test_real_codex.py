@@ -132,10 +132,11 @@ def test_a_commit_the_sandbox_refuses_fails_with_the_reason_and_is_not_restarted
     steps = [
         tool(SHELL, cmd="printf 'hi\\n' > hello.txt"),
         # codex-cli 0.171.0 at times prints no `command_execution` item for a command that
-        # ends at once: 3 of 9 trials with four such commands each lost one or two items. Its
-        # rollout file lacks the item too (only the `function_call_output` is there), so it is
-        # the CLI, not herd's reading. A short sleep makes it print one.
-        tool(SHELL, cmd="sleep 0.5; git add -A && git commit -q -m 'agent: add hello.txt'"),
+        # ends at once (here often for this commit): herd reads the refusal from the thread's
+        # rollout file, which always has the call's `function_call_output`.
+        tool(SHELL, cmd="git add -A && git commit -q -m 'agent: add hello.txt'"),
+        # A failing test is not a refusal: it must not be named.
+        tool(SHELL, cmd="printf 'FAILED tests/test_app.py::test_add\\n'; exit 1"),
         text("I could not commit."),
     ]
     with OpenAIResponsesServer(steps) as server:
@@ -153,5 +154,7 @@ def test_a_commit_the_sandbox_refuses_fails_with_the_reason_and_is_not_restarted
             output.read_text(errors="replace")[-4000:],
         )
         assert len(herd.events("main", "run-started")) == 1
+        (failed,) = herd.events("main", "failed")
+        assert "was denied git;" in failed["message"], failed  # the command, and only it
         assert git(repo, "log", "-1", "--format=%s").strip() != "agent: add hello.txt"
-        assert server.answered == 3
+        assert server.answered == 4

@@ -10,6 +10,13 @@ rollout file Codex keeps (see ``codex_rollout``), so the killed run counts its o
 A figure below the previous total means the counter was not cumulative: it is taken as this
 run's own, with a warning.
 
+Refused commands: stdout's ``command_execution`` items are read as they come (a ``declined``
+status, or a failed command whose output says the file system is read-only), but Codex
+often prints no item for a command its sandbox refused. When the run has ended, the supervisor
+reads the thread's rollout and ``take_rollout_refusals`` replaces that guess with what the
+rollout shows (``codex_refusals``: the sandbox's own profile decides, so a failing test is
+never a refusal).
+
 ``cached_input_tokens`` (and ``cache_write_input_tokens`` where present) are parts of
 ``input_tokens``: they become cache read (write) and only the rest is input.
 ``reasoning_output_tokens`` is part of ``output_tokens`` and is not added. No cost is printed.
@@ -22,6 +29,7 @@ from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
 from agentherd.sessions.adapters.base import OutputParser, display_text
+from agentherd.sessions.adapters.codex_refusals import command_name
 from agentherd.sessions.adapters.usage import Usage, as_count
 
 _Tokens = tuple[int, int, int, int]
@@ -49,6 +57,9 @@ class CodexParser(OutputParser):
         self._cumulative: _Tokens | None = None
         self._turns = 0
         self._denials: list[str] = []
+        self._declined: list[str] = []
+        self._ended_as: dict[str, Any] | None = None
+        """How the turn ended (all but the denials), to decide the outcome again from them."""
         self._error: str | None = None
 
     @property
@@ -91,6 +102,23 @@ class CodexParser(OutputParser):
         self._take_cumulative(tokens)
         return True
 
+    def take_rollout_refusals(self, refused: list[str] | None) -> bool:
+        """Decide a finished run's denials from its rollout (None: unknown, stdout's stand).
+
+        Commands Codex declined on stdout are kept; the rest is what the rollout shows.
+        Returns whether the outcome changed.
+        """
+        if refused is None or self.outcome is None or self._ended_as is None:
+            return False
+        denials: list[str] = []
+        for name in (*self._declined, *refused):
+            outcomes.add_denial(denials, name)
+        if denials == self._denials:
+            return False
+        self._denials = denials
+        self.outcome = outcomes.ended(**self._ended_as, denials=denials)
+        return True
+
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one event on its ``type``."""
         kind = obj.get("type")
@@ -125,7 +153,9 @@ class CodexParser(OutputParser):
                 and _READ_ONLY.search(output[-8192:]) is not None
             )
             if refused:
-                outcomes.add_denial(self._denials, _command_name(command))
+                outcomes.add_denial(self._denials, command_name(command))
+            if item.get("status") == "declined":
+                outcomes.add_denial(self._declined, command_name(command))
 
     def _on_turn_completed(self, obj: dict[str, Any]) -> None:
         """Take the thread's running token total; the turn ended well."""
@@ -135,12 +165,12 @@ class CodexParser(OutputParser):
             tokens = _codex_tokens(usage)
             if tokens is not None:
                 self._take_cumulative(tokens)
-        self.outcome = outcomes.ended(
-            is_error=False,
-            subtype="turn.completed",
-            message=self.result_text,
-            denials=self._denials,
-        )
+        self._ended_as = {
+            "is_error": False,
+            "subtype": "turn.completed",
+            "message": self.result_text,
+        }
+        self.outcome = outcomes.ended(**self._ended_as, denials=self._denials)
 
     def _take_cumulative(self, tokens: _Tokens) -> None:
         """Keep the latest running total; one that shrinks is warned about and not taken."""
@@ -164,14 +194,14 @@ class CodexParser(OutputParser):
         error = obj.get("error")
         message = error.get("message") if isinstance(error, dict) else error
         text = display_text(message) or self._error or "turn failed"
-        self.outcome = outcomes.ended(
-            is_error=True,
-            subtype="turn.failed",
-            message=text,
-            rate_limited=outcomes.RATE_LIMIT_TEXT.search(text) is not None,
-            denials=self._denials,
-            resets_at=_reset_in_text(text),
-        )
+        self._ended_as = {
+            "is_error": True,
+            "subtype": "turn.failed",
+            "message": text,
+            "rate_limited": outcomes.RATE_LIMIT_TEXT.search(text) is not None,
+            "resets_at": _reset_in_text(text),
+        }
+        self.outcome = outcomes.ended(**self._ended_as, denials=self._denials)
 
 
 def _codex_tokens(usage: dict[str, Any]) -> _Tokens | None:
@@ -186,15 +216,6 @@ def _codex_tokens(usage: dict[str, Any]) -> _Tokens | None:
     cached = min(cached, given)
     written = min(written, given - cached)
     return (given - cached - written, output or 0, cached, written)
-
-
-def _command_name(command: object) -> str:
-    """A short name for a refused command: its program (after a ``bash -lc`` wrapper)."""
-    if not isinstance(command, str):
-        return "command"
-    inner = re.search(r"-lc\s+[\"']?(\S+)", command)
-    word = inner.group(1) if inner else (command.split() or ["command"])[0]
-    return outcomes.tool_name(word.strip("\"'")) or "command"
 
 
 _ISO_IN_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")

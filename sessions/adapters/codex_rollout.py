@@ -6,24 +6,31 @@ Codex CLI (0.171) writes each thread to
 same file. After each model response it writes an ``event_msg`` line of payload type
 ``token_count`` whose ``info.total_token_usage`` is the thread's running total (the figure
 ``turn.completed`` prints on stdout only when the turn ends): the last one is what the thread
-has used so far, killed turn included. Reading files is all this does; the supervisor calls
-it off its event loop.
+has used so far, killed turn included. Its ``turn_context``, ``function_call`` and
+``function_call_output`` lines tell which commands the sandbox refused (``codex_refusals``):
+stdout can miss them. Reading files is all this does; the supervisor calls it off its event
+loop.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
+from agentherd.sessions.adapters.codex_refusals import RunRefusals
 
 MAX_ROLLOUT_BYTES = 256 * 1024 * 1024
 """A rollout file is read up to this size (its tail beyond is not read)."""
 
 MAX_ENTRY_BYTES = 1024 * 1024
 """A rollout line longer than this is skipped unread (token counts are short lines)."""
+
+_REFUSAL_MARKERS = (b'"turn_context"', b'"function_call"', b'"function_call_output"')
+"""Only lines holding one of these are parsed when looking for refused commands."""
 
 MAX_ROLLOUT_FILES = 16
 """At most this many files are opened for one thread."""
@@ -82,3 +89,27 @@ def _total_in(raw: bytes) -> dict[str, Any] | None:
     info = payload.get("info")
     total = info.get("total_token_usage") if isinstance(info, dict) else None
     return total if isinstance(total, dict) else None
+
+
+def read_run_refusals(
+    paths: list[Path], since: datetime, max_bytes: int = MAX_ROLLOUT_BYTES
+) -> list[str] | None:
+    """The commands refused in the run that started at since; None when its sandbox is unknown."""
+    refusals = RunRefusals(since)
+    for path in paths:
+        read_bytes = 0
+        try:
+            with path.open("rb") as stream:
+                for raw in stream:
+                    read_bytes += len(raw)
+                    if read_bytes > max_bytes:
+                        break
+                    if len(raw) > MAX_ENTRY_BYTES or not any(m in raw for m in _REFUSAL_MARKERS):
+                        continue
+                    try:
+                        refusals.take(json.loads(raw.decode("utf-8", errors="replace")))
+                    except (ValueError, RecursionError):
+                        continue
+        except OSError:
+            continue
+    return refusals.verdict
