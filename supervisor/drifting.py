@@ -265,6 +265,8 @@ class DriftHandling(SessionParts):
 
     async def _act(self, action: str, kind: str) -> None:
         """Apply `on_drift`'s action for a warning that just opened."""
+        if not self.warnings.is_open(kind):
+            return  # its cause went away before the action came to apply (a plan written back)
         try:
             if action == "pause":
                 await self._drift_pause(kind)
@@ -281,7 +283,7 @@ class DriftHandling(SessionParts):
             run = self.run
             if self.record.state not in (State.RUNNING, State.PAUSED):
                 return
-            if run is None or run.exited.is_set():
+            if run is None or run.exited.is_set() or not self.warnings.is_open(kind):
                 return
             if not run.paused:
                 timings = self.ctx.timings

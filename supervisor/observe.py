@@ -156,10 +156,15 @@ class Observer:
         first had already taken returned with the plan before it, so a run that passed an
         item was judged against the older count (early exits missed or invented).
         """
+        async with self.plan_reads():
+            await self._refresh_plan()
+
+    def plan_reads(self) -> anyio.Lock:
+        """The lock every read of the plan holds; a restart's reset holds it too, so no read
+        sees the checkpoint's older copy before herd writes the answered plan back."""
         if self._plan_read is None:
             self._plan_read = anyio.Lock()
-        async with self._plan_read:
-            await self._refresh_plan()
+        return self._plan_read
 
     async def _refresh_plan(self) -> None:
         path = self.plan_path

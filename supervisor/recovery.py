@@ -71,9 +71,10 @@ async def prepare_restart(
         wanted = target_rev(session, target, run_config)
         keep_ref = None if saved else f"refs/herd/{run_config.name}/before-reset/{last_run}"
         plan = plankeep.PlanKeep.of(run_config, session.record.plan_baseline_raw)
-        target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
-            _reset, cwd, wanted, keep_ref, exclude, deadline, plan
-        )
+        async with session.observer.plan_reads():
+            target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
+                _reset, cwd, wanted, keep_ref, exclude, deadline, plan
+            )
         if target_sha:
             env_extra["HERD_CHECKPOINT"] = target_sha
             kept_note = f"; the commits after it are kept on {kept.ref}" if kept else ""
@@ -149,7 +150,7 @@ def _reset(
     kept = gitops.keep_head(cwd, keep_ref, target_sha, deadline) if keep_ref else None
     before = plan.read() if plan is not None else None
     gitops.reset_worktree(cwd, target_sha, exclude, deadline)
-    # Right after the reset, in the same worker: the observer sees the reset's copy briefly at most.
+    # Right after the reset, in the same worker; the caller holds the plan reads meanwhile.
     return target_sha, kept, plan is not None and plan.keep(before)
 
 
