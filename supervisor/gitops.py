@@ -9,6 +9,7 @@ memory, once the modules it shares with the daemon are counted, for what one `gi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -505,7 +506,8 @@ def save_rescue(
 
     The real index, the worktree and HEAD are left exactly as they are, no hook runs and no
     user identity is needed: the tree is built in a temporary index. Untracked paths in
-    `exclude` (herd.toml living in the worktree) are not the agent's work and are left out.
+    `exclude` (herd.toml living in the worktree) are not the agent's work: the rescue holds
+    them as HEAD does (left out when HEAD has none).
     A rescue ref is never moved: when `ref` exists (the same run rescued again, e.g. by a new
     daemon after a kill mid-reset), the commit goes on `ref.2`, `ref.3`..., unless one of them
     already holds this very tree on this HEAD. Returns None when there is nothing to save.
@@ -531,10 +533,13 @@ def save_rescue(
         # --ignore-errors: an unreadable file must not lose the rest (exit 1 then).
         _run(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1), deadline=deadline)
         for path in _inside(top, exclude):
-            _run(
-                top, "rm", "--cached", "-q", "--ignore-unmatch", "--", path, env=index,
-                deadline=deadline,
-            )  # fmt: skip
+            # As HEAD has it: a committed herd.toml neither deleted nor edited, else left out.
+            unstage = (
+                ["reset", "-q", head, "--"]
+                if head
+                else ["rm", "--cached", "-q", "--ignore-unmatch", "--"]
+            )
+            _run(top, *unstage, path, env=index, deadline=deadline)
         tree = _run(top, "write-tree", env=index, deadline=deadline).strip().decode("ascii")
     if head is None:
         base_tree = _run(top, "hash-object", "-t", "tree", "--stdin", stdin=b"", deadline=deadline)
@@ -608,7 +613,8 @@ def reset_worktree(
 ) -> None:
     """`git reset --hard sha` then `git clean -fd`: ignored files stay, untracked ones go.
 
-    Paths in `keep` (herd.toml when it lives in the worktree, untracked) are never cleaned.
+    Paths in `keep` (herd.toml when it lives in the worktree) are never cleaned, and keep
+    their bytes when committed: the person's edit is not the agent's work.
     Call only when no process of the run is alive. A leftover `index.lock` is removed only
     when no live process may hold it (a killed daemon's `git reset` can still be running):
     until `deadline`, we wait for it; after, GitError and nothing is reset.
@@ -618,9 +624,23 @@ def reset_worktree(
     full = sha if sha == gitfiles.head_sha(paths) else resolve_commit(worktree, sha)
     top = paths.worktree
     wait_index_free(top, paths.git_dir / "index.lock", deadline)
+    kept = _read_kept(top, _inside(top, keep))
     _run(top, "reset", "--hard", "--quiet", full, deadline=deadline)
+    for path, data in kept.items():  # a committed herd.toml the person edited stays edited
+        with contextlib.suppress(OSError):
+            if (top / path).read_bytes() != data:
+                (top / path).write_bytes(data)
     excludes = [arg for path in _inside(top, keep) for arg in ("-e", "/" + path)]
     _run(top, "clean", "-f", "-d", "--quiet", *excludes, deadline=deadline)
+
+
+def _read_kept(top: Path, paths: Sequence[str]) -> dict[str, bytes]:
+    """The bytes of each kept file that exists, so that `reset --hard` cannot change them."""
+    kept = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            kept[path] = (top / path).read_bytes()
+    return kept
 
 
 def _inside(top: Path, paths: Sequence[Path]) -> list[str]:

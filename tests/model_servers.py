@@ -210,6 +210,14 @@ class ScriptedServer:
     def served_one(self) -> None:
         with self._lock:
             self.served += 1
+            if self.log_path is not None:  # the hand-run server: its bill so far, for a person
+                bill = {
+                    "answers": self.served,
+                    **{k: v * self.served for k, v in vars(self.tokens).items()},
+                }
+                self.log_path.with_name(
+                    self.log_path.name.replace(".requests.jsonl", ".bill.json")
+                ).write_text(json.dumps(bill) + "\n")
 
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -585,7 +593,11 @@ def _step_from_json(obj: dict[str, Any]) -> Step:
 
 
 def main(argv: list[str]) -> int:
-    """`python tests/model_servers.py anthropic|openai|gemini SCRIPT.json`: serve until killed."""
+    """`python tests/model_servers.py KIND SCRIPT.json`: serve until killed.
+
+    Prints its URL; appends each scripted request's body to SCRIPT.requests.jsonl and keeps its
+    bill (answers served, side requests too, and the tokens they reported) in SCRIPT.bill.json.
+    """
     import sys
     import time
 

@@ -575,3 +575,30 @@ def test_rescue_leaves_out_excluded_untracked_files(repo: Path) -> None:
     assert sha is not None
     files = tree_files(repo, sha)
     assert "new.txt" in files and "herd.toml" not in files
+
+
+def test_a_committed_herd_toml_is_in_the_rescue_as_committed(repo: Path) -> None:
+    """A tracked herd.toml is not the agent's work: the rescue neither deletes nor edits it.
+
+    A rescue that dropped it recorded its deletion (restoring the rescue then deleted the
+    person's config) and saved a "rescue" of every clean tree.
+    """
+    head = commit(repo, "first", {"README.md": "x\n", "herd.toml": "[[session]]\n"})
+    config = repo / "herd.toml"
+    assert rescue_sha(repo, "refs/herd/a/rescue/1", "m", [config]) is None
+    config.write_text("[[session]]\n# the person's edit\n")
+    (repo / "new.txt").write_text("work\n")
+    sha = rescue_sha(repo, "refs/herd/a/rescue/2", "m", [config])
+    assert sha is not None
+    assert git(repo, "diff", "--name-only", head, sha).split() == ["new.txt"]
+
+
+def test_a_reset_keeps_the_persons_edit_of_a_committed_herd_toml(repo: Path) -> None:
+    """herd.toml edited but not committed survives the reset after a crash, byte for byte."""
+    head = commit(repo, "first", {"README.md": "x\n", "herd.toml": "[[session]]\n"})
+    edited = "[[session]]\nname = 'api'  # edited, not committed\n"
+    (repo / "herd.toml").write_text(edited)
+    (repo / "README.md").write_text("the agent's edit\n")
+    reset_worktree(repo, head, keep=[repo / "herd.toml"])
+    assert (repo / "README.md").read_text() == "x\n"
+    assert (repo / "herd.toml").read_text() == edited

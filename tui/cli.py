@@ -178,7 +178,11 @@ def main(config: str | None, debug: bool) -> None:
 
 
 @main.command()
-@click.option("--agent", default=None, help="Agent preset: claude, codex, gemini, aider, plain.")
+@click.option(
+    "--agent",
+    default=None,
+    help="Agent preset: claude, codex, gemini, amp, opencode, aider, plain.",
+)
 @guarded
 def init(agent: str | None) -> None:
     """Write a commented herd.toml here."""

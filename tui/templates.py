@@ -40,9 +40,8 @@ _PRESETS: dict[str, tuple[str, str]] = {
         '["amp", "threads", "continue", "{session_id}", "-x", "Continue.", "--stream-json"]',
     ),
     "opencode": (
-        '["opencode", "run", "--format", "json", "Implement the next failing feature in '
-        'feature_list.json."]',
-        '["opencode", "run", "--format", "json", "--session", "{session_id}", "Continue."]',
+        f'["opencode", "run", "--format", "json", "{_WORK}"]',
+        f'["opencode", "run", "--format", "json", "--session", "{{session_id}}", "{_CONTINUE}"]',
     ),
     "aider": (
         '["aider", "--yes-always", "--message", "Implement the next failing feature in '

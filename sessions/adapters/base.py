@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from agentherd.sessions.adapters.eventwords import is_quiet
 from agentherd.sessions.adapters.summary import load_json, summarize_decoded
 from agentherd.sessions.adapters.usage import Outcome, Usage
 
@@ -93,8 +94,9 @@ class OutputParser:
         return [self._feed(line) for line in lines]
 
     def summarize(self, line: bytes, value: object | None, max_chars: int) -> str:
-        """One line a person can read for an output line that decoded to value (None: not JSON)."""
-        return summarize_decoded(line, value, max_chars)
+        """One line a person can read for an output line that decoded to value (None: not JSON);
+        "" for a turn or step marker, so that a run's last line is what the agent did."""
+        return "" if is_quiet(value) else summarize_decoded(line, value, max_chars)
 
     def _feed(self, line: bytes) -> object | None:
         """Read one line; return the JSON value it decoded to (None when it is not JSON)."""

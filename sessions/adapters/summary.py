@@ -11,6 +11,7 @@ import re
 from json.scanner import make_scanner
 from typing import Any, cast
 
+from agentherd.sessions.adapters.eventwords import other_summary
 from agentherd.sessions.sanitize import display_line
 
 SUMMARY_SCAN_BYTES = 256 * 1024
@@ -64,12 +65,15 @@ def _summary(event: dict[str, Any]) -> str:
         model = f" (model {event['model']})" if event.get("model") else ""
         return f"{event.get('subtype', 'system')}: agent session started{model}"
     if kind == "result":
-        word = "error" if event.get("is_error") else "result"
-        return f"{word}: {_first_line(str(event.get('result', '')))}"
+        # Gemini CLI's result has a `status` ("success", "error") and no text of its own.
+        failed = event.get("is_error") or event.get("status") == "error"
+        said = event.get("result") if "result" in event else event.get("status", "")
+        return f"{'error' if failed else 'result'}: {_first_line(str(said))}"
     message = event.get("message")
     if isinstance(message, dict):
         return _blocks_text(message.get("content"))
-    return ""
+    others = other_summary(kind, event)
+    return "" if others is None else others
 
 
 def _reject_constant(name: str) -> float:
