@@ -11,13 +11,13 @@ messages. Reading a file is all this does; the supervisor calls it off its event
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
+from agentherd.sessions.adapters.jsonlines import json_lines
 
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 """A transcript is read up to this size (its tail beyond is not read)."""
@@ -59,22 +59,7 @@ def transcript_path(config_dir: Path, cwd: str, session_id: str) -> Path | None:
 
 def read_transcript(path: Path, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> list[dict[str, Any]]:
     """The assistant entries of a transcript that carry usage; unreadable lines are skipped."""
-    entries: list[dict[str, Any]] = []
-    read_bytes = 0
-    try:
-        with path.open("rb") as stream:
-            for raw in stream:
-                read_bytes += len(raw)
-                if read_bytes > max_bytes:
-                    break
-                if len(raw) > MAX_ENTRY_BYTES or b'"assistant"' not in raw or b'"usage"' not in raw:
-                    continue
-                try:
-                    value = json.loads(raw.decode("utf-8", errors="replace"))
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(value, dict):
-                    entries.append(value)
-    except OSError:
-        return entries
-    return entries
+    lines = json_lines(
+        [path], max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"assistant"' in raw and b'"usage"' in raw
+    )
+    return [value for value in lines if isinstance(value, dict)]

@@ -14,7 +14,6 @@ loop.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
 from agentherd.sessions.adapters.codex_refusals import RunRefusals
+from agentherd.sessions.adapters.jsonlines import json_lines
 
 MAX_ROLLOUT_BYTES = 256 * 1024 * 1024
 """A rollout file is read up to this size (its tail beyond is not read)."""
@@ -59,30 +59,20 @@ def rollout_paths(home: Path, thread_id: str) -> list[Path]:
 def read_thread_total(paths: list[Path], max_bytes: int = MAX_ROLLOUT_BYTES) -> dict[str, Any]:
     """The last ``total_token_usage`` the rollout files hold ({} when none)."""
     total: dict[str, Any] = {}
-    for path in paths:
-        read_bytes = 0
-        try:
-            with path.open("rb") as stream:
-                for raw in stream:
-                    read_bytes += len(raw)
-                    if read_bytes > max_bytes:
-                        break
-                    if len(raw) > MAX_ENTRY_BYTES or b'"total_token_usage"' not in raw:
-                        continue
-                    found = _total_in(raw)
-                    if found:
-                        total = found
-        except OSError:
-            continue
+    lines = json_lines(paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"total_token_usage"' in raw)
+    for value in lines:
+        found = _total_in(value)
+        if found:
+            total = found
     return total
 
 
-def _total_in(raw: bytes) -> dict[str, Any] | None:
+def _may_hold_a_refusal(raw: bytes) -> bool:
+    return any(marker in raw for marker in _REFUSAL_MARKERS)
+
+
+def _total_in(value: object) -> dict[str, Any] | None:
     """A ``token_count`` line's ``info.total_token_usage``, or None."""
-    try:
-        value = json.loads(raw.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        return None
     payload = value.get("payload") if isinstance(value, dict) else None
     if not isinstance(payload, dict) or payload.get("type") != "token_count":
         return None
@@ -96,20 +86,6 @@ def read_run_refusals(
 ) -> list[str] | None:
     """The commands refused in the run that started at since; None when its sandbox is unknown."""
     refusals = RunRefusals(since)
-    for path in paths:
-        read_bytes = 0
-        try:
-            with path.open("rb") as stream:
-                for raw in stream:
-                    read_bytes += len(raw)
-                    if read_bytes > max_bytes:
-                        break
-                    if len(raw) > MAX_ENTRY_BYTES or not any(m in raw for m in _REFUSAL_MARKERS):
-                        continue
-                    try:
-                        refusals.take(json.loads(raw.decode("utf-8", errors="replace")))
-                    except (ValueError, RecursionError):
-                        continue
-        except OSError:
-            continue
+    for value in json_lines(paths, max_bytes, MAX_ENTRY_BYTES, _may_hold_a_refusal):
+        refusals.take(value)
     return refusals.verdict

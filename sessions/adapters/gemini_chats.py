@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
+from agentherd.sessions.adapters.jsonlines import json_lines
 
 MAX_CHAT_BYTES = 256 * 1024 * 1024
 """A chat file is read up to this size (its tail beyond is not read)."""
@@ -77,23 +78,8 @@ def _names_session(path: Path, session_id: str) -> bool:
 def read_chat_answers(paths: list[Path], max_bytes: int = MAX_CHAT_BYTES) -> list[dict[str, Any]]:
     """The model answers (type ``gemini``, with ``tokens``) in chat files; bad lines skipped."""
     answers: list[dict[str, Any]] = []
-    for path in paths:
-        read_bytes = 0
-        try:
-            with path.open("rb") as stream:
-                for raw in stream:
-                    read_bytes += len(raw)
-                    if read_bytes > max_bytes:
-                        break
-                    if len(raw) > MAX_ENTRY_BYTES or b'"tokens"' not in raw:
-                        continue
-                    try:
-                        value = json.loads(raw.decode("utf-8", errors="replace"))
-                    except (ValueError, RecursionError):
-                        continue
-                    answers.extend(_answers_in(value))
-        except OSError:
-            continue
+    for value in json_lines(paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"tokens"' in raw):
+        answers.extend(_answers_in(value))
     return answers
 
 
