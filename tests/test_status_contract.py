@@ -87,14 +87,17 @@ def test_status_json_is_the_model_with_every_field(herd: Herd) -> None:
         )
         return done.stdout.strip()
 
-    # The run may end before its last commit is looked at and verified: wait for HEAD's verdict
-    # and its warnings (claims-done-but-fails follows verify-failed), so two reads agree.
+    # The run may end before its last commit is looked at and verified: wait for HEAD's verdict,
+    # its warnings (claims-done-but-fails follows verify-failed) and the fleet's sum, so two
+    # reads agree.
     wait_until(
         lambda: (
             (s := herd.status("api"))["state"] == "failed"  # plan-incomplete: 1 of 2 pass
             and (s["checkpoint"] or {}).get("sha") == head()
             and s["checkpoint"].get("verification")
             and {w["kind"] for w in s["warnings"]} >= {"verify-failed", "claims-done-but-fails"}
+            # `fleet` is summed at most a second late: wait until it has this run's spend too
+            and (s["fleet"] or {}).get("usage") == s["usage"]
         ),
         timeout_s=60,
         what="an ended run with its last checkpoint verified",
