@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HERD
+from pgcluster import cluster_extra_missing, require_cluster_extra
 
 from agentherd.sessions.config import load_config
 
@@ -23,7 +24,9 @@ def check(folder: Path, text: str, **env: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.cluster
 def test_a_cluster_with_its_url_in_the_environment_checks(tmp_path: Path) -> None:
+    require_cluster_extra(module_level=False)
     text = CLUSTER + SESSION + 'host = ["h1", "h2"]\n'
     result = check(tmp_path, text, HERD_TEST_DB="postgresql://herd@127.0.0.1:5432/herd")
     assert result.returncode == 0, result.stderr
@@ -32,6 +35,18 @@ def test_a_cluster_with_its_url_in_the_environment_checks(tmp_path: Path) -> Non
     assert config.cluster.lease == 30.0
     assert config.cluster.checkpoint_remote is None  # nothing is pushed unless named
     assert config.sessions[0].host == ["h1", "h2"]
+
+
+def test_a_cluster_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    if cluster_extra_missing() is None:
+        pytest.skip("the cluster extra is installed here: herd check accepts the cluster")
+    text = CLUSTER + SESSION + 'host = ["h1", "h2"]\n'
+    result = check(tmp_path, text, HERD_TEST_DB="postgresql://herd@127.0.0.1:5432/herd")
+    assert (result.returncode, result.stderr) == (
+        2,
+        "herd.toml: cluster: the cluster needs the cluster extra: "
+        "pip install 'agentherd[cluster]'\n",
+    )
 
 
 def test_without_a_cluster_nothing_changes(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> FleetWorld:
     if request.param == "cluster":
         from pgcluster import require_cluster_extra
 
-        require_cluster_extra()
+        require_cluster_extra(module_level=False)
         database = request.getfixturevalue("pg_url")
     with open_world(request.param, tmp_path, SESSIONS, database) as opened:
         yield opened  # type: ignore[misc]
