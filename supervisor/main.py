@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentherd.sessions.config import ConfigError, environment_problems, load_config
 from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
-from agentherd.supervisor.paths import prepare_state_dir
+from agentherd.supervisor.files.paths import prepare_state_dir
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from conftest import Herd, script, wait_until
 
-from agentherd.supervisor import cgroups
+from agentherd.supervisor.process import cgroups
 
 
 def _cgroups_work() -> bool:

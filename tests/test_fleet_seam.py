@@ -15,7 +15,7 @@ from pgcluster import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
 from agentherd.sessions.status import SessionStatus
-from agentherd.supervisor.fleetapi import Fleet
+from agentherd.supervisor.api.fleetapi import Fleet
 
 SLEEPER = script("""
     import time

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentherd.supervisor.logcap import punch_hole
-from agentherd.tui.line_map import BLOCKS_KEPT, LineMap, find_line
-from agentherd.tui.logfile import CHECKPOINT_BYTES, LineIndex, LineReader
-from agentherd.tui.run_lines import render_bytes
+from agentherd.supervisor.files.logcap import punch_hole
+from agentherd.tui.dashboard.line_map import BLOCKS_KEPT, LineMap, find_line
+from agentherd.tui.dashboard.logfile import CHECKPOINT_BYTES, LineIndex, LineReader
+from agentherd.tui.dashboard.run_lines import render_bytes
 
 
 def split_starts(data: bytes) -> tuple[list[int], int]:

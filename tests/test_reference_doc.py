@@ -35,8 +35,8 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
-from agentherd.tui.app import ACTION_IDS
-from agentherd.tui.cli import EXIT_INTERNAL, EXIT_PERSON, main
+from agentherd.tui.cli.cli import EXIT_INTERNAL, EXIT_PERSON, main
+from agentherd.tui.dashboard.app import ACTION_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reference.md"

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from agentherd.supervisor import cgroups
-from agentherd.supervisor.procs import RunIdentity
-from agentherd.supervisor.runleftovers import maybe_left, settle
+from agentherd.supervisor.process import cgroups
+from agentherd.supervisor.process.procs import RunIdentity
+from agentherd.supervisor.process.runleftovers import maybe_left, settle
 
 
 @contextmanager

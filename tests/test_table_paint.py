@@ -21,9 +21,9 @@ from test_dashboard import until
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.fastcell import plain_cell_line
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.fastcell import plain_cell_line
+from agentherd.tui.dashboard.widgets import SessionTable
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
     cell (a row, a line) that was not dropped fails here; the new text is on screen."""
     from snapshot_fleet import statuses
 
-    from agentherd.tui.messages import Snapshot
+    from agentherd.tui.dashboard.messages import Snapshot
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(160, 40)) as pilot:

@@ -18,8 +18,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from agentherd.tui.linescrollbar import LineScrollBar
-from agentherd.tui.rowtable import RowCachedTable
+from agentherd.tui.dashboard.linescrollbar import LineScrollBar
+from agentherd.tui.dashboard.rowtable import RowCachedTable
 
 ROWS = 60
 
