@@ -206,7 +206,9 @@ class RunFollowing(SessionParts):
         agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
-        usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated
+        usage = self.spend.run_usage(
+            self.spend_facts(), live
+        )  # never lower than seen, a missing cost estimated
         live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
         self.task_usage = self.task_usage + usage

@@ -29,7 +29,7 @@ from agentherd.supervisor.session.liverun import LiveRun
 if TYPE_CHECKING:
     from agentherd.sessions.checkpoint import Checkpoint
     from agentherd.supervisor.checks.observe import Observer
-    from agentherd.supervisor.session.budgets import SessionSpend
+    from agentherd.supervisor.session.spend import SessionSpend, SpendFacts
 
 
 class SessionParts:
@@ -98,6 +98,9 @@ class SessionParts:
         raise NotImplementedError
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        raise NotImplementedError
+
+    def spend_facts(self) -> SpendFacts:
         raise NotImplementedError
 
     # drifting.py

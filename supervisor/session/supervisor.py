@@ -42,12 +42,13 @@ from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import procs
 from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adoption import Adoption
-from agentherd.supervisor.session.budgets import SessionSpend
+from agentherd.supervisor.session.budgets import BudgetCheck, budget_raised
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.drifting import DriftHandling
 from agentherd.supervisor.session.following import RunFollowing
 from agentherd.supervisor.session.launching import Launching
 from agentherd.supervisor.session.liverun import LiveRun
+from agentherd.supervisor.session.spend import SessionSpend, SpendFacts
 
 log = logging.getLogger("herd.session")
 
@@ -76,7 +77,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self._refreshing: dict[str, bool] = {}
         self.stall = self.restored_stall_clock()
         self.task_usage = self._ended_runs_usage()
-        self.spend = SessionSpend(self)
+        self.spend = SessionSpend(ctx.store, ctx.timings.spend_sample_s)
         """Spend as budgets count it (runs guarded and priced), samples and projection."""
         self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
@@ -140,13 +141,42 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     def spend_json(self) -> dict[str, Any]:
         """`usage_total` and `budget` as the status JSON has them (for the report)."""
-        fields = self.spend.status_fields()
+        fields = self.spend.status_fields(self.spend_facts())
         total = fields["usage_total"]
         return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
 
-    def run_usage(self, live: LiveRun) -> Usage:
-        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
-        return self.spend.run_usage(live)
+    def running_usage(self) -> tuple[int, Usage] | None:
+        """The watched run's number and usage so far while its end is not yet recorded."""
+        facts = self.spend_facts()
+        live = self.spend.unrecorded(facts)
+        return (live.record.run, self.spend.run_usage(facts, live)) if live is not None else None
+
+    def spend_facts(self) -> SpendFacts:
+        """What the spend ledger counts from: this session as it is now (one way, no callback)."""
+        plan = self.observer.plan_current
+        return SpendFacts(
+            self.config,
+            self.record,
+            self.run,
+            self.task_usage,
+            plan,
+            self.ctx.prices,
+            self.restart_pending,
+        )
+
+    def take_budget_check(self, check: BudgetCheck) -> None:
+        """Write what a look at the budget found, in order: notices, warnings, a stop."""
+        for notice in check.notices:
+            self._commit(notice)
+        if check.warned is not None:
+            self.record.budget_warned = list(check.warned)
+            self.record.budget_warned_for = check.warned_for
+        if check.warnings:
+            self._commit(*check.warnings)
+        if check.stop is not None:
+            self.record.budget_stop_limit = check.stop.limit  # written with its event
+            self.record.budget_stop_scope = check.stop.scope
+            self._commit(check.stop.event)
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""
@@ -545,7 +575,8 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
         record = self.record
-        if self.config.autostart and self.spend.budget_raised():
+        budget, fleet_budget = self.config.budget, self.ctx.fleet_budget
+        if self.config.autostart and budget_raised(record, budget, fleet_budget):
             return True  # stopped by a budget that a person has since raised
         return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
 
@@ -611,7 +642,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         `with_fleet`: the status feed sends it once per message)."""
         run = self.run
         record = run.record if run is not None else self._last_run_record()
-        spent = self.spend.status_fields()
+        spent = self.spend.status_fields(self.spend_facts())
         alive = run is not None and not run.exited.is_set()
         observed = self.observer.status_fields()
         plan_diff = self.observer.plan_diff
