@@ -221,7 +221,7 @@ class ControlApi:
     async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
         """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S.
 
-        With `changes`, one snapshot and then only what changed (supervisor/statusfeed.py).
+        With `changes`, one snapshot and then only what changed (supervisor/api/statusfeed.py).
         """
         if request.get("changes"):
             patches = bool(request.get("patches"))
