@@ -2,7 +2,8 @@
 
 Its scrollbar likewise repaints only the lines its thumb moved on (tui/dashboard/linescrollbar.py).
 
-The session table keeps the styled lines that a scroll only moved (tui/dashboard/scrollshift.py): a `j`
+The session table keeps the styled lines that a scroll only moved
+(tui/dashboard/scrollshift.py): a `j`
 at the bottom of the screen used to draw every visible row again (the slowest keys under a
 busy fleet). These tests hold every scrolled picture to the same table drawn from scratch,
 through cell updates, cursor moves, single-row and page scrolls both ways.

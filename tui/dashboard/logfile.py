@@ -41,7 +41,8 @@ def open_regular(path: Path) -> int | None:
 
 
 CHECKPOINT_BYTES = 32 << 10
-"""A line start is remembered once per this many bytes (tui/dashboard/line_map.py finds the ones between
+"""A line start is remembered once per this many bytes (tui/dashboard/line_map.py finds the
+ones between
 by reading at most this much): the index costs 16 bytes per 32 KiB of log, not 8 per line."""
 
 
