@@ -43,7 +43,8 @@ from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session import fleetstart
 from agentherd.supervisor.session.context import Context, Timings
-from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
+from agentherd.supervisor.session.errors import SessionError
+from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""

@@ -45,6 +45,7 @@ from agentherd.supervisor.session.adoption import Adoption
 from agentherd.supervisor.session.budgets import BudgetCheck, budget_raised
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.drifting import DriftHandling
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.following import RunFollowing
 from agentherd.supervisor.session.launching import Launching
 from agentherd.supervisor.session.liverun import LiveRun
@@ -701,7 +702,3 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         if number and (cached is None or cached.run != number or cached.ended_at is None):
             self._ended_run = self.ctx.store.run(self.config.name, number)
         return self._ended_run if number else None
-
-
-class SessionError(Exception):
-    """A command that does not fit the session's state; shown to the person as one line."""
