@@ -198,8 +198,9 @@ class Daemon:
         async with anyio.create_task_group() as lookups:  # git folders, for the watcher
             for supervisor in self.sessions.values():
                 lookups.start_soon(each, supervisor.observer.git_paths)
-        if self.ctx is not None and self.ctx.watch is not None:  # off the loop: on it, this
-            await self.ctx.watch.update_off_loop()  # held a fleet's starts 0.3-0.8 s
+        if self.ctx is not None and self.ctx.watch is not None:
+            # Off the loop: on it, this held a fleet's starts 0.3-0.8 s.
+            await self.ctx.watch.update_off_loop()
         async with anyio.create_task_group() as reads:
             for supervisor in list(self.sessions.values()):
                 reads.start_soon(each, functools.partial(supervisor.refresh_now, "git"))
