@@ -2,7 +2,7 @@
 
     python bench/rescue_commit.py [--rounds 3] [--crashes 10] [--running 49] [--cycles 60]
 
-Issue 21 asked whether writing the rescue's commit object in Python (`supervisor/gitwrite.py`,
+Issue 21 asked whether writing the rescue's commit object in Python (`supervisor/git/gitwrite.py`,
 now retired; its writer is kept here as the challenger) wins at least 20 % of crash -> relaunch
 p95 over git's own `commit-tree`. Both ways run in this one process, alternating (round by
 round, cycle by cycle, the order swapped each time), so load drifts hit both alike:
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.checkpoint import GitPaths
-from agentherd.supervisor import gitops
+from agentherd.supervisor.git import gitops
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import make_repo  # noqa: E402
