@@ -2,10 +2,11 @@
 
     python bench/rescue_commit.py [--rounds 3] [--crashes 10] [--running 49] [--cycles 60]
 
-Issue 21 asked whether writing the rescue's commit object in Python (`supervisor/git/gitwrite.py`,
-now retired; its writer is kept here as the challenger) wins at least 20 % of crash -> relaunch
-p95 over git's own `commit-tree`. Both ways run in this one process, alternating (round by
-round, cycle by cycle, the order swapped each time), so load drifts hit both alike:
+Issue 21 asked whether writing the rescue's commit object in Python (`gitwrite.py`, retired
+after this bench; its writer is kept here as the challenger) wins at least 20 % of crash ->
+relaunch p95 over git's own `commit-tree` (`supervisor/git/rescue.py`). Both ways run in this
+one process, alternating (round by round, cycle by cycle, the order swapped each time), so
+load drifts hit both alike:
 
 1. crash -> relaunch: `recovery.crash_gaps` (an agent that crashes with a dirty tree,
    restart_delay 0, beside busy sessions), the agent's last line to the next run's first.
@@ -31,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.checkpoint import GitPaths
-from agentherd.supervisor.git import gitops
+from agentherd.supervisor.git import gitops, gitrun, rescue
+from agentherd.supervisor.git.gitproc import GitDeadline
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import make_repo  # noqa: E402
@@ -42,14 +44,15 @@ WIN_NEEDED = 0.20
 """The issue's bar: the hand-written commit stays only if it cuts crash -> relaunch p95 by this."""
 
 
-def _by_hand(paths: GitPaths, tree: str, head: str | None, message: str) -> str | None:
+def _by_hand(
+    paths: GitPaths, tree: str, head: str | None, message: str, deadline: GitDeadline | None
+) -> str:
     """The rescue commit as `gitwrite` wrote it: a loose object, byte-identical to git's."""
     at_s = int(time.time())
     offset_min = (time.localtime(at_s).tm_gmtoff or 0) // 60
     sign = "-" if offset_min < 0 else "+"
-    stamp = (
-        f"herd <herd@localhost> {at_s} {sign}{abs(offset_min) // 60:02d}{abs(offset_min) % 60:02d}"
-    )
+    zone = f"{sign}{abs(offset_min) // 60:02d}{abs(offset_min) % 60:02d}"
+    stamp = f"herd <herd@localhost> {at_s} {zone}"
     lines = [f"tree {tree}"] + ([f"parent {head}"] if head else [])
     body = "\n".join([*lines, f"author {stamp}", f"committer {stamp}", "", message]) + "\n"
     raw = b"commit %d\0" % len(body.encode()) + body.encode()
@@ -70,20 +73,15 @@ def _by_hand(paths: GitPaths, tree: str, head: str | None, message: str) -> str 
     return sha
 
 
-def _by_git(paths: GitPaths, tree: str, head: str | None, message: str) -> str | None:
-    """None: the rescue runs `git commit-tree` itself."""
-    return None
-
-
 @contextlib.contextmanager
 def writing(way: str) -> Iterator[None]:
     """The rescue's commit written `way` for the block."""
-    original = gitops._write_rescue_commit
-    gitops._write_rescue_commit = _by_hand if way == "by hand" else _by_git  # type: ignore[assignment]
+    by_git = rescue.write_commit
+    rescue.write_commit = _by_hand if way == "by hand" else by_git  # type: ignore[assignment]
     try:
         yield
     finally:
-        gitops._write_rescue_commit = original  # type: ignore[assignment]
+        rescue.write_commit = by_git  # type: ignore[assignment]
 
 
 GIT_RUNS: list[str] = []
@@ -92,13 +90,13 @@ GIT_RUNS: list[str] = []
 
 def _count_git() -> None:
     """Note each git command's subcommand as the rescue and reset run it."""
-    original = gitops.run_bounded
+    original = gitrun.run_bounded
 
     def counted(argv: list[str], *args: Any, **kwargs: Any) -> Any:
         GIT_RUNS.append(next(a for a in argv[1:] if not a.startswith("-") and "=" not in a))
         return original(argv, *args, **kwargs)
 
-    gitops.run_bounded = counted  # type: ignore[assignment]
+    gitrun.run_bounded = counted  # type: ignore[assignment]
 
 
 def _cpu_s() -> float:
