@@ -1,8 +1,9 @@
 """Saving an agent's work on refs of herd's own before a reset: the dirty tree, or HEAD.
 
 A rescue commit is made by git's own plumbing (`add -A` and `write-tree` in a temporary index,
-`commit-tree`, `update-ref`), so it saves exactly what the reset and clean then remove, and
-whatever config git honours for a commit (an encoding, a filter driver) is honoured.
+`commit-tree`, `update-ref`), so it saves exactly what the reset and clean then remove, with
+the config git honours (a filter driver in `add`, a commit encoding) and none of the user's
+hooks, fsmonitor or signing (`gitrun` turns them off).
 """
 
 from __future__ import annotations
