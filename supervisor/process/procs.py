@@ -19,6 +19,7 @@ import psutil
 from anyio.abc import Process
 
 from agentherd.supervisor.files import agentfiles
+from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.process import ancestry, cgroups, gonecheck, proctable
 
 log = logging.getLogger("herd.procs")
@@ -27,7 +28,6 @@ EXIT_FILE = "exit_status"
 EXIT_FILE_MAX_BYTES = 64
 """The wrapper writes one number; anything longer is not its file."""
 LOCK_FILE = "alive.lock"
-OUTPUT_FILE = "output.log"
 TAG_VAR = "HERD_RUN_TAG"
 CGROUP_VAR = "HERD_CGROUP"
 
