@@ -1,7 +1,8 @@
 """Budgets applied: each session's spend, the fleet's, the warnings and the stops.
 
-The arithmetic is sessions/budget.py's; this module reads the figures from the live runs and
-the store, and acts: a `budget-warning` once per dimension, a graceful stop at 100 %.
+The arithmetic is sessions/budget.py's and sessions/spending.py's (the status's figures are
+sessions/status_builder.py's); this module gathers their inputs from the live runs and the
+store, and acts: a `budget-warning` once per dimension, a graceful stop at 100 %.
 """
 
 from __future__ import annotations
