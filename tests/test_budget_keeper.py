@@ -1,6 +1,6 @@
-"""The budget keeper on narrow inputs: a session's facts in, a check and a stop out.
+"""The budget keeper on narrow inputs: a session's inputs in, a check and a stop out.
 
-No daemon and no session supervisor: a stand-in holds a ledger and the facts, and records what
+No daemon and no session supervisor: a stand-in holds a ledger and the inputs, and records what
 the keeper hands back, as the session would commit it.
 """
 
@@ -17,20 +17,20 @@ from agentherd.sessions.states import State
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session.budgets import BudgetCheck, BudgetKeeper, budget_raised
 from agentherd.supervisor.session.news import News
-from agentherd.supervisor.session.spend import SessionSpend, SpendFacts
+from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 
 
 class StandIn:
     """A session as the keeper sees it (the `Budgeted` protocol), recording what it is told."""
 
-    def __init__(self, store: Store, facts: SpendFacts) -> None:
+    def __init__(self, store: Store, inputs: SpendInputs) -> None:
         self.spend = SessionSpend(store, sample_every_s=10.0)
-        self.facts = facts
+        self.inputs = inputs
         self.checks: list[BudgetCheck] = []
         self.stopped: list[str] = []
 
-    def spend_facts(self) -> SpendFacts:
-        return self.facts
+    def spend_inputs(self) -> SpendInputs:
+        return self.inputs
 
     def take_budget_check(self, check: BudgetCheck) -> None:
         self.checks.append(check)
@@ -39,7 +39,7 @@ class StandIn:
         self.stopped.append(reason)
 
 
-def running(tmp_path: Path, tokens: int, budget: str) -> tuple[Store, SpendFacts]:
+def running(tmp_path: Path, tokens: int, budget: str) -> tuple[Store, SpendInputs]:
     config = parse_config(
         f'[[session]]\nname = "api"\ncommand = ["true"]\nbudget = {{ {budget} }}\n',
         tmp_path / "herd.toml",
@@ -48,14 +48,14 @@ def running(tmp_path: Path, tokens: int, budget: str) -> tuple[Store, SpendFacts
         name="api", state=State.RUNNING, handle="api/1", run=1, task_started_at=None
     )
     usage = Usage(input_tokens=tokens)
-    return Store(tmp_path / "state.db"), SpendFacts(config, record, None, usage, None, {})
+    return Store(tmp_path / "state.db"), SpendInputs(config, record, None, usage, None, {})
 
 
 def test_the_keeper_hands_a_warning_and_a_stop_back_for_the_session_to_commit(
     tmp_path: Path,
 ) -> None:
-    store, facts = running(tmp_path, 900, "tokens = 1000, warn_at = 0.8")
-    session = StandIn(store, facts)
+    store, inputs = running(tmp_path, 900, "tokens = 1000, warn_at = 0.8")
+    session = StandIn(store, inputs)
 
     async def scenario() -> None:
         async with anyio.create_task_group() as tg:
@@ -65,10 +65,10 @@ def test_the_keeper_hands_a_warning_and_a_stop_back_for_the_session_to_commit(
             assert [e.kind for e in check.warnings] == ["budget-warning"]
             assert check.warned == ("tokens",) and check.warned_for == "api/1"
             assert check.stop is None and session.stopped == []
-            facts.record.budget_warned = list(check.warned)  # as the session writes it
-            facts.record.budget_warned_for = check.warned_for
-            session.facts = SpendFacts(
-                facts.config, facts.record, None, Usage(input_tokens=1200), None, {}
+            inputs.record.budget_warned = list(check.warned)  # as the session writes it
+            inputs.record.budget_warned_for = check.warned_for
+            session.inputs = SpendInputs(
+                inputs.config, inputs.record, None, Usage(input_tokens=1200), None, {}
             )
             keeper.check_one(session)
             stop = session.checks[-1].stop
@@ -88,13 +88,13 @@ def test_the_keeper_hands_a_warning_and_a_stop_back_for_the_session_to_commit(
 def test_a_budget_stopped_session_is_wanted_again_once_its_limit_is_raised(
     tmp_path: Path,
 ) -> None:
-    store, facts = running(tmp_path, 0, "tokens = 1000")
-    record = facts.record
+    store, inputs = running(tmp_path, 0, "tokens = 1000")
+    record = inputs.record
     record.state, record.reason = State.STOPPED, "budget:tokens"
     record.budget_stop_limit, record.budget_stop_scope = 1000, "session"
-    fleet = facts.config.budget
-    assert not budget_raised(record, facts.config.budget, fleet)
-    raised = facts.config.budget.model_copy(update={"tokens": 2000})
+    fleet = inputs.config.budget
+    assert not budget_raised(record, inputs.config.budget, fleet)
+    raised = inputs.config.budget.model_copy(update={"tokens": 2000})
     assert budget_raised(record, raised, fleet)
     record.budget_stop_scope = "fleet"  # the fleet's limit stopped it: the fleet's counts
     assert not budget_raised(record, raised, fleet)

@@ -204,7 +204,9 @@ LIFECYCLE = ROOT / "sessions" / "lifecycle.py"
 
 
 def _supervisor_trees() -> list[tuple[str, ast.Module]]:
-    files = [*SUPERVISOR.glob("*.py"), LIFECYCLE]
+    # the single-machine supervisor: its wings, not the cluster's engine or the simulator
+    wings = [p for p in SUPERVISOR.rglob("*.py") if p.parent.name not in {"cluster", "sim"}]
+    files = [*wings, LIFECYCLE]
     return [(p.name, ast.parse(p.read_text(encoding="utf-8"))) for p in files]
 
 

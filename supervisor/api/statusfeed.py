@@ -111,7 +111,7 @@ class StatusCache:
         }
         usage = _reported_usage(supervisor)
         if usage != entry.usage or has_limits(supervisor.config.budget):
-            fields.update(supervisor.spend.status_fields(supervisor.spend_facts()))
+            fields.update(supervisor.spend.status_fields(supervisor.spend_inputs()))
         dumped = SessionStatus(session=supervisor.config.name, **fields).to_json()
         status = {**entry.status, **{key: dumped[key] for key in fields}}
         if status == entry.status:

@@ -1,8 +1,9 @@
 """Budgets applied: each session's warnings and stops, and the fleet's.
 
-A session's ledger (spend.py) sums what it spent; the keeper decides from that spend, the
-budgets and the clock which warnings to open and which stops to make, and hands them back as
-values: a session commits its `BudgetCheck`, the fleet's events go to the store as daemon events.
+The arithmetic is sessions/budget.py's and sessions/spending.py's; a session's ledger
+(spend.py) gathers its inputs. The keeper decides from the spend, the budgets and the clock
+which warnings to open and which stops to make, and hands them back as values: a session
+commits its `BudgetCheck`; the fleet's events go to the store as daemon events.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions import status_builder
 from agentherd.sessions.budget import (
     DimensionUse,
     Spend,
-    budget_json,
     crossings,
     evaluate,
     raised_since_stop,
@@ -28,17 +28,14 @@ from agentherd.sessions.budget import (
 from agentherd.sessions.config import Budget
 from agentherd.sessions.durations import format_duration
 from agentherd.sessions.records import Event, SessionRecord
-from agentherd.sessions.states import ACTIVE_STATES, State
-from agentherd.sessions.status import UsageStatus
+from agentherd.sessions.spending import STOPPABLE, fleet_counted, fleet_member
+from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.session.news import News
-from agentherd.supervisor.session.spend import SessionSpend, SpendFacts, has_limits
+from agentherd.supervisor.session.spend import SessionSpend, SpendInputs, has_limits
 
 log = logging.getLogger("herd.budgets")
-
-STOPPABLE = ACTIVE_STATES - {State.STOPPING}
-"""States a budget stop applies to (a stopping session is already on its way out)."""
 
 WALL_SLACK_S = 0.001
 """A wall-time check wakes this long after the crossing: a hair early would find none yet."""
@@ -71,14 +68,14 @@ class BudgetCheck:
 
 
 class Budgeted(Protocol):
-    """A session as the keeper sees it: its ledger, its facts, and how it takes a check."""
+    """A session as the keeper sees it: its ledger, its inputs, and how it takes a check."""
 
     @property
     def spend(self) -> SessionSpend:
         """The session's spend ledger."""
         ...
 
-    def spend_facts(self) -> SpendFacts:
+    def spend_inputs(self) -> SpendInputs:
         """What the session's spend is counted from, now."""
         ...
 
@@ -119,13 +116,13 @@ def _fleet_data(use: DimensionUse, covers: str) -> dict[str, Any]:
 
 
 def _event(
-    kind: str, message: str, facts: SpendFacts, run: int | None = None, **data: Any
+    kind: str, message: str, inputs: SpendInputs, run: int | None = None, **data: Any
 ) -> Event:
     """An event of the session (of its current run unless `run` says another)."""
-    number = run if run is not None else facts.record.run or None
+    number = run if run is not None else inputs.record.run or None
     at = iso(utc_now()) or ""
     return Event(
-        at=at, session=facts.config.name, run=number, kind=kind, message=message, data=data
+        at=at, session=inputs.config.name, run=number, kind=kind, message=message, data=data
     )
 
 
@@ -197,7 +194,7 @@ class BudgetKeeper:
         """The session's record, runs or plan changed: look at its budget now."""
         now_s = time.monotonic()
         session.spend.note_change(now_s)
-        self._visit_at(session.spend_facts().config.name, now_s)
+        self._visit_at(session.spend_inputs().config.name, now_s)
 
     def mark_all(self) -> None:
         """Look at every session now (the start, a reload: limits may have changed)."""
@@ -252,12 +249,12 @@ class BudgetKeeper:
 
     def _visit(self, session: Budgeted, now_s: float, now_unix_s: float) -> None:
         """Sample the session's spend, check its limits, and note when to look again."""
-        facts = session.spend_facts()
-        name = facts.config.name
-        next_sample_s = session.spend.sample(facts, now_unix_s)
+        inputs = session.spend_inputs()
+        name = inputs.config.name
+        next_sample_s = session.spend.sample(inputs, now_unix_s)
         if next_sample_s is not None:
             self._visit_at(name, next_sample_s)
-        left_s = self._check_session(session, facts, now_unix_s)
+        left_s = self._check_session(session, inputs, now_unix_s)
         if left_s is not None:
             self._visit_at(name, now_s + left_s + WALL_SLACK_S)
 
@@ -266,28 +263,28 @@ class BudgetKeeper:
         try:
             self._visit(session, time.monotonic(), time.time())
         except Exception:
-            log.exception("budget check of %s failed", session.spend_facts().config.name)
+            log.exception("budget check of %s failed", session.spend_inputs().config.name)
 
     def check_one(self, session: Budgeted) -> None:
         """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
         spend = session.spend
-        facts = session.spend_facts()
-        name = facts.config.name
+        inputs = session.spend_inputs()
+        name = inputs.config.name
         if not spend.changed:  # the quiet stretch ends; its next sample is taken for real
             now_s = time.monotonic()
             spend.note_change(now_s)
             last_at_s = spend.history.last_at_s
             due_s = now_s if last_at_s is None else last_at_s + spend.history.every_s
             self._visit_at(name, due_s)
-        if not has_limits(facts.config.budget):
+        if not has_limits(inputs.config.budget):
             # No limit to cross; the guard still sees each step, so a report lower than the
             # one before is noticed (and told of by the visit that notice asks for).
-            spend.live_usage(facts)
+            spend.live_usage(inputs)
             if spend.backwards_unsaid:
                 self.mark(session)
             return
         try:
-            left_s = self._check_session(session, facts, time.time())
+            left_s = self._check_session(session, inputs, time.time())
             if left_s is not None:
                 self._visit_at(name, time.monotonic() + left_s + WALL_SLACK_S)
         except Exception:  # a bug here must not stop the reading of the agent's output
@@ -295,41 +292,41 @@ class BudgetKeeper:
 
     # ----- a session's limits ---------------------------------------------------------------
 
-    def _check_session(self, session: Budgeted, facts: SpendFacts, now: float) -> float | None:
+    def _check_session(self, session: Budgeted, inputs: SpendInputs, now: float) -> float | None:
         """Warn and stop as the session's limits say; returns the seconds until its wall time
         crosses the next of them (None when none can)."""
-        check, left_s = self._session_check(session.spend, facts, now)
+        check, left_s = self._session_check(session.spend, inputs, now)
         session.take_budget_check(check)
         if check.stop is not None:
-            self._start_stop(session, facts, check.stop)
+            self._start_stop(session, inputs, check.stop)
         if session.spend.backwards_unsaid:  # the spend just summed went backwards: say so soon
             self.mark(session)
         return left_s
 
     def _session_check(
-        self, spend: SessionSpend, facts: SpendFacts, now: float
+        self, spend: SessionSpend, inputs: SpendInputs, now: float
     ) -> tuple[BudgetCheck, float | None]:
         """The session's check, and the seconds until its wall time crosses the next limit."""
-        record = facts.record
+        record = inputs.record
         notices = tuple(
             _event(
                 "usage-backwards",
                 f"run {run}: the agent reported lower totals (tokens, cost or turns) than "
                 "before; they are ignored and the higher ones kept",
-                facts,
+                inputs,
                 run,
             )
             for run in sorted(spend.backwards_unsaid)
         )
         spend.backwards_unsaid.clear()
-        budget = facts.config.budget
+        budget = inputs.config.budget
         scope = record.handle if budget.covers == "task" else "life"
         warned = tuple(record.budget_warned) if record.budget_warned_for == scope else ()
         unchanged = BudgetCheck(notices, warned, scope)
         if record.state not in STOPPABLE or not record.handle or not has_limits(budget):
             return unchanged, None  # without a limit nothing can cross: the spend is not summed
-        spent = spend.spend(facts, budget.covers, now)
-        found = crossings(budget, spent, set(warned), restarting=facts.restarting)
+        spent = spend.spend(inputs, budget.covers, now)
+        found = crossings(budget, spent, set(warned), restarting=inputs.restarting)
         warnings = []
         for use in found.warn:
             if found.exhausted is not None and use.dimension == found.exhausted.dimension:
@@ -339,7 +336,7 @@ class BudgetKeeper:
                 _event(
                     "budget-warning",
                     f"{_dimension_text(use)} ({use.fraction:.0%}; warn_at {budget.warn_at:g})",
-                    facts,
+                    inputs,
                     scope="session",
                     covers=budget.covers,
                     **_use_data(use),
@@ -347,7 +344,7 @@ class BudgetKeeper:
             )
         stop = None
         if found.exhausted is not None:
-            stop = self._stop_for(facts, found.exhausted, "session", budget.covers)
+            stop = self._stop_for(inputs, found.exhausted, "session", budget.covers)
         check = BudgetCheck(notices, warned, scope, tuple(warnings), stop)
         if found.exhausted is not None:
             return check, None
@@ -356,10 +353,10 @@ class BudgetKeeper:
     # ----- stops ----------------------------------------------------------------------------
 
     def _stop_for(
-        self, facts: SpendFacts, use: DimensionUse, scope: str, covers: str
+        self, inputs: SpendInputs, use: DimensionUse, scope: str, covers: str
     ) -> BudgetStop | None:
         """The `budget-stop` to record, or None when one is under way for this task already."""
-        name, handle = facts.config.name, facts.record.handle or ""
+        name, handle = inputs.config.name, inputs.record.handle or ""
         if self._stopping.get(name) == handle:
             return None
         self._stopping[name] = handle
@@ -367,17 +364,17 @@ class BudgetKeeper:
         event = _event(
             "budget-stop",
             f"{whose} budget is spent: {_dimension_text(use)}; stopping",
-            facts,
+            inputs,
             scope=scope,
             covers=covers,
             **_use_data(use),
         )
         return BudgetStop(event, use.limit, scope, f"budget:{use.dimension}")
 
-    def _start_stop(self, session: Budgeted, facts: SpendFacts, stop: BudgetStop) -> None:
+    def _start_stop(self, session: Budgeted, inputs: SpendInputs, stop: BudgetStop) -> None:
         """Stop the session gracefully, in the background (once per task)."""
-        handle = facts.record.handle or ""
-        self.task_group.start_soon(self._stop_session, session, facts.config.name, handle, stop)
+        handle = inputs.record.handle or ""
+        self.task_group.start_soon(self._stop_session, session, inputs.config.name, handle, stop)
 
     async def _stop_session(
         self, session: Budgeted, name: str, handle: str, stop: BudgetStop
@@ -395,28 +392,12 @@ class BudgetKeeper:
     def _check_fleet(self, now: float) -> None:
         """Sum the fleet's spend for its status; warn and stop as its limits say."""
         budget = self.fleet_budget
-        counted = Spend()
-        task_usage, life_usage = Usage(), Usage()
-        active = []
-        for session in list(self.sessions.values()):
-            facts = session.spend_facts()
-            record, spend = facts.record, session.spend
-            is_active = record.state in STOPPABLE and bool(record.handle)
-            if is_active:
-                active.append((session, facts))
-            task_usage = task_usage + spend.task_usage(facts)
-            life_usage = life_usage + spend.life_spend(facts, now).usage
-            if budget.covers == "life":
-                counted = counted + spend.life_spend(facts, now)
-            elif is_active:
-                counted = counted + spend.task_spend(facts, now)
-        if budget.covers == "task" and not active:
-            counted = Spend(Usage(cost_usd=0.0))  # nothing at work: nothing spent, not unknown
-        self.fleet = {
-            "usage": UsageStatus(**task_usage.to_json()).to_json(),
-            "usage_total": UsageStatus(**life_usage.to_json()).to_json(),
-            "budget": budget_json(budget, counted, None, budget.covers),
-        }
+        sessions = list(self.sessions.values())
+        looked = [(session, session.spend_inputs()) for session in sessions]
+        members = [fleet_member(i.record, *s.spend.spends(i, now)) for s, i in looked]
+        active = [pair for pair, member in zip(looked, members, strict=True) if member.active]
+        counted = fleet_counted(budget, members)
+        self.fleet = status_builder.fleet_json(budget, members)
         uses = evaluate(budget, counted)
         past = {u.dimension for u in uses if u.fraction >= budget.warn_at}
         if self.fleet_warned is None:
@@ -437,7 +418,7 @@ class BudgetKeeper:
                 )
         if found.exhausted is not None and active:
             use = found.exhausted
-            names = ", ".join(facts.config.name for _, facts in active)
+            names = ", ".join(inputs.config.name for _, inputs in active)
             self._commit_fleet(
                 Event(
                     at=iso(utc_now()) or "",
@@ -446,11 +427,11 @@ class BudgetKeeper:
                     data=_fleet_data(use, budget.covers),
                 )
             )
-            for session, facts in active:
-                stop = self._stop_for(facts, use, "fleet", budget.covers)
+            for session, inputs in active:
+                stop = self._stop_for(inputs, use, "fleet", budget.covers)
                 if stop is not None:
                     session.take_budget_check(BudgetCheck(stop=stop))
-                    self._start_stop(session, facts, stop)
+                    self._start_stop(session, inputs, stop)
 
     def _commit_fleet(self, event: Event) -> None:
         """Write a fleet event (a daemon event: no session) and announce it."""

@@ -207,7 +207,7 @@ class RunFollowing(SessionParts):
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         usage = self.spend.run_usage(
-            self.spend_facts(), live
+            self.spend_inputs(), live
         )  # never lower than seen, a missing cost estimated
         live.record.usage = usage.to_json()
         live.record.last_line = live.last_line

@@ -29,7 +29,7 @@ from agentherd.supervisor.session.liverun import LiveRun
 if TYPE_CHECKING:
     from agentherd.sessions.checkpoint import Checkpoint
     from agentherd.supervisor.checks.observe import Observer
-    from agentherd.supervisor.session.spend import SessionSpend, SpendFacts
+    from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 
 
 class SessionParts:
@@ -100,7 +100,7 @@ class SessionParts:
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         raise NotImplementedError
 
-    def spend_facts(self) -> SpendFacts:
+    def spend_inputs(self) -> SpendInputs:
         raise NotImplementedError
 
     # drifting.py

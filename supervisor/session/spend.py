@@ -1,18 +1,18 @@
-"""One session's spend ledger: its runs guarded, priced and summed, sampled for the projection.
+"""One session's spend ledger: its runs guarded and priced, sampled for the projection.
 
-The arithmetic is sessions/budget.py's. The ledger is told what it counts from (`SpendFacts`:
-the session's config, record, watched run and plan, the price table) at each question, and
-answers with values; it never reaches back into the session or the daemon.
+The arithmetic is sessions/budget.py's and sessions/spending.py's (the status's figures are
+sessions/status_builder.py's). The ledger is told what it counts from (`SpendInputs`: the
+session's config, record, watched run and plan, the price table) at each question, and answers
+with values; it never reaches back into the session or the daemon.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
+from agentherd.sessions import spending, status_builder
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import (
     DIMENSIONS,
@@ -21,22 +21,19 @@ from agentherd.sessions.budget import (
     Sample,
     Spend,
     SpendHistory,
-    budget_json,
-    project,
 )
 from agentherd.sessions.config import Budget, SessionConfig
 from agentherd.sessions.plan import Plan
 from agentherd.sessions.prices import Price, price_for, with_estimate
-from agentherd.sessions.records import RunRecord, SessionRecord
+from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.spending import EndedRuns, SpendFacts
 from agentherd.sessions.states import ACTIVE_STATES
-from agentherd.sessions.status import UsageStatus
-from agentherd.sessions.times import iso, parse_iso
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session.liverun import LiveRun
 
 
 @dataclass(frozen=True, slots=True)
-class SpendFacts:
+class SpendInputs:
     """What a session's spend is counted from, as the session holds it when it asks."""
 
     config: SessionConfig
@@ -50,23 +47,6 @@ class SpendFacts:
     """The price table for estimated costs (herd's own, herd.toml's entries over it)."""
     restarting: bool = False
     """A restart waits in backoff and has not begun (it counts once it has)."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _unix_s(moment: str | None) -> float | None:
-    """An ISO time as unix seconds (remembered: every check reads the same task starts)."""
-    parsed = parse_iso(moment)
-    return parsed.timestamp() if parsed is not None else None
-
-
-def seconds_between(start: str | None, end: str | None, now_unix_s: float) -> float:
-    """Seconds from an ISO start to an ISO end (or to now when the end is unknown)."""
-    began = _unix_s(start)
-    if began is None:
-        return 0.0
-    ended = _unix_s(end)
-    end_s = ended if ended is not None else now_unix_s
-    return max(end_s - began, 0.0)
 
 
 def has_limits(budget: Budget) -> bool:
@@ -86,8 +66,8 @@ class SessionSpend:
         self.backwards_unsaid: set[int] = set()
         """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
         self.history = SpendHistory(every_s=sample_every_s)
-        self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
-        """(current run, its usage recorded) -> usage, wall s, runs, tasks of recorded runs."""
+        self._ended: tuple[tuple[int, bool], EndedRuns] | None = None
+        """(current run, its usage recorded) -> what the recorded runs add up to."""
         self._ended_task: tuple[str, str] | None = None
         self._priced: tuple[tuple[Any, ...], Usage] | None = None
         """(run, the parser's usage, the price's inputs) -> run_usage's answer: a status, a
@@ -102,7 +82,7 @@ class SessionSpend:
 
     # ----- figures --------------------------------------------------------------------------
 
-    def run_usage(self, facts: SpendFacts, live: LiveRun) -> Usage:
+    def run_usage(self, inputs: SpendInputs, live: LiveRun) -> Usage:
         """A run's usage as budgets and status count it: never lower, a missing cost estimated.
 
         A report lower than the one before is kept in `backwards_unsaid` until told of.
@@ -111,8 +91,8 @@ class SessionSpend:
             self.guards = {}  # only the current run's figures are still moving
             self._priced = None
         reported = live.parser.usage
-        config = facts.config
-        key = (live.record.run, reported, config.agent, config.price, facts.prices)
+        config = inputs.config
+        key = (live.record.run, reported, config.agent, config.price, inputs.prices)
         if self._priced is not None and self._priced[0] == key:
             return self._priced[1]  # the guard would take the same figures to the same answer
         guard = self.guards.setdefault(live.record.run, CostGuard())
@@ -122,39 +102,58 @@ class SessionSpend:
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
         if raw.cost_estimated and config.price is not None:
             raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
-        priced = with_estimate(raw, price_for(config.agent, config.price, facts.prices))
+        priced = with_estimate(raw, price_for(config.agent, config.price, inputs.prices))
         self._priced = (key, priced)
         return priced
 
     @staticmethod
-    def unrecorded(facts: SpendFacts) -> LiveRun | None:
+    def unrecorded(inputs: SpendInputs) -> LiveRun | None:
         """The watched run while its usage is not yet written with its end (it counts live).
 
         Not `ended_at`: the end is set first, and the usage only after the run's transcript
         was read, off the event loop; in between, the run must count neither twice nor not at all.
         """
-        live = facts.live
+        live = inputs.live
         return live if live is not None and not live.record.usage else None
 
-    def live_usage(self, facts: SpendFacts) -> Usage:
+    def live_usage(self, inputs: SpendInputs) -> Usage:
         """The unrecorded run's usage so far (nothing without one)."""
-        live = self.unrecorded(facts)
-        return self.run_usage(facts, live) if live is not None else Usage()
+        live = self.unrecorded(inputs)
+        return self.run_usage(inputs, live) if live is not None else Usage()
 
-    def task_usage(self, facts: SpendFacts) -> Usage:
-        """The current task's usage: its ended runs (stored) and the running one."""
-        return facts.task_usage + self.live_usage(facts)
+    def facts(self, inputs: SpendInputs, now_unix_s: float, projecting: bool = False) -> SpendFacts:
+        """What the spend is counted from (the builder's input); `projecting` adds the recent
+        samples and the plan for where an active task's spend is heading."""
+        record = inputs.record
+        active = record.state in ACTIVE_STATES
+        samples: list[Sample] = []
+        clock_s = 0.0
+        plan = None
+        if projecting and active:
+            clock_s = time.monotonic()
+            self.fill(clock_s)
+            samples = self.history.since(clock_s - PROJECTION_WINDOW_S)
+            plan = inputs.plan
+        return SpendFacts(
+            budget=inputs.config.budget,
+            task_usage=inputs.task_usage,
+            ended=self._ended_runs(inputs),
+            task_ended_at=self._task_end(record.handle) if record.handle and not active else None,
+            now_unix_s=now_unix_s,
+            live_usage=self.live_usage(inputs),
+            samples=samples,
+            clock_s=clock_s,
+            plan_passing=plan.passing if plan is not None else None,
+            plan_total=plan.total if plan is not None else None,
+        )
 
-    def task_spend(self, facts: SpendFacts, now_unix_s: float) -> Spend:
+    def spends(self, inputs: SpendInputs, now_unix_s: float) -> tuple[Spend, Spend]:
+        """(task, life) spend now."""
+        return spending.spends(inputs.record, self.facts(inputs, now_unix_s))
+
+    def task_spend(self, inputs: SpendInputs, now_unix_s: float) -> Spend:
         """The current task's spend: usage, wall time since it began, automatic restarts."""
-        record = facts.record
-        if not record.handle:
-            return Spend()
-        end = self._task_end(record.handle) if record.state not in ACTIVE_STATES else None
-        wall_s = seconds_between(record.task_started_at, end, now_unix_s)
-        if end is None and record.state not in ACTIVE_STATES:
-            wall_s = 0.0  # an ended task whose end is unknown counts no time
-        return Spend(self.task_usage(facts), wall_s, record.restarts)
+        return spending.task_spend(inputs.record, self.facts(inputs, now_unix_s))
 
     def _task_end(self, handle: str) -> str | None:
         """When an ended task ended (read once per task, not per status)."""
@@ -166,74 +165,33 @@ class SessionSpend:
             self._ended_task = (handle, end)
         return self._ended_task[1]
 
-    def life_spend(self, facts: SpendFacts, now_unix_s: float, task: Spend | None = None) -> Spend:
-        """Every run the session ever had: usage, the sum of its tasks' wall time, restarts."""
-        usage, wall_s, runs, tasks = self._ended_runs(facts)
-        usage = usage + self.live_usage(facts)
-        task_wall = (task or self.task_spend(facts, now_unix_s)).wall_time_s
-        return Spend(usage, wall_s + task_wall, max(runs - tasks, 0))
-
-    def spend(self, facts: SpendFacts, covers: str, now_unix_s: float) -> Spend:
+    def spend(self, inputs: SpendInputs, covers: str, now_unix_s: float) -> Spend:
         """The spend a budget with this `covers` counts."""
         if covers == "life":
-            return self.life_spend(facts, now_unix_s)
-        return self.task_spend(facts, now_unix_s)
+            return self.spends(inputs, now_unix_s)[1]
+        return self.task_spend(inputs, now_unix_s)
 
-    def _ended_runs(self, facts: SpendFacts) -> tuple[Usage, float, int, int]:
-        """Usage of every ended run, wall time of every task but the current one, counts."""
-        record = facts.record
-        live = self.unrecorded(facts)
+    def _ended_runs(self, inputs: SpendInputs) -> EndedRuns:
+        """What every recorded run adds up to (read once per run number, not per status)."""
+        record = inputs.record
+        live = self.unrecorded(inputs)
         key = (record.run, live is None)
         if self._ended is not None and self._ended[0] == key:
-            return self._ended[1:]
-        runs = self.store.runs(facts.config.name)
-        usage = Usage()
-        counted_live = live.record.run if live is not None else None
-        for run in runs:
-            if run.ended_at is not None and run.usage and run.run != counted_live:
-                usage = usage + Usage.from_json(run.usage)
-        wall_s = _older_tasks_wall_s(runs, record.handle)
-        handles = {r.handle for r in runs}
-        self._ended = (key, usage, wall_s, len(runs), len(handles))
-        return usage, wall_s, len(runs), len(handles)
+            return self._ended[1]
+        ended = spending.ended_runs(
+            self.store.runs(inputs.config.name),
+            record.handle,
+            live.record.run if live is not None else None,
+        )
+        self._ended = (key, ended)
+        return ended
 
     # ----- status ---------------------------------------------------------------------------
 
-    def status_fields(self, facts: SpendFacts, now_unix_s: float | None = None) -> dict[str, Any]:
-        """`usage`, `usage_total` and `budget` of the status JSON."""
+    def status_fields(self, inputs: SpendInputs, now_unix_s: float | None = None) -> dict[str, Any]:
+        """`usage`, `usage_total` and `budget` of the status JSON, from the one builder."""
         now = time.time() if now_unix_s is None else now_unix_s
-        budget = facts.config.budget
-        task = self.task_spend(facts, now)
-        life = self.life_spend(facts, now, task)
-        chosen = life if budget.covers == "life" else task
-        projection = self.projection(facts, chosen, now)
-        started = bool(facts.record.run)
-        return {
-            "usage": UsageStatus(**task.usage.to_json()) if started else None,
-            "usage_total": UsageStatus(**life.usage.to_json()) if started else None,
-            "budget": budget_json(budget, chosen, projection, budget.covers),
-        }
-
-    def projection(
-        self, facts: SpendFacts, spend: Spend, now_unix_s: float
-    ) -> dict[str, Any] | None:
-        """Where the spend is heading at the recent rate, as the status JSON's object."""
-        if facts.record.state not in ACTIVE_STATES:
-            return None
-        plan = facts.plan
-        now_s = time.monotonic()
-        self.fill(now_s)
-        found = project(
-            facts.config.budget,
-            self.history.since(now_s - PROJECTION_WINDOW_S),
-            now_s,
-            spend,
-            plan.passing if plan is not None else None,
-            plan.total if plan is not None else None,
-        )
-        if found is None:
-            return None
-        return found.to_json(now_unix_s, lambda s: iso(datetime.fromtimestamp(s, UTC)))
+        return status_builder.spend_fields(inputs.record, self.facts(inputs, now, projecting=True))
 
     def fill(self, now_s: float) -> None:
         """Write the samples a quiet stretch would have had, up to `now_s` (monotonic).
@@ -254,7 +212,7 @@ class SessionSpend:
         offset_s = time.time() - time.monotonic()
         return [sample.to_json(offset_s) for sample in self.history.samples]
 
-    def sample(self, facts: SpendFacts, now_unix_s: float) -> float | None:
+    def sample(self, inputs: SpendInputs, now_unix_s: float) -> float | None:
         """Record a point of the spend the budget counts, for the chart and the projection.
 
         Only when one is due (or a new task or run began): the spend is not even summed for a
@@ -263,31 +221,16 @@ class SessionSpend:
         """
         now_s = time.monotonic()
         self.fill(now_s)
-        record = facts.record
+        record = inputs.record
         begun = (record.handle, record.run)
         last_at_s = self.history.last_at_s
         due = last_at_s is None or now_s - last_at_s >= self.history.every_s
         if not due and begun == self._sampled:
             return (last_at_s or now_s) + self.history.every_s if self.changed else None
         self._sampled = begun
-        covers = facts.config.budget.covers
-        passing = facts.plan.passing if facts.plan is not None else None
-        self.history.add(Sample(now_s, self.spend(facts, covers, now_unix_s), passing))
+        covers = inputs.config.budget.covers
+        passing = inputs.plan.passing if inputs.plan is not None else None
+        self.history.add(Sample(now_s, self.spend(inputs, covers, now_unix_s), passing))
         self.changed = False
         self._wall_moving = bool(record.handle) and record.state in ACTIVE_STATES
         return None
-
-
-def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> float:
-    """Wall seconds of every task but the current one: first run's start to last run's end."""
-    spans: dict[str, tuple[str | None, str | None]] = {}
-    for run in runs:
-        if run.handle == current_handle:
-            continue
-        start, end = spans.get(run.handle, (run.started_at, run.ended_at))
-        spans[run.handle] = (start or run.started_at, run.ended_at or end)
-    total = 0.0
-    for start, end in spans.values():
-        if start and end:
-            total += seconds_between(start, end, 0.0)
-    return total
