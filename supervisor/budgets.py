@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions.adapters import Usage, price_for
 from agentherd.sessions.budget import (
     DIMENSIONS,
     PROJECTION_WINDOW_S,
@@ -32,7 +32,7 @@ from agentherd.sessions.budget import (
 )
 from agentherd.sessions.config import Budget
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.prices import Price, price_for, with_estimate
+from agentherd.sessions.prices import Price, with_estimate
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.states import ACTIVE_STATES, State
 from agentherd.sessions.status import UsageStatus

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from agentherd.sessions.adapters import OutputParser
+from agentherd.sessions.adapters import AGENTS, OutputParser
 from agentherd.sessions.adapters.lastline import LastLine
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
@@ -93,5 +93,6 @@ def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
             return "success"
     if info.clean:
         # A structured agent that exits 0 without its final result line did not finish.
-        return "no-result" if agent in ("claude", "amp") else "success"
+        declared = AGENTS.get(agent)
+        return "no-result" if declared and declared.ends_with_result else "success"
     return info.describe()

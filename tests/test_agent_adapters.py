@@ -25,7 +25,7 @@ from agentherd.sessions.adapters.claude_transcript import (
     read_transcript,
     transcript_path,
 )
-from agentherd.sessions.adapters.prices import estimate_cost_usd
+from agentherd.sessions.prices import estimate_cost_usd
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents"
 CLAUDE_HOME = FIXTURES / "claude-home"

@@ -109,7 +109,7 @@ def config_tables() -> dict[str, set[str]]:
     toml_name = {"sessions": "session"}
     not_keys = {"path"}  # where herd.toml was found, set by the loader
     top = {toml_name.get(f, f) for f in HerdConfig.model_fields} - not_keys | {"defaults"}
-    assert top == config_module._TOP_KEYS, "the keys parse_config accepts at the top level"
+    assert top == config_module.TOP_KEYS, "the keys parse_config accepts at the top level"
     tables: dict[str, set[str]] = {"Top level": top, "[keys]": set(ACTION_IDS)}
 
     def walk(model: type[BaseModel], label: str, depth: int) -> None:
