@@ -15,7 +15,7 @@ import pytest
 
 from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.config import parse_config
-from agentherd.tui.templates import init_text, session_block
+from agentherd.tui.cli.templates import init_text, session_block
 
 RESUMING_PRESETS = ["claude", "codex", "gemini", "opencode"]
 """The presets tried by hand against a scripted model server: edit, test, commit, resume."""

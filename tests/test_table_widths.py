@@ -15,9 +15,9 @@ from snapshot_fleet import ReplayClient, statuses, write_logs
 from test_dashboard import cell, until
 from textual.widgets.data_table import ColumnKey
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.messages import Snapshot
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.messages import Snapshot
+from agentherd.tui.dashboard.widgets import SessionTable
 
 
 @pytest.fixture
