@@ -41,8 +41,6 @@ from agentherd.tui.dashboard.app import ACTION_IDS
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reference.md"
 SUPERVISOR = ROOT / "supervisor"
-NOT_SCANNED = ("cluster", "sim")
-"""Sub-packages of supervisor/ the event and reason scans leave out (as before the wings)."""
 
 EXIT_INTERRUPTED = 130
 """`guarded` in tui/cli/cli.py exits with this on Ctrl-C."""
@@ -206,10 +204,8 @@ LIFECYCLE = ROOT / "sessions" / "lifecycle.py"
 
 
 def _supervisor_trees() -> list[tuple[str, ast.Module]]:
-    # The supervisor's wings (cluster and sim aside, as before the wings): where sessions live.
-    wings = [
-        p for p in SUPERVISOR.rglob("*.py") if p.relative_to(SUPERVISOR).parts[0] not in NOT_SCANNED
-    ]
+    # the single-machine supervisor: its wings, not the cluster's engine or the simulator
+    wings = [p for p in SUPERVISOR.rglob("*.py") if p.parent.name not in {"cluster", "sim"}]
     files = [*wings, LIFECYCLE]
     return [(p.name, ast.parse(p.read_text(encoding="utf-8"))) for p in files]
 
