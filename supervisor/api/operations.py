@@ -36,7 +36,7 @@ from agentherd.supervisor.api.opargs import checked
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.checks.reporting import session_report
 from agentherd.supervisor.files.paths import run_dir
-from agentherd.supervisor.process.procs import OUTPUT_FILE
+from agentherd.supervisor.process.runfolder import OUTPUT_FILE
 from agentherd.supervisor.session import fleetstart
 from agentherd.supervisor.session.context import Timings
 from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
