@@ -43,7 +43,7 @@ DOC = ROOT / "docs" / "reference.md"
 SUPERVISOR = ROOT / "supervisor"
 
 EXIT_INTERRUPTED = 130
-"""`guarded` in tui/cli.py exits with this on Ctrl-C."""
+"""`guarded` in tui/cli/cli.py exits with this on Ctrl-C."""
 
 _ROW = re.compile(r"^\| `([^`]+)` \|")
 _HEADING_NAME = re.compile(r"^### `([^`]+)`")

@@ -37,9 +37,8 @@ from agentherd.sessions.status import (
 )
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.api.protocol import ApiError
-from agentherd.supervisor.files.paths import run_dir
+from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.files.store import Store
-from agentherd.supervisor.process.runfolder import OUTPUT_FILE
 
 READ_OPS = frozenset({"ls", "status", "events", "log_info", "report", "info"})
 """The ops a fleet on disk can answer; every other op needs the daemon."""

@@ -20,7 +20,6 @@ EXIT_FILE = "exit_status"
 EXIT_FILE_MAX_BYTES = 64
 """The wrapper writes one number; anything longer is not its file."""
 LOCK_FILE = "alive.lock"
-OUTPUT_FILE = "output.log"
 
 
 def read_exit_file(folder: Path) -> ExitInfo | None:

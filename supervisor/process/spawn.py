@@ -16,8 +16,9 @@ import anyio
 import psutil
 from anyio.abc import Process
 
+from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.process import cgroups, execwait
-from agentherd.supervisor.process.runfolder import EXIT_FILE, LOCK_FILE, OUTPUT_FILE, describe_users
+from agentherd.supervisor.process.runfolder import EXIT_FILE, LOCK_FILE, describe_users
 from agentherd.supervisor.process.runid import TAG_VAR, RunIdentity
 
 CGROUP_VAR = "HERD_CGROUP"

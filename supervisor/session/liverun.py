@@ -16,8 +16,9 @@ from agentherd.sessions.lines import LineSplitter
 from agentherd.sessions.records import RunRecord
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.fleetreader import Reading
+from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.files.tailer import LogTailer
-from agentherd.supervisor.process import runfolder, runid
+from agentherd.supervisor.process import runid
 
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
@@ -42,8 +43,8 @@ class LiveRun:
         self.folder = folder
         self.parser = parser
         self.process = process
-        self.tailer = LogTailer(folder / runfolder.OUTPUT_FILE)
-        self.log_cap = logcap.RunningLogCap(folder / runfolder.OUTPUT_FILE)
+        self.tailer = LogTailer(folder / OUTPUT_FILE)
+        self.log_cap = logcap.RunningLogCap(folder / OUTPUT_FILE)
         self.log_grew = anyio.Event()
         """Set by the watcher when the log changed: the cap guard looks at once."""
         self.log_capped_reported = 0

@@ -86,7 +86,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         """Bumped on every visible change, so snapshot pushers know what is new."""
         self.output_version = 0
         """Bumped (with `version`) when output was read: the status feed then takes only the
-        output fields again (supervisor/statusfeed.py)."""
+        output fields again (supervisor/api/statusfeed.py)."""
 
     # ----- state changes -------------------------------------------------------------------
 

@@ -126,7 +126,7 @@ def _reader() -> Client | DiskClient:
 
 
 def _fleet(read: bool = False, across: bool = False) -> Fleet:
-    """The fleet the verbs act on (the seam, supervisor/fleetapi.py): the local daemon, or
+    """The fleet the verbs act on (the seam, supervisor/api/fleetapi.py): the local daemon, or
     with `read` and none running, its state on disk; with `across` and a [cluster], the engine."""
     if across and _config().cluster is not None:
         from agentherd.tui.cli.clusterverbs import cluster_fleet
