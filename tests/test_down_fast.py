@@ -103,7 +103,7 @@ def test_the_daemons_ancestors_are_read_again_under_a_new_parent() -> None:
     assert set(ancestry.ancestor_pids()) >= {p.pid for p in psutil.Process().parents()}
     code = (
         "import os, sys\n"
-        "from agentherd.supervisor import ancestry\n"
+        "from agentherd.supervisor.process import ancestry\n"
         "first = ancestry.ancestor_pids()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
