@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentherd.supervisor.git import gitops
+from agentherd.supervisor.git import gitops, gitrun
 from agentherd.supervisor.process import execwait, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.supervisor import SessionSupervisor
@@ -67,7 +67,7 @@ def _wrap_function(owner: Any, name: str, label: str | None = None) -> None:
 
 def _wrap_git() -> None:
     """Note each git command by its subcommand."""
-    original = gitops.run_bounded
+    original = gitrun.run_bounded
 
     def timed(argv: list[str], *args: Any, **kwargs: Any) -> Any:
         began = time.time()
@@ -76,7 +76,7 @@ def _wrap_git() -> None:
         finally:
             SPANS.append((f"git {procs_subcommand(argv)}", began, time.time()))
 
-    gitops.run_bounded = timed  # type: ignore[assignment]
+    gitrun.run_bounded = timed  # type: ignore[assignment]
 
 
 def procs_subcommand(argv: list[str]) -> str:
