@@ -18,7 +18,7 @@ from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.fleetreader import Reading
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.files.tailer import LogTailer
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runid
 
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
@@ -30,7 +30,7 @@ class LiveRun:
     def __init__(
         self,
         record: RunRecord,
-        identity: procs.RunIdentity,
+        identity: runid.RunIdentity,
         folder: Path,
         parser: OutputParser,
         process: Process | None,
@@ -53,7 +53,7 @@ class LiveRun:
         self.splitter = LineSplitter()
         self.shown = LastLine(parser.summarize, LAST_LINE_CHARS)
         """The run's last line a person can read, summarised only when asked."""
-        self.exit: procs.ExitInfo | None = None
+        self.exit: runid.ExitInfo | None = None
         self.exited = anyio.Event()
         self.drained = anyio.Event()
         self.reading: Reading | None = None
@@ -78,7 +78,7 @@ RESUME_REFUSED_PHRASES = ("No conversation found",)
 """What an agent's error result says when it cannot resume the session id it was given."""
 
 
-def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
+def outcome_name(outcome: Any, agent: str, info: runid.ExitInfo) -> str:
     """success | agent-error | rate-limit | permission-denied | resume-refused | no-result |
     exit N | signal SIGX | exit unknown."""
     if outcome is not None:
