@@ -15,7 +15,8 @@ from test_cgroups import needs_cgroups
 
 from agentherd.supervisor.git.gitops import changes, changes_from_before
 from agentherd.supervisor.process import ancestry, cgroups, gonecheck, proctable
-from agentherd.supervisor.process.procs import RunIdentity, leader_alive
+from agentherd.supervisor.process.procs import leader_alive
+from agentherd.supervisor.process.runid import RunIdentity
 
 SLEEPER = script('print("ready", flush=True); import time; time.sleep(60)')
 

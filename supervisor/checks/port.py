@@ -55,12 +55,25 @@ class Shared(Protocol):
 class FilesView(Protocol):
     """What a session's files say, as its report and recovery read it (the observer)."""
 
-    plan_baseline: Plan | None
-    plan_current: Plan | None
-    plan_error: str | None
-    progress_latest: tuple[str, ...]
-    progress_updated_at: str | None
-    git_error: str | None
+    @property
+    def plan_baseline(self) -> Plan | None:
+        """The approved plan every later change is judged against."""
+        ...
+
+    @property
+    def plan_current(self) -> Plan | None: ...
+
+    @property
+    def plan_error(self) -> str | None: ...
+
+    @property
+    def progress_latest(self) -> tuple[str, ...]: ...
+
+    @property
+    def progress_updated_at(self) -> str | None: ...
+
+    @property
+    def git_error(self) -> str | None: ...
 
     def plan_reads(self) -> anyio.Lock:
         """Held while the plan is read, so a reset does not change it underneath."""

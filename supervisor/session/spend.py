@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentherd.sessions import spending, status_builder
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions.adapters import Usage, price_for
 from agentherd.sessions.budget import (
     DIMENSIONS,
     PROJECTION_WINDOW_S,
@@ -24,7 +24,7 @@ from agentherd.sessions.budget import (
 )
 from agentherd.sessions.config import Budget, SessionConfig
 from agentherd.sessions.plan import Plan
-from agentherd.sessions.prices import Price, price_for, with_estimate
+from agentherd.sessions.prices import Price, with_estimate
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.spending import EndedRuns, SpendFacts
 from agentherd.sessions.states import ACTIVE_STATES

@@ -40,7 +40,7 @@ from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.store import Change, StoreUnavailable, Verification
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import procs, runfolder
 from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adoption import Adoption
 from agentherd.supervisor.session.budgets import BudgetCheck, budget_raised
@@ -376,11 +376,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 f"cannot start {name}: session {other} is running in the same worktree "
                 f"({self.config.cwd}); stop it first (`herd stop {other}`)"
             )
-        held = await anyio.to_thread.run_sync(procs.held_run_folders, self._runs_folder)
+        held = await anyio.to_thread.run_sync(runfolder.held_run_folders, self._runs_folder)
         if restarting and self.run is not None:
             held = [folder for folder in held if folder != self.run.folder]
         if held:
-            users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
+            users = await anyio.to_thread.run_sync(runfolder.describe_users, held[0])
             raise SessionError(
                 f"cannot start {name}: processes of an earlier run still hold {held[0]} "
                 f"({users}); stop them, then start again"
