@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
@@ -304,10 +304,10 @@ class HerdApp(App[None]):
         if self.output_session is not None and message.session not in (None, self.output_session):
             self._show_output(message.session or "")
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_line_table_row_selected(self, event: SessionTable.RowSelected) -> None:
         """Enter (or a click) on a session's row opens its screen."""
-        if event.data_table is self.table:
-            self.open_session(str(event.row_key.value))
+        if event.table is self.table:
+            self.open_session(event.row_key)
 
     def _tick(self) -> None:
         """Once a second: the uptimes on screen (nothing else changes with the clock)."""
