@@ -22,8 +22,8 @@ from clusterhosts import HostProc, cluster_toml  # noqa: E402
 from conftest import Herd, script  # noqa: E402
 
 from agentherd.sessions.config import load_config  # noqa: E402
+from agentherd.supervisor.api.fleetapi import Fleet, LocalFleet  # noqa: E402
 from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
-from agentherd.supervisor.fleetapi import Fleet, LocalFleet  # noqa: E402
 
 IDLE_WINDOW_S = 30.0
 SESSION = (

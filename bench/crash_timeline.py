@@ -24,8 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentherd.supervisor import agentusage, gitops, procs, runleftovers
-from agentherd.supervisor.session import SessionSupervisor
+from agentherd.supervisor.git import gitops
+from agentherd.supervisor.process import procs, runleftovers
+from agentherd.supervisor.session import agentusage
+from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recovery import crash_gaps  # noqa: E402
@@ -78,7 +80,7 @@ def _wrap_git() -> None:
 
 
 def procs_subcommand(argv: list[str]) -> str:
-    from agentherd.supervisor.gitproc import _subcommand
+    from agentherd.supervisor.git.gitproc import _subcommand
 
     return _subcommand(argv)
 

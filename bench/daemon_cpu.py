@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import Served, make_fleet  # noqa: E402

@@ -41,10 +41,10 @@ from harness import make_repo  # noqa: E402
 from textual import events  # noqa: E402
 
 from agentherd.sessions.config import load_config  # noqa: E402
-from agentherd.supervisor.client import Client  # noqa: E402
-from agentherd.supervisor.paths import socket_path_for  # noqa: E402
-from agentherd.tui.app import HerdApp  # noqa: E402
-from agentherd.tui.widgets import SessionTable  # noqa: E402
+from agentherd.supervisor.api.client import Client  # noqa: E402
+from agentherd.supervisor.files.paths import socket_path_for  # noqa: E402
+from agentherd.tui.dashboard.app import HerdApp  # noqa: E402
+from agentherd.tui.dashboard.widgets import SessionTable  # noqa: E402
 
 BUSY_AGENT = (
     "import random, time\n"

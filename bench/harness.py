@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 
 from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.context import Timings
+from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.daemon import Daemon
+from agentherd.supervisor.session.context import Timings
 
 GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
 

@@ -29,11 +29,11 @@ from textual import events  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
 from agentherd.sessions.config import load_config  # noqa: E402
-from agentherd.supervisor.client import Client  # noqa: E402
-from agentherd.supervisor.paths import socket_path_for  # noqa: E402
-from agentherd.tui.app import HerdApp  # noqa: E402
-from agentherd.tui.run_picker import RunPicker  # noqa: E402
-from agentherd.tui.widgets import SessionTable  # noqa: E402
+from agentherd.supervisor.api.client import Client  # noqa: E402
+from agentherd.supervisor.files.paths import socket_path_for  # noqa: E402
+from agentherd.tui.dashboard.app import HerdApp  # noqa: E402
+from agentherd.tui.dashboard.run_picker import RunPicker  # noqa: E402
+from agentherd.tui.dashboard.widgets import SessionTable  # noqa: E402
 
 SHORT_AGENT = (
     "import random, time\n"

@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.paths import socket_path_for
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.files.paths import socket_path_for
 
 PING_EVERY_S = 0.01
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentherd.sessions.times import parse_iso
-from agentherd.supervisor.context import Timings
+from agentherd.supervisor.session.context import Timings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import Served, make_fleet, make_repo  # noqa: E402

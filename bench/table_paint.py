@@ -23,9 +23,9 @@ from typing import Any
 from textual import events
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.app import HerdApp
-from agentherd.tui.messages import Snapshot
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.messages import Snapshot
+from agentherd.tui.dashboard.widgets import SessionTable
 
 NOW = datetime.now(UTC)
 SETTLE_S = 0.15

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import GIT, Served, make_fleet  # noqa: E402

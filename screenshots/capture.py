@@ -18,8 +18,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from snapshot_fleet import ReplayClient, write_logs  # noqa: E402
 
-from agentherd.tui.app import HerdApp  # noqa: E402
-from agentherd.tui.widgets import SessionTable  # noqa: E402
+from agentherd.tui.dashboard.app import HerdApp  # noqa: E402
+from agentherd.tui.dashboard.widgets import SessionTable  # noqa: E402
 
 SIZE = (120, 34)
 NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}

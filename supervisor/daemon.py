@@ -23,26 +23,22 @@ from agentherd.sessions.states import (
     ACTIVE_STATES,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor import (
-    cgroups,
-    childwatch,
-    fleetstart,
-    leftovers,
-    memtrace,
-    procs,
-    server,
-    worktree,
-)
-from agentherd.supervisor.api import ControlApi
-from agentherd.supervisor.budgets import BudgetKeeper
-from agentherd.supervisor.context import Context, Timings
-from agentherd.supervisor.paths import prepare_state_dir, socket_path_for
-from agentherd.supervisor.protocol import HERD_VERSION, ApiError
-from agentherd.supervisor.session import SessionSupervisor
-from agentherd.supervisor.stalltimer import watch_stalls
-from agentherd.supervisor.store import Change, Store
-from agentherd.supervisor.verify import VerificationQueue
-from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
+from agentherd.supervisor import memtrace
+from agentherd.supervisor.api import server
+from agentherd.supervisor.api.operations import ControlApi
+from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.checks import leftovers
+from agentherd.supervisor.checks.verify import VerificationQueue
+from agentherd.supervisor.files.paths import prepare_state_dir, socket_path_for
+from agentherd.supervisor.files.store import Change, Store
+from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind, WatchTarget
+from agentherd.supervisor.git import worktree
+from agentherd.supervisor.process import cgroups, childwatch, procs
+from agentherd.supervisor.session import fleetstart
+from agentherd.supervisor.session.budgets import BudgetKeeper
+from agentherd.supervisor.session.context import Context, Timings
+from agentherd.supervisor.session.stalltimer import watch_stalls
+from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 log = logging.getLogger("herd.daemon")
 

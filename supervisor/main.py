@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentherd.sessions.config import ConfigError, environment_problems, load_config
 from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
-from agentherd.supervisor.paths import prepare_state_dir
+from agentherd.supervisor.files.paths import prepare_state_dir
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -25,7 +25,7 @@ def configure_logging(state_dir: Path, to_stderr: bool) -> None:
 
 
 UP_CHECKED_FLAG = "--up-checked"
-"""Spawned by the fast `herd up` (tui/fastup.py): serve only if `herd up` has nothing to say
+"""Spawned by the fast `herd up` (tui/cli/fastup.py): serve only if `herd up` has nothing to say
 about herd.toml, else exit 2 and let the full command line say it."""
 
 

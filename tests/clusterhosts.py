@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 from conftest import HERD, wait_until
 
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.paths import socket_path_for
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.files.paths import socket_path_for
 
 DB_VAR = "HERD_TEST_DB"
 

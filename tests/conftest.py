@@ -20,9 +20,9 @@ import psutil
 import pytest
 
 from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.context import Timings
+from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.daemon import Daemon
+from agentherd.supervisor.session.context import Timings
 
 FAST = Timings(
     tail_poll_s=0.05,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Herd
 
-from agentherd.supervisor.fleetapi import Fleet, LocalFleet
+from agentherd.supervisor.api.fleetapi import Fleet, LocalFleet
 
 IMPLEMENTATIONS = [
     "local",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agentherd.tui.templates import init_text
+from agentherd.tui.cli.templates import init_text
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_BIN_DIR = Path(

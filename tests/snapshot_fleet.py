@@ -20,7 +20,7 @@ from agentherd.sessions.plan import parse_plan
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.report import ReportInput, build, render_markdown
 from agentherd.sessions.status import LogInfoReply, SessionStatus
-from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.api.protocol import ApiError
 
 AT = "2026-11-30T09:00:00Z"
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import FAST, Herd, make_repo, wait_until
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.rows import row_cells
+from agentherd.tui.dashboard.rows import row_cells
 
 FIXTURES = Path(__file__).parent / "fixtures" / "outcomes"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from conftest import Herd, script
 
-from agentherd.supervisor.protocol import HERD_VERSION, PROTOCOL
+from agentherd.supervisor.api.protocol import HERD_VERSION, PROTOCOL
 
 HELLO = {"op": "hello", "version": HERD_VERSION, "protocol": PROTOCOL}
 

@@ -15,8 +15,8 @@ from conftest import Herd
 from test_dashboard import cell, select, until, until_daemon
 from test_person_in_the_loop import gated
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 
 @pytest.fixture

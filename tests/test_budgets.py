@@ -15,8 +15,8 @@ import pytest
 from conftest import FAST, HERD, Herd, make_repo, script, wait_until
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.supervisor.context import Timings
-from agentherd.tui.rows import row_cells
+from agentherd.supervisor.session.context import Timings
+from agentherd.tui.dashboard.rows import row_cells
 
 BUDGET_FAST = Timings(
     **{**FAST.__dict__, "budget_check_s": 0.05, "spend_sample_s": 0.2, "tail_gap_s": 0.1}
@@ -390,8 +390,8 @@ def test_a_cost_that_goes_backwards_is_ignored_with_a_warning(fast_herd: Herd) -
 async def test_the_dashboard_shows_the_budget_bar_and_the_fleet_cost(fast_herd: Herd) -> None:
     from textual.widgets import Static
 
-    from agentherd.tui.app import HerdApp
-    from agentherd.tui.widgets import SessionTable
+    from agentherd.tui.dashboard.app import HerdApp
+    from agentherd.tui.dashboard.widgets import SessionTable
 
     herd = fast_herd
     (herd.root / "b").mkdir()

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from conftest import Herd, script, wait_until
 
-from agentherd.supervisor import cgroups
+from agentherd.supervisor.process import cgroups
 
 
 def _cgroups_work() -> bool:
@@ -24,7 +24,8 @@ def _cgroups_work() -> bool:
 
 
 needs_cgroups = pytest.mark.skipif(
-    not _cgroups_work(), reason="this machine lets herd make no cgroup (see supervisor/cgroups.py)"
+    not _cgroups_work(),
+    reason="this machine lets herd make no cgroup (see supervisor/process/cgroups.py)",
 )
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from agentherd.supervisor import childwatch
+from agentherd.supervisor.process import childwatch
 
 PAUSE = "import time; time.sleep(0.5); "
 """Children live while the threads are counted."""

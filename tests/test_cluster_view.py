@@ -180,7 +180,7 @@ async def test_the_dashboard_shows_hosts_and_starts_and_stops_through_the_engine
     from agentherd.sessions.config import load_config
     from agentherd.supervisor.cluster.dashclient import AsyncClusterClient
     from agentherd.supervisor.cluster.fleet import ClusterFleet
-    from agentherd.tui.app import HerdApp
+    from agentherd.tui.dashboard.app import HerdApp
 
     toml = cluster_toml(f"""
         [[session]]

@@ -16,11 +16,11 @@ from conftest import Herd
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from agentherd.supervisor.client import Client
-from agentherd.tui.app import HerdApp
-from agentherd.tui.help import HelpScreen
-from agentherd.tui.output_view import FleetOutput
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.supervisor.api.client import Client
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.help import HelpScreen
+from agentherd.tui.dashboard.output_view import FleetOutput
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 NAMES = ("alpha", "beta", "gamma")
 WAIT_S = 30.0
@@ -378,7 +378,7 @@ def test_a_demo_repo_is_workable_by_the_simulated_agent(tmp_path: Path) -> None:
 def test_the_details_strip_says_where_the_selected_session_stands() -> None:
     """Plan drift, the checkpoint's verdict, the progress gist and warnings, in a few lines."""
     from agentherd.sessions.status import SessionStatus
-    from agentherd.tui.rows import detail_lines
+    from agentherd.tui.dashboard.rows import detail_lines
 
     status = SessionStatus.model_validate(
         {

@@ -12,12 +12,12 @@ from test_dashboard import NAMES, cell, fleet, running, select, until, until_dae
 from textual.widgets import Input
 
 from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.ondisk import AsyncDiskClient
-from agentherd.tui.app import HerdApp
-from agentherd.tui.output_view import OutputView
-from agentherd.tui.session_screen import SessionScreen
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.ondisk import AsyncDiskClient
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.output_view import OutputView
+from agentherd.tui.dashboard.session_screen import SessionScreen
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 __all__ = ["fleet"]  # the fixture, shared with test_dashboard
 
@@ -251,7 +251,7 @@ async def test_a_snapshot_after_the_table_is_gone_is_ignored(tmp_path: Path) -> 
     table had been removed, and the dashboard died with NoMatches instead of exiting."""
     from snapshot_fleet import ReplayClient, statuses, write_logs
 
-    from agentherd.tui.messages import Snapshot
+    from agentherd.tui.dashboard.messages import Snapshot
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -269,7 +269,7 @@ async def test_rows_scrolled_into_view_show_their_newest_state(tmp_path: Path) -
     so moving to one must show what the newest snapshot says, not what the first one said."""
     from snapshot_fleet import ReplayClient, statuses, write_logs
 
-    from agentherd.tui.messages import Snapshot
+    from agentherd.tui.dashboard.messages import Snapshot
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(120, 14)) as pilot:

@@ -11,8 +11,8 @@ import pytest
 from snapshot_fleet import ReplayClient, write_logs
 from textual.pilot import Pilot
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.widgets import SessionTable
 
 SIZE = (120, 34)
 NOTES = {"search-index": "stalls after feature 2: herd raises a stall warning (⚠)"}

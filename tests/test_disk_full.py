@@ -15,7 +15,7 @@ from conftest import Herd, make_repo, script, wait_until
 
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor.store import Change, Store
+from agentherd.supervisor.files.store import Change, Store
 
 
 def event(kind: str, message: str = "") -> Event:

@@ -11,7 +11,7 @@ import psutil
 from conftest import FAST, Herd, processes_of_test, script, wait_until
 
 from agentherd.sessions.status import DownReply
-from agentherd.tui.cli import left_running_line
+from agentherd.tui.cli.cli import left_running_line
 
 IGNORES_TERM = script("""
     import signal, time

@@ -13,9 +13,9 @@ import pytest
 from conftest import Herd, git, make_repo, script, wait_until
 from test_cgroups import needs_cgroups
 
-from agentherd.supervisor import ancestry, cgroups, gonecheck, proctable
-from agentherd.supervisor.gitops import changes, changes_from_before
-from agentherd.supervisor.procs import RunIdentity, leader_alive
+from agentherd.supervisor.git.gitops import changes, changes_from_before
+from agentherd.supervisor.process import ancestry, cgroups, gonecheck, proctable
+from agentherd.supervisor.process.procs import RunIdentity, leader_alive
 
 SLEEPER = script('print("ready", flush=True); import time; time.sleep(60)')
 

@@ -14,7 +14,7 @@ from conftest import HERD, Herd, make_repo, script, wait_until
 
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor.store import Change, Store
+from agentherd.supervisor.files.store import Change, Store
 
 
 def herd_cli(root: Path, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:

@@ -23,9 +23,9 @@ import pytest
 from conftest import HERD, PY, SIMAGENT, sim_repo, wait_until
 
 from agentherd.sessions.records import SessionRecord
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.paths import socket_path_for
-from agentherd.supervisor.store import SCHEMA_VERSION, Change, Store
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.files.paths import socket_path_for
+from agentherd.supervisor.files.store import SCHEMA_VERSION, Change, Store
 
 PASS_FILE = "pass"
 

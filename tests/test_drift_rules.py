@@ -13,7 +13,7 @@ from agentherd.sessions.drift import FailureStreak, burn_without_progress, failu
 from agentherd.sessions.lifecycle import Action, ExitFacts, after_exit
 from agentherd.sessions.open_warnings import WarningBook, fold, shown, with_closings
 from agentherd.sessions.records import Event
-from agentherd.supervisor.store import Change, Store
+from agentherd.supervisor.files.store import Change, Store
 
 
 def event(event_kind: str, seq: int = 0, **data: object) -> Event:

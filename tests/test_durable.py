@@ -519,7 +519,7 @@ def _gone(pid: int) -> bool:
 
 
 def test_a_log_deleted_or_replaced_while_written_does_not_stop_the_reading(tmp_path: Path) -> None:
-    from agentherd.supervisor.tailer import LogTailer
+    from agentherd.supervisor.files.tailer import LogTailer
 
     log = tmp_path / "output.log"
     log.write_bytes(b"one\n")
@@ -550,8 +550,8 @@ def test_a_task_begun_but_never_recorded_as_a_run_is_launched_by_the_next_daemon
     from agentherd.sessions.records import SessionRecord, TaskRecord
     from agentherd.sessions.states import State
     from agentherd.sessions.times import iso, utc_now
-    from agentherd.supervisor.paths import prepare_state_dir
-    from agentherd.supervisor.store import Change, Store
+    from agentherd.supervisor.files.paths import prepare_state_dir
+    from agentherd.supervisor.files.store import Change, Store
 
     marker = herd.root / "ran"
     agent = script(f"import pathlib, time; pathlib.Path({str(marker)!r}).touch(); time.sleep(60)")
@@ -592,8 +592,8 @@ def test_a_run_whose_end_was_recorded_but_not_judged_is_judged_by_the_next_daemo
     from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
     from agentherd.sessions.states import State
     from agentherd.sessions.times import iso, utc_now
-    from agentherd.supervisor.paths import prepare_state_dir
-    from agentherd.supervisor.store import Change, Store
+    from agentherd.supervisor.files.paths import prepare_state_dir
+    from agentherd.supervisor.files.store import Change, Store
 
     agent = script("import time; time.sleep(60)")
     herd.write(f"""

@@ -9,7 +9,7 @@ import sys
 import anyio
 import pytest
 
-from agentherd.supervisor import procs
+from agentherd.supervisor.process import procs
 
 PARENT = (
     "import subprocess, sys; sys.stdin.readline(); "

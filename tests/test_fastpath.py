@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
-from agentherd.supervisor import protocol
-from agentherd.tui import fastpath
+from agentherd.supervisor.api import protocol
+from agentherd.tui.cli import fastpath
 
-HERD = [sys.executable, "-c", "from agentherd.tui.fastpath import main; main()"]
+HERD = [sys.executable, "-c", "from agentherd.tui.cli.fastpath import main; main()"]
 INSTALLED = str(Path(sys.executable).parent / "herd")
-FULL = [sys.executable, "-c", "from agentherd.tui.cli import main; main()"]
+FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 
 
 def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
@@ -64,7 +64,7 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
             for line in installed.stderr.splitlines()
             if line.startswith("import time:")
         }
-        assert "agentherd.tui.fastpath" in imported
+        assert "agentherd.tui.cli.fastpath" in imported
         assert not imported & {"re", "enum", "json", "socket", "click", "pydantic"}
         missing = run([*HERD, "status", "nope", "--json"])  # errors are the full CLI's own
         assert missing.returncode == 2 and "nope" in missing.stderr
@@ -93,7 +93,7 @@ def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path
     )
     run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
     watch = (
-        "import sys; from agentherd.tui.fastpath import main; main(); "
+        "import sys; from agentherd.tui.cli.fastpath import main; main(); "
         "print(sorted(m for m in ('click', 'pydantic') if m in sys.modules))"
     )
     assert run([*FULL, "up", "--no-tui"]).returncode == 0
@@ -115,7 +115,7 @@ def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path
 
 def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) -> None:
     """Its own copy of `socket_path_for` (pathlib and typing cost a verb ~10 ms of CPU)."""
-    from agentherd.supervisor.paths import socket_path_for
+    from agentherd.supervisor.files.paths import socket_path_for
 
     config = tmp_path / "herd.toml"
     config.write_text("")
@@ -123,7 +123,11 @@ def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) 
     assert fastpath._socket_path(str(config)) == str(expected)
     assert fastpath._config_path(str(config)) == str(config.resolve())
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, agentherd.tui.fastpath; print(*sorted(sys.modules))"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, agentherd.tui.cli.fastpath; print(*sorted(sys.modules))",
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -12,13 +12,13 @@ import pytest
 from conftest import make_repo
 
 from agentherd.sessions.states import ACTIVE_STATES
-from agentherd.tui import fastup
+from agentherd.tui.cli import fastup
 
-FULL = [sys.executable, "-c", "from agentherd.tui.cli import main; main()"]
+FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 WATCHED = [
     sys.executable,
     "-c",
-    "import sys; from agentherd.tui.fastpath import main; main(); "
+    "import sys; from agentherd.tui.cli.fastpath import main; main(); "
     "print(sorted(m for m in ('click', 'pydantic') if m in sys.modules))",
 ]
 SLEEPER = f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'

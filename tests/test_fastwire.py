@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentherd.tui import fastwire
+from agentherd.tui.cli import fastwire
 
 _scalars = (
     st.none()
@@ -115,7 +115,11 @@ def test_a_refused_connection_is_an_oserror(tmp_path: Path) -> None:
 def test_the_fast_path_imports_no_json_socket_hashlib_or_re() -> None:
     """Each costs a verb milliseconds of CPU; the C modules underneath do the work."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, agentherd.tui.fastpath; print(*sorted(sys.modules))"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, agentherd.tui.cli.fastpath; print(*sorted(sys.modules))",
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from snapshot_fleet import statuses
 
-from agentherd.tui.ordering import matches, shown, sort_statuses
-from agentherd.tui.rows import uptime_cell
+from agentherd.tui.dashboard.ordering import matches, shown, sort_statuses
+from agentherd.tui.dashboard.rows import uptime_cell
 
 
 def names(found: list) -> list[str]:

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from conftest import FAST, Herd, script, wait_until
 
-from agentherd.supervisor.fleetreader import STALE_ENTRIES_MAX, FleetReader
-from agentherd.supervisor.logguard import LOG_FLOOD_BYTES, FleetLogGuard
+from agentherd.supervisor.files.fleetreader import STALE_ENTRIES_MAX, FleetReader
+from agentherd.supervisor.files.logguard import LOG_FLOOD_BYTES, FleetLogGuard
 
 pytestmark = pytest.mark.anyio
 

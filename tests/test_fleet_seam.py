@@ -1,4 +1,4 @@
-"""The seam (supervisor/fleetapi.py): the same behaviour through every `Fleet` implementation.
+"""The seam (supervisor/api/fleetapi.py): the same behaviour through every `Fleet` implementation.
 
 Each test runs against the local daemon; the cluster implementation joins the parameter list
 when Postgres is present (tests/fleets.py).
@@ -15,7 +15,7 @@ from pgcluster import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
 from agentherd.sessions.status import SessionStatus
-from agentherd.supervisor.fleetapi import Fleet
+from agentherd.supervisor.api.fleetapi import Fleet
 
 SLEEPER = script("""
     import time

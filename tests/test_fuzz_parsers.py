@@ -23,7 +23,7 @@ from agentherd.sessions.adapters import PARSERS, make_parser
 from agentherd.sessions.config import ConfigError, parse_config
 from agentherd.sessions.plan import PlanError, parse_plan
 from agentherd.sessions.progress import read_progress_tail
-from agentherd.supervisor.protocol import ApiError, decode, encode
+from agentherd.supervisor.api.protocol import ApiError, decode, encode
 
 SHORT_EXAMPLES = 60
 LONG_EXAMPLES = int(os.environ.get("HERD_FUZZ_EXAMPLES", "3000"))

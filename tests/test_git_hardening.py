@@ -19,10 +19,10 @@ import psutil
 import pytest
 from conftest import FAST, HERD, PY, Herd, git, make_repo, script, wait_until
 
-from agentherd.supervisor import gitops
-from agentherd.supervisor.paths import prepare_state_dir
-from agentherd.supervisor.store import Store
-from agentherd.supervisor.verify import VERIFY_TAG_VAR, run_verification
+from agentherd.supervisor.checks.verify import VERIFY_TAG_VAR, run_verification
+from agentherd.supervisor.files.paths import prepare_state_dir
+from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.git import gitops
 
 REF = "refs/herd/api/rescue/3"
 

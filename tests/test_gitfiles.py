@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from agentherd.supervisor import gitfiles, gitops
+from agentherd.supervisor.git import gitfiles, gitops
 
 
 def rev(repo: Path, name: str) -> str:

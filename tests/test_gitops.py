@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentherd.sessions.checkpoint import Checkpoint, GitPaths
-from agentherd.supervisor.gitops import (
+from agentherd.supervisor.git.gitops import (
     NotAGitRepo,
     changes,
     changes_from_before,

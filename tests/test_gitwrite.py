@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentherd.supervisor import gitfiles, gitwrite
-from agentherd.supervisor.gitops import RESCUE_IDENTITY, reset_worktree, save_rescue
+from agentherd.supervisor.git import gitfiles, gitwrite
+from agentherd.supervisor.git.gitops import RESCUE_IDENTITY, reset_worktree, save_rescue
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@t"]
 REF = "refs/herd/api/rescue/3"

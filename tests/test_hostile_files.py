@@ -160,7 +160,7 @@ def test_a_run_log_replaced_by_a_fifo_does_not_freeze_the_daemon(
 
 
 def test_a_committed_plan_over_the_bound_is_not_read_from_git(tmp_path: Path) -> None:
-    from agentherd.supervisor import gitops
+    from agentherd.supervisor.git import gitops
 
     repo = make_repo(tmp_path / "repo", {"feature_list.json": "[" + " " * 4096 + "]"})
     assert gitops.read_at(repo, "HEAD", "feature_list.json", 8192) is not None

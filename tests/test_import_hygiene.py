@@ -30,5 +30,5 @@ def test_the_sessions_package_imports_no_event_loop_or_ui() -> None:
 
 
 def test_the_cli_starts_without_loading_textual() -> None:
-    modules = loaded_after_import("agentherd.tui.cli")
+    modules = loaded_after_import("agentherd.tui.cli.cli")
     assert "textual" not in modules, "`herd ls` must not pay for the dashboard"

@@ -21,8 +21,8 @@ from agentherd.sessions.lifecycle import (
 )
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
-from agentherd.supervisor.context import Context
-from agentherd.supervisor.store import Store
+from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.session.context import Context
 
 ROWS = [(row.source, row.target, trigger) for row in TABLE for trigger in sorted(row.triggers)]
 
@@ -308,7 +308,7 @@ def test_task_end_kinds() -> None:
 def test_the_supervisor_refuses_an_illegal_move_and_commits_a_legal_one_with_its_event(
     tmp_path: Path,
 ) -> None:
-    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.supervisor.session.supervisor import SessionSupervisor
 
     herd_toml = tmp_path / "herd.toml"
     config = parse_config('[[session]]\nname = "api"\ncommand = ["true"]\n', herd_toml)
@@ -345,7 +345,7 @@ def test_a_run_that_exits_just_as_a_stop_takes_the_lock_is_recorded_by_the_stop(
     """
     import anyio
 
-    from agentherd.supervisor.session import SessionSupervisor
+    from agentherd.supervisor.session.supervisor import SessionSupervisor
 
     go = tmp_path / "go"
     herd_toml = tmp_path / "herd.toml"

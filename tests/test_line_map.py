@@ -1,4 +1,5 @@
-"""The output view's sparse line index (tui/line_map.py fed by tui/logfile.py `LineIndex`): every
+"""The output view's sparse line index (tui/dashboard/line_map.py fed by
+tui/dashboard/logfile.py `LineIndex`): every
 line's bytes and number exactly as a plain split of the file says, whatever the lines' lengths
 and however the file grew; its memory bounded by the log's bytes, not its lines; a region the
 log cap punched out reads as the cap's marker with every later line number kept."""
@@ -14,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentherd.supervisor.logcap import punch_hole
-from agentherd.tui.line_map import BLOCKS_KEPT, LineMap, find_line
-from agentherd.tui.logfile import CHECKPOINT_BYTES, LineIndex, LineReader
-from agentherd.tui.run_lines import render_bytes
+from agentherd.supervisor.files.logcap import punch_hole
+from agentherd.tui.dashboard.line_map import BLOCKS_KEPT, LineMap, find_line
+from agentherd.tui.dashboard.logfile import CHECKPOINT_BYTES, LineIndex, LineReader
+from agentherd.tui.dashboard.run_lines import render_bytes
 
 
 def split_starts(data: bytes) -> tuple[list[int], int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import Herd, script, wait_until
 
-from agentherd.supervisor.logcap import RunningLogCap, disk_bytes
+from agentherd.supervisor.files.logcap import RunningLogCap, disk_bytes
 
 CAP_BYTES = 1 << 20
 MIB = 1 << 20

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import HERD, SIMAGENT, Herd, script, sim_repo
 
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
 
 
 def claude_lines() -> str:
@@ -129,7 +129,7 @@ def test_logs_without_a_daemon_are_readable_on_a_terminal_with_tail_and_a_final_
 
 
 def test_tail_offset_finds_the_last_lines(tmp_path: Path) -> None:
-    from agentherd.tui.follow import tail_offset
+    from agentherd.tui.cli.follow import tail_offset
 
     path = tmp_path / "log"
     path.write_bytes(b"a\nb\nc\n")

@@ -11,7 +11,7 @@ import pytest
 
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.records import Event
-from agentherd.supervisor.store import Change, Store, Verification
+from agentherd.supervisor.files.store import Change, Store, Verification
 
 COMMIT = Checkpoint(sha="a" * 40, at=datetime(2026, 12, 1, tzinfo=UTC), subject="feat: login")
 

@@ -15,10 +15,10 @@ from test_session_tabs import HOSTILE, open_session, script_session, write_toml
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.output_view import FleetOutput, OutputView
-from agentherd.tui.run_picker import RunPicker, size_text
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.output_view import FleetOutput, OutputView
+from agentherd.tui.dashboard.run_picker import RunPicker, size_text
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 BIG_LINES = 50_000
 

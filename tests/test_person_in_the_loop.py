@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import FAST, PY, SIMAGENT, Herd, make_repo, script, sim_repo, wait_until
 
-from agentherd.tui.app import HerdApp
+from agentherd.tui.dashboard.app import HerdApp
 
 WAITING_SCRIPT = """
     import pathlib, time

@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from agentherd.tui.templates import init_text
+from agentherd.tui.cli.templates import init_text
 
 RESUMING_PRESETS = ["claude", "codex", "gemini", "opencode"]
 """The presets tried by hand against a scripted model server: edit, test, commit, resume."""

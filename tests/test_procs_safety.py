@@ -24,9 +24,9 @@ from conftest import PY, Herd, script, wait_until
 
 from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor import cgroups, procs
-from agentherd.supervisor.protocol import ApiError
-from agentherd.supervisor.store import Change, Store
+from agentherd.supervisor.api.protocol import ApiError
+from agentherd.supervisor.files.store import Change, Store
+from agentherd.supervisor.process import cgroups, procs
 
 SLEEPER = script("""
     import time

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from agentherd.supervisor import procs, proctable
-from agentherd.supervisor.procs import RunIdentity
+from agentherd.supervisor.process import procs, proctable
+from agentherd.supervisor.process.procs import RunIdentity
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 

@@ -10,7 +10,7 @@ from conftest import PY, SIMAGENT, Herd, sim_repo, wait_until
 
 from agentherd.sessions.open_warnings import WarningBook, fold
 from agentherd.sessions.records import Event
-from agentherd.supervisor.store import Store
+from agentherd.supervisor.files.store import Store
 
 
 def failing_fleet(herd: Herd) -> Path:
@@ -117,7 +117,7 @@ def test_a_passing_verification_closes_the_failure_and_a_new_task_closes_everyth
     book = WarningBook()
 
     def event(kind: str, message: str = "") -> None:
-        from agentherd.supervisor.store import Change
+        from agentherd.supervisor.files.store import Change
 
         written = store.commit(
             Change(events=(Event(at=f"t{kind}", session="api", kind=kind, message=message),))
@@ -146,7 +146,7 @@ def test_an_older_store_gets_its_open_warnings_from_the_event_log(tmp_path: Path
     """A state.db of schema 1 (no warning records) is upgraded with the warnings its log holds."""
     path = tmp_path / "state.db"
     store = Store(path)
-    from agentherd.supervisor.store import Change
+    from agentherd.supervisor.files.store import Change
 
     store.commit(
         Change(events=(Event(at="t1", session="api", kind="verify-failed", message="exit 1"),))

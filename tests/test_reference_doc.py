@@ -35,15 +35,15 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
-from agentherd.tui.app import ACTION_IDS
-from agentherd.tui.cli import EXIT_INTERNAL, EXIT_PERSON, main
+from agentherd.tui.cli.cli import EXIT_INTERNAL, EXIT_PERSON, main
+from agentherd.tui.dashboard.app import ACTION_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reference.md"
 SUPERVISOR = ROOT / "supervisor"
 
 EXIT_INTERRUPTED = 130
-"""`guarded` in tui/cli.py exits with this on Ctrl-C."""
+"""`guarded` in tui/cli/cli.py exits with this on Ctrl-C."""
 
 _ROW = re.compile(r"^\| `([^`]+)` \|")
 _HEADING_NAME = re.compile(r"^### `([^`]+)`")

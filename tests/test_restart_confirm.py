@@ -8,8 +8,8 @@ from conftest import Herd, wait_until
 from test_dashboard import until, until_daemon
 from test_session_tabs import open_session, script_session, write_toml
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 
 @pytest.fixture

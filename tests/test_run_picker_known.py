@@ -14,9 +14,9 @@ from test_output_pane import picker_rows
 from test_session_tabs import open_session, script_session, write_toml
 
 from agentherd.sessions.records import Event
-from agentherd.tui.app import HerdApp
-from agentherd.tui.output_view import OutputView
-from agentherd.tui.run_picker import PENDING, RunPicker, rows_of, size_text
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.output_view import OutputView
+from agentherd.tui.dashboard.run_picker import PENDING, RunPicker, rows_of, size_text
 
 AGENT = (
     "import os, sys, time\n"

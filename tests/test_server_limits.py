@@ -15,10 +15,10 @@ import pytest
 from conftest import PY, Herd, wait_until
 
 from agentherd.sessions.config import load_config
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.paths import socket_path_for
-from agentherd.supervisor.protocol import ApiError
-from agentherd.supervisor.server import FD_SOFT_LIMIT, MAX_CONNECTIONS, MAX_REQUEST_BYTES
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.protocol import ApiError
+from agentherd.supervisor.api.server import FD_SOFT_LIMIT, MAX_CONNECTIONS, MAX_REQUEST_BYTES
+from agentherd.supervisor.files.paths import socket_path_for
 
 IDLE = """
 [[session]]

@@ -18,11 +18,11 @@ from test_dashboard import SIMAGENT, make_repo, until
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, TabbedContent
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.output_view import OutputView
-from agentherd.tui.session_screen import SessionScreen
-from agentherd.tui.spend_chart import SpendCharts
-from agentherd.tui.widgets import ConfirmScreen, SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.output_view import OutputView
+from agentherd.tui.dashboard.session_screen import SessionScreen
+from agentherd.tui.dashboard.spend_chart import SpendCharts
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
 
 HOSTILE = (
     b"\x1b[31mRED-TEXT\x1b[0m \x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b[10;5H"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agentherd.supervisor.client import AsyncClient
-from agentherd.supervisor.protocol import ApiError
-from agentherd.tui.fleetfeed import _relay
+from agentherd.supervisor.api.client import AsyncClient
+from agentherd.supervisor.api.protocol import ApiError
+from agentherd.tui.dashboard.fleetfeed import _relay
 
 
 @pytest.fixture

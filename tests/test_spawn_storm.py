@@ -10,7 +10,7 @@ import psutil
 import pytest
 from conftest import Herd, make_repo, script, wait_until
 
-from agentherd.supervisor import procs
+from agentherd.supervisor.process import procs
 
 SLEEPER = script("""
     import time

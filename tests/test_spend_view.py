@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentherd.sessions.status import SessionStatus
+from agentherd.tui.dashboard.rows import fleet_summary, row_cells
 from agentherd.tui.render import detail, table
-from agentherd.tui.rows import fleet_summary, row_cells
 from agentherd.tui.spend import budget_cell, money, tokens_text
 
 

@@ -15,9 +15,9 @@ import anyio
 import pytest
 from conftest import Herd, make_repo, script, wait_until
 
-from agentherd.supervisor.client import AsyncClient
-from agentherd.tui.fleetfeed import FleetMirror, Resync, follow_snapshots
-from agentherd.tui.messages import Snapshot
+from agentherd.supervisor.api.client import AsyncClient
+from agentherd.tui.dashboard.fleetfeed import FleetMirror, Resync, follow_snapshots
+from agentherd.tui.dashboard.messages import Snapshot
 
 CHATTY = script(
     """
@@ -185,8 +185,8 @@ async def test_rows_named_in_queued_snapshots_all_show_their_change(tmp_path: Pa
     from snapshot_fleet import ReplayClient, statuses, write_logs
     from test_dashboard import cell, until
 
-    from agentherd.tui.app import HerdApp
-    from agentherd.tui.widgets import SessionTable
+    from agentherd.tui.dashboard.app import HerdApp
+    from agentherd.tui.dashboard.widgets import SessionTable
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -212,8 +212,8 @@ async def test_a_narrower_terminal_leaves_no_table_to_scroll_sideways(tmp_path: 
     from snapshot_fleet import ReplayClient, write_logs
     from test_dashboard import until
 
-    from agentherd.tui.app import HerdApp
-    from agentherd.tui.widgets import SessionTable
+    from agentherd.tui.dashboard.app import HerdApp
+    from agentherd.tui.dashboard.widgets import SessionTable
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(200, 40)) as pilot:

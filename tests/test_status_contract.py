@@ -123,7 +123,7 @@ def test_status_json_is_the_model_with_every_field(herd: Herd) -> None:
 def test_every_operation_has_a_reply_model() -> None:
     """No reply goes untyped: each operation the daemon answers names the model of its reply."""
     from agentherd.sessions.status import REPLIES
-    from agentherd.supervisor.opargs import ARGS
+    from agentherd.supervisor.api.opargs import ARGS
 
     assert set(ARGS) == set(REPLIES) | {"status"}  # status: parse_status picks one of three
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import Herd, wait_until
 from test_status_changes import fleet_toml, next_item
 
-from agentherd.supervisor.client import AsyncClient
-from agentherd.tui.fleetfeed import FleetMirror, Resync
+from agentherd.supervisor.api.client import AsyncClient
+from agentherd.tui.dashboard.fleetfeed import FleetMirror, Resync
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import FAST, Herd, script, wait_until
 
-from agentherd.supervisor import proctable
+from agentherd.supervisor.process import proctable
 
 SLOW_READS = dataclasses.replace(FAST, tail_gap_s=60.0, tail_poll_s=60.0, drain_wait_s=40.0)
 """A log rests a minute between reads: an end that waited for the rest (or gave up on the last

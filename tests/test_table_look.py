@@ -1,6 +1,6 @@
 """The session table looks exactly as Textual's DataTable holding the same cells.
 
-tui/linetable.py draws the table itself through the line API (DataTable redrew every visible
+tui/dashboard/linetable.py draws the table itself through the line API (DataTable redrew every visible
 cell on each update under a busy fleet). These tests put a LineTable and a DataTable with the
 same columns and rows side by side and hold every line, segment for segment (styles and the
 cells' meta included), to be the same: unfocused and focused, the cursor on any row, the mouse
@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import DataTable
 
-from agentherd.tui.linetable import LineTable
+from agentherd.tui.dashboard.linetable import LineTable
 
 COLUMNS = ("name", "state", "rst", "last")
 ROWS = 40

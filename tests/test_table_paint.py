@@ -1,6 +1,7 @@
 """The session table draws its cells without Rich's pipeline and shows no stale line.
 
-Each cell of the table is one line of plain text; tui/fastcell.py builds its segments directly
+Each cell of the table is one line of plain text; tui/dashboard/fastcell.py builds its segments
+directly
 (Rich's measure-wrap-crop pipeline per cell was most of the dashboard's CPU under a busy
 fleet). These tests hold every cell to the segments Rich's pipeline gives, and the running
 dashboard's kept lines to a draw from nothing (tests/test_table_look.py holds the table's
@@ -22,9 +23,9 @@ from test_dashboard import until
 from textual.renderables.styled import Styled
 from textual.geometry import Region
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.fastcell import plain_cell_line
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.fastcell import plain_cell_line
+from agentherd.tui.dashboard.widgets import SessionTable
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
     fails here; the new text is on screen."""
     from snapshot_fleet import statuses
 
-    from agentherd.tui.messages import Snapshot
+    from agentherd.tui.dashboard.messages import Snapshot
 
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(160, 40)) as pilot:

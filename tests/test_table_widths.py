@@ -17,9 +17,9 @@ from test_dashboard import cell, until
 from textual.geometry import Region
 from textual.strip import Strip
 
-from agentherd.tui.app import HerdApp
-from agentherd.tui.messages import Snapshot
-from agentherd.tui.widgets import SessionTable
+from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.messages import Snapshot
+from agentherd.tui.dashboard.widgets import SessionTable
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import psutil
 import pytest
 from conftest import git, make_repo
 
-from agentherd.supervisor.verify import (
+from agentherd.supervisor.checks.verify import (
     TAIL_LINES,
     TAIL_MAX_BYTES,
     VerificationQueue,

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from conftest import git, make_repo
 
-from agentherd.supervisor.gitops import git_paths
-from agentherd.supervisor.watcher import FleetWatcher, WatchKind, WatchTarget
+from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind, WatchTarget
+from agentherd.supervisor.git.gitops import git_paths
 
 WAIT_S = 10.0
 """Generous bound for an event to arrive; a healthy watcher takes tens of milliseconds."""

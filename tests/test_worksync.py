@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentherd.supervisor.cluster import worksync
-from agentherd.supervisor.gitproc import GitError
+from agentherd.supervisor.git.gitproc import GitError
 
 IDENTITY = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
 

@@ -6,7 +6,7 @@ import psutil
 import pytest
 from conftest import Herd, make_repo, script, wait_until
 
-from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.api.protocol import ApiError
 
 SLEEPER = script("""
     import time

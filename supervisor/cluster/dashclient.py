@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 
 from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster.fleet import ClusterFleet
-from agentherd.supervisor.protocol import ApiError
 
 SNAPSHOT_POLL_S = 1.0
 """How often the dashboard across hosts reads the fleet's rows."""

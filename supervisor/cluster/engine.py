@@ -21,10 +21,10 @@ from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster import leases
 from agentherd.supervisor.cluster.placement import NoHost, place
-from agentherd.supervisor.protocol import ApiError
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from agentherd.sessions.states import ACTIVE_STATES
-from agentherd.supervisor.client import Client
-from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.protocol import ApiError
 
 log = logging.getLogger(__name__)
 

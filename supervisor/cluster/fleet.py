@@ -23,9 +23,9 @@ from agentherd.sessions.status import (
     TaskStatus,
     WaitReply,
 )
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster import leases, view
 from agentherd.supervisor.cluster.placement import NoHost, place
-from agentherd.supervisor.protocol import ApiError
 
 ACTIVE = ["PENDING", "ENQUEUED"]
 ENDED_BADLY = ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")

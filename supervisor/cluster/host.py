@@ -13,10 +13,10 @@ import time
 
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
+from agentherd.supervisor.api.launcher import client_for
 from agentherd.supervisor.cluster import engine, fencing, leases, publish
 from agentherd.supervisor.cluster.movework import MovingWork
 from agentherd.supervisor.daemon import run_foreground
-from agentherd.supervisor.launcher import client_for
 
 log = logging.getLogger(__name__)
 DAEMON_ANSWER_TIMEOUT_S = 30.0

@@ -12,11 +12,11 @@ from typing import Any
 
 from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.states import ACTIVE_STATES
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster import worksync
 from agentherd.supervisor.cluster.pusher import CheckpointPusher
-from agentherd.supervisor.gitproc import GitError
-from agentherd.supervisor.protocol import ApiError
+from agentherd.supervisor.git.gitproc import GitError
 
 log = logging.getLogger(__name__)
 EVENTS_PAGE = 1000

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster.leases import HostRow
-from agentherd.supervisor.protocol import ApiError
 
 
 class NoHost(ApiError):

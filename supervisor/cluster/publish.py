@@ -24,9 +24,9 @@ from typing import Any
 
 import psycopg
 
-from agentherd.supervisor.client import Client
+from agentherd.supervisor.api.client import Client
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster import leases
-from agentherd.supervisor.protocol import ApiError
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentherd.supervisor.cluster import worksync
-from agentherd.supervisor.gitproc import GitError
+from agentherd.supervisor.git.gitproc import GitError
 
 log = logging.getLogger(__name__)
 RETRY_S = 5.0

@@ -17,8 +17,8 @@ import psycopg
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import SessionStatus
+from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.cluster import leases, publish
-from agentherd.supervisor.protocol import ApiError
 
 COMMAND_POLL_S = 0.1
 COMMAND_TIMEOUT_S = 120.0

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentherd.supervisor import gitops
-from agentherd.supervisor.gitproc import GitDeadline, GitError
+from agentherd.supervisor.git import gitops
+from agentherd.supervisor.git.gitproc import GitDeadline, GitError
 
 PUSH_TIMEOUT_S = 120.0
 """One push: a remote that does not answer in this long is a warning, and the next push tries."""

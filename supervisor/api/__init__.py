@@ -1,0 +1,1 @@
+"""The control API: wire format, server, clients, operations, status feed, offline reader."""

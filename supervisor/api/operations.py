@@ -1,0 +1,336 @@
+"""The control API's operations: what each request does to the daemon's sessions."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentherd.sessions.states import (
+    TERMINAL_STATES,
+    WAIT_EXIT_CODES,
+    WAIT_TIMEOUT_EXIT,
+    State,
+    task_state,
+)
+from agentherd.sessions.status import (
+    DaemonInfo,
+    DownReply,
+    LogInfoReply,
+    ReloadReply,
+    ReportReply,
+    SessionStatus,
+    ShutdownReply,
+    Snapshot,
+    SpendReply,
+    StartReply,
+    TaskStatus,
+    WaitReply,
+)
+from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.api import server, statusfeed
+from agentherd.supervisor.api.opargs import checked
+from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.checks.reporting import session_report
+from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
+from agentherd.supervisor.session import fleetstart
+from agentherd.supervisor.session.context import Timings
+from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.daemon import Daemon
+
+SNAPSHOT_INTERVAL_S = 0.05
+"""Subscribers get at most 20 snapshots a second, each replacing the last."""
+
+
+class ControlApi:
+    """One method per operation (`op_<name>`); the daemon's server calls `handle`."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.status_cache = statusfeed.StatusCache()
+        """Status JSON per session for `subscribe` with `changes`, shared by subscribers."""
+
+    def _session(self, name: Any) -> SessionSupervisor:
+        if not isinstance(name, str) or name not in self.daemon.sessions:
+            known = ", ".join(sorted(self.daemon.sessions)) or "none"
+            raise ApiError("unknown-session", f"no session named {name!r} (sessions: {known})")
+        return self.daemon.sessions[name]
+
+    async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Answer one request; streaming ops call `send` repeatedly."""
+        request = checked(request)
+        method = getattr(self, f"op_{str(request['op']).replace('-', '_')}")
+        try:
+            await method(request, send)
+        except SessionError as exc:
+            raise ApiError("bad-state", str(exc)) from None
+
+    def _statuses(self) -> list[dict[str, Any]]:
+        """Every session's status, as JSON."""
+        return [s.status().to_json() for s in self.daemon.sessions.values()]
+
+    async def op_ls(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=self._statuses())
+
+    async def op_status(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = request.get("target")
+        if not target:
+            await send(result=self._statuses())
+            return
+        await send(result=self._target_status(str(target)).to_json())
+
+    def _target_status(self, target: str) -> SessionStatus | TaskStatus:
+        """A session's status, or a task's when given a handle like api/3."""
+        if "/" not in target:
+            return self._session(target).status()
+        name, _, number = target.partition("/")
+        supervisor = self._session(name)
+        if supervisor.record.handle == target:
+            return supervisor.status()
+        assert self.daemon.store is not None
+        task = self.daemon.store.task(target)
+        if task is None:
+            raise ApiError(
+                "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
+            )
+        return TaskStatus(
+            session=name,
+            handle=target,
+            run=task.first_run,
+            state=task.state,
+            task_state=task_state(task.state),
+            reason=task.reason,
+            started_at=task.started_at,
+            ended_at=task.ended_at,
+        )
+
+    async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        handle = await supervisor.start()
+        await send(result=_started(supervisor, handle))
+
+    async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+        with self.daemon.fleet_starts.one():  # the boot's git reads wait for the starts
+            await self._up(request, send)
+
+    async def _up(self, request: dict[str, Any], send: server.Sender) -> None:
+        await self.daemon.reconciled.wait()  # states read from the store are settled
+        names = request.get("names") or [
+            s.config.name for s in self.daemon.sessions.values() if s.wanted_by_up()
+        ]
+        supervisors = [self._session(name) for name in names]  # an unknown name starts none
+        async with anyio.create_task_group() as tg:
+            for supervisor in supervisors:
+                tg.start_soon(supervisor.finish_interrupted_down)
+        started, refused = await fleetstart.start_all(list(zip(names, supervisors, strict=True)))
+        if refused:
+            raise ApiError("bad-state", "; ".join(refused))
+        await send(result=started)
+
+    async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        kill = bool(request.get("kill"))
+        reason = request.get("reason") or "user"
+        if request.get("no_wait"):
+            assert self.daemon.task_group is not None
+            self.daemon.task_group.start_soon(
+                self.daemon.run_logged, functools.partial(supervisor.stop, kill=kill, reason=reason)
+            )
+        else:
+            await supervisor.stop(kill=kill, reason=reason)
+        await send(result=supervisor.status().to_json())
+
+    async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        source = request.get("from")
+        try:
+            handle = await supervisor.restart(source)
+        except ValueError as exc:
+            raise ApiError("bad-request", str(exc)) from None
+        await send(result=_started(supervisor, handle))
+
+    async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.pause()
+        await send(result=supervisor.status().to_json())
+
+    async def op_resume(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await supervisor.resume_run()
+        await send(result=supervisor.status().to_json())
+
+    async def op_wait(self, request: dict[str, Any], send: server.Sender) -> None:
+        target = str(request.get("target") or "")
+        timeout_s = request.get("timeout_s")
+        name = target.partition("/")[0]
+        supervisor = self._session(name)
+        handle = target if "/" in target else supervisor.record.handle
+        if handle is None:
+            raise ApiError("bad-state", f"{name} has never been started; `herd start {name}`")
+        assert self.daemon.store is not None
+        deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+        while True:
+            task = self.daemon.store.task(handle)
+            if task is None:
+                raise ApiError("unknown-handle", f"no task {handle!r}")
+            if task.state in TERMINAL_STATES:
+                exit_code = WAIT_EXIT_CODES[State(task.state)]
+                reply = WaitReply(
+                    handle=handle, state=task.state, reason=task.reason, exit=exit_code
+                )
+                await send(result=reply.to_json())
+                return
+            changed = self.daemon.changed
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                reply = WaitReply(
+                    handle=handle, state=task.state, reason=task.reason, exit=WAIT_TIMEOUT_EXIT
+                )
+                await send(result=reply.to_json())
+                return
+            with anyio.move_on_after(min(remaining or 1.0, 1.0)):
+                await changed.wait()
+
+    async def op_events(self, request: dict[str, Any], send: server.Sender) -> None:
+        assert self.daemon.store is not None
+        since = int(request.get("since") or 0)
+        session = request.get("session")
+        if session is not None:
+            self._session(session)
+        follow = bool(request.get("follow"))
+        limit = int(request.get("limit") or 1000)
+        kinds = request.get("kinds")
+        if not follow:
+            events = self.daemon.store.events(since, session, kinds, limit=limit)
+            await send(result=[e.to_json() for e in events])
+            return
+        while True:
+            changed = self.daemon.changed
+            events = self.daemon.store.events(since, session, kinds, limit=limit)
+            for event in events:
+                await send(stream=event.to_json())
+                since = event.seq or since
+            if not events:
+                await changed.wait()
+
+    async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S.
+
+        With `changes`, one snapshot and then only what changed (supervisor/api/statusfeed.py).
+        """
+        if request.get("changes"):
+            patches = bool(request.get("patches"))
+            await statusfeed.stream_changes(self.daemon, self.status_cache, send, patches)
+            return
+        last_version = -1
+        while True:
+            version = sum(s.version for s in self.daemon.sessions.values())
+            if version != last_version:
+                last_version = version
+                sessions = [s.status() for s in self.daemon.sessions.values()]
+                await send(stream=Snapshot(sessions=sessions, at=iso(utc_now())).to_json())
+            await anyio.sleep(SNAPSHOT_INTERVAL_S)
+
+    async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Where a run's output (and the progress file) is, so clients read it themselves."""
+        supervisor = self._session(request.get("name"))
+        number = int(request.get("run") or supervisor.record.run or 0)
+        progress = supervisor.config.progress
+        live = supervisor.run is not None and not supervisor.run.exited.is_set()
+        path = run_dir(self.daemon.state_dir, supervisor.config.name, number) / OUTPUT_FILE
+        reply = LogInfoReply(
+            run=number or None,
+            path=str(path) if number else None,
+            current_run=supervisor.record.run,
+            live=live and number == supervisor.record.run,
+            progress=str(supervisor.config.cwd / progress) if progress else None,
+            state=supervisor.record.state,
+        )
+        await send(result=reply.to_json())
+
+    async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Adopt the current plan as the session's baseline (a person accepted the change)."""
+        supervisor = self._session(request.get("name"))
+        await supervisor.approve()
+        await send(result=supervisor.status().to_json())
+
+    async def op_reject(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
+        supervisor = self._session(request.get("name"))
+        await supervisor.reject()
+        await send(result=supervisor.status().to_json())
+
+    async def op_ack(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Acknowledge an open warning (or every one): it leaves the badge, stays in history."""
+        supervisor = self._session(request.get("name"))
+        await supervisor.acknowledge(request.get("kind"))
+        await send(result=supervisor.status().to_json())
+
+    async def op_spend(self, request: dict[str, Any], send: server.Sender) -> None:
+        """A session's spend over time, for a chart: samples the budget keeper recorded."""
+        supervisor = self._session(request.get("name"))
+        samples = supervisor.spend.samples_json()
+        await send(result=SpendReply(session=supervisor.config.name, samples=samples).to_json())
+
+    async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
+        supervisor = self._session(request.get("name"))
+        await send(result=ReportReply.model_validate(await session_report(supervisor)).to_json())
+
+    async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Stop every session gracefully, then the daemon; name whatever could not be stopped."""
+        supervisors = list(self.daemon.sessions.values())
+        waited_s = down_wait_s(supervisors, self.daemon.timings)
+        with anyio.move_on_after(waited_s):
+            async with anyio.create_task_group() as tg:
+                for supervisor in supervisors:
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
+        left = [entry for s in supervisors if (entry := await s.left_running())]
+        if self.daemon.ctx is not None:  # each ended task's report on disk before the reply
+            await self.daemon.ctx.reports.drain(self.daemon.timings.report_drain_s)
+        message = "daemon stopping (herd down)"
+        if left:
+            message += "; still running: " + "; ".join(
+                f"{e.session} (pids {', '.join(map(str, e.pids))})" for e in left
+            )
+        self.daemon.commit_daemon_event("daemon-stopping", message)
+        stopped = [s.status() for s in supervisors]
+        await send(result=DownReply(stopped=stopped, left=left, waited_s=waited_s).to_json())
+        self.daemon.request_shutdown()
+
+    async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
+        """Exit the daemon and leave the agents running."""
+        await send(result=ShutdownReply(pid=os.getpid()).to_json())
+        self.daemon.request_shutdown()
+
+    async def op_reload(self, request: dict[str, Any], send: server.Sender) -> None:
+        await send(result=ReloadReply.model_validate(await self.daemon.reload()).to_json())
+
+    async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
+        info = DaemonInfo(
+            version=HERD_VERSION,
+            pid=os.getpid(),
+            config=str(self.daemon.config.path),
+            state_dir=str(self.daemon.state_dir),
+            started_at=self.daemon.started_at,
+            reconcile_passes=self.daemon.reconcile_passes,
+            sessions=sorted(self.daemon.sessions),
+        )
+        await send(result=info.to_json())
+
+
+def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float:
+    """How long `herd down` waits: the longest stop_grace, the two kill waits, then a margin."""
+    # stop_tree waits kill_wait_s after SIGKILL, then stop() waits as long again for the exit.
+    longest_grace_s = max((s.config.stop_grace for s in supervisors), default=0.0)
+    return max(0.0, longest_grace_s + 2 * timings.kill_wait_s + timings.down_margin_s)
+
+
+def _started(supervisor: SessionSupervisor, handle: str) -> dict[str, Any]:
+    """The reply of `start` and `restart`."""
+    reply = StartReply(handle=handle, session=supervisor.config.name, state=supervisor.record.state)
+    return reply.to_json()

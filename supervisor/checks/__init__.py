@@ -1,0 +1,1 @@
+"""Where a session really stands: its files observed, checkpoints verified, report gathered."""

@@ -1,0 +1,1 @@
+"""Git for herd: facts read from .git, checkpoints, rescue commits, resets and scratch worktrees."""

@@ -1,0 +1,1 @@
+"""One session's supervisor and what it owns: launching, following, adoption, drift, budgets."""

@@ -1,0 +1,154 @@
+"""What every session supervisor shares: the daemon's store, task group, timings, callbacks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
+from agentherd.sessions.prices import Price, price_table
+from agentherd.sessions.records import Event
+from agentherd.supervisor.checks.reporting import PendingReports
+from agentherd.supervisor.files.fleetreader import FleetReader
+from agentherd.supervisor.files.logguard import FleetLogGuard
+from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.process.notifier import MAX_CONCURRENT_NOTIFICATIONS
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Every timing constant of the supervisor, injectable so tests do not wait real seconds."""
+
+    tail_poll_s: float = 60.0
+    """A quiet run's log is re-read at least this often even when no watcher event arrives (the
+    watcher wakes the reader on a change, the slow pass when a log grew unseen); the quiet logs'
+    polls share boundaries of this period, one wake-up for the fleet. A chatty log (its last
+    read found output) is read again after `tail_gap_s`, without its watch."""
+    tail_min_gap_s: float = 0.1
+    """A run's log is read at most this often while a budget limit counts its spend (a stop
+    comes between two of the agent's steps): it bounds a chatty agent to ten reads a second."""
+    tail_gap_s: float = 0.5
+    """A run's log is read at most this often when no budget limit needs its spend at once:
+    enough for a person, and a chatty agent's lines are read five at a time (a quiet one's
+    first line is still read as soon as the watcher sees it)."""
+    watch_debounce_ms: int = 30
+    """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
+    watch_step_ms: int = 10
+    """How often the watcher checks for a quiet moment inside a batch."""
+    adopt_poll_s: float = 0.5
+    """An adopted run (not our child) is checked for exit this often."""
+    stop_poll_s: float = 0.05
+    """How often a stopping run is re-checked for leftover processes."""
+    pause_wait_s: float = 5.0
+    """`pause` re-sends SIGSTOP this long until every process of the run shows as stopped."""
+    kill_wait_s: float = 5.0
+    """After SIGKILL, how long to wait before calling a run unkillable."""
+    report_drain_s: float = 60.0
+    """At exit the daemon waits up to this long for the reports of the tasks it just ended."""
+    down_margin_s: float = 30.0
+    """`herd down` waits the longest stop_grace, the kill waits and this: a stop may first wait
+    for a rescue or a launch that holds its session."""
+    reconcile_s: float = 60.0
+    """The slow pass re-stats every session's files this often, for events inotify dropped; the
+    sessions are visited a few at a time spread over it, so a fleet costs no burst."""
+    drain_wait_s: float = 2.0
+    """After the leader exits, how long to wait for its last output before moving on."""
+    git_write_timeout_s: float = 120.0
+    """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
+    (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
+    changed since the index, so even LFS trees take seconds: two minutes means a stuck filter."""
+    budget_check_s: float = 1.0
+    """The fleet's budget is checked this often while it sets limits (a session's budget is
+    checked when its spend changes, a wall-time limit at its time)."""
+    spend_sample_s: float = 10.0
+    """A session's spend is sampled (for the projection and a chart) at most this often."""
+    rate_limit_wait_s: float = 60.0
+    """A rate-limited run whose agent gave no reset time waits this long, doubling each time
+    in a row, up to rate_limit_wait_max_s."""
+    rate_limit_wait_max_s: float = 3600.0
+    notify_timeout_s: float = 10.0
+    """A `notify` command is killed (and `notify-failed` recorded) after this long."""
+    jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
+    """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
+
+    @property
+    def tick_s(self) -> float:
+        """How often the daemon-wide checks run (watched folders, a full disk): cheap, and a
+        freed disk must not wait a whole reconcile period."""
+        return min(FLEET_TICK_S, self.reconcile_s)
+
+
+FLEET_TICK_S = 5.0
+"""The daemon-wide checks' period when the reconcile period is longer."""
+
+
+MAX_LOG_GUARDS = 8
+"""Flooding run logs watched from their own worker thread at once; more are checked from the
+event loop, less often."""
+
+MAX_GIT_READS = 4
+"""Concurrent git reads across the fleet: a burst of commits must not take every worker
+thread (watching and file reads share them) nor start dozens of git processes at once."""
+
+
+class Context:
+    """What a session needs from the daemon: the store, the task group, and a way to announce."""
+
+    def __init__(
+        self,
+        store: Store,
+        state_dir: Path,
+        task_group: TaskGroup,
+        timings: Timings,
+        announce: Callable[[list[Event]], None],
+        config_path: Path,
+        runs_changed: Callable[[], None] = lambda: None,
+        worktree_user: Callable[[str, Path], str | None] = lambda name, cwd: None,
+    ) -> None:
+        self.worktree_user = worktree_user
+        """The other session at work in the worktree of `cwd`, if any (name, cwd) -> name."""
+        self.config_path = config_path
+        self.runs_changed = runs_changed
+        self.store = store
+        self.state_dir = state_dir
+        self.tg = task_group
+        self.timings = timings
+        self.announce = announce
+        self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        self.log_guard = FleetLogGuard(task_group)
+        self.reader = FleetReader(task_group)
+        """Every running log's reads, in one task (a rested read waits for a shared tick)."""
+        """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
+        self.reports = PendingReports()
+        """Reports being written (each ended task's); the daemon drains them before it exits."""
+        """Worker threads that keep flooding logs within their cap."""
+        self.check_budget: Callable[[Any], None] = lambda session: None
+        """Check a session's budget now (after its output showed a step); set by the daemon."""
+        self.spend_changed: Callable[[Any], None] = lambda session: None
+        """A session's record, runs or plan changed: its budget is looked at (set by the daemon)."""
+        self.arm_log: Callable[[Path], None] = lambda path: None
+        """Have the fleet watcher report the next change of a run's log (set by the daemon)."""
+        self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
+        """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
+        self.fleet_budget = Budget()
+        """[fleet] budget as herd.toml says now (the daemon sets it, and again on a reload)."""
+        self.prices: dict[str, Price] = price_table({})
+        """The price table for estimated costs: herd's own, with herd.toml's entries over it."""
+        self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
+        """Git reads of the whole fleet run in at most this many worker threads at once."""
+        self.notify_argv: list[str] | None = None
+        """herd.toml's top-level `notify` argv (placeholders unfilled), or None."""
+        self.notify_on: tuple[str, ...] = DEFAULT_NOTIFY_ON
+        self.notifications = anyio.CapacityLimiter(MAX_CONCURRENT_NOTIFICATIONS)
+        """Notify commands of the whole fleet running at once."""
+
+    def use_notify(self, argv: list[str] | None, notify_on: list[str]) -> None:
+        """Take herd.toml's `notify` and `notify_on` (at start and on every reload)."""
+        self.notify_argv = list(argv) if argv else None
+        self.notify_on = tuple(notify_on)

@@ -1,0 +1,348 @@
+"""Following a run: its output as it lands, its exit, and its log kept under the cap."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from agentherd.sessions.budget import limits
+from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.files import logcap
+from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
+from agentherd.supervisor.process import procs, runleftovers
+from agentherd.supervisor.session import agentusage
+from agentherd.supervisor.session.liverun import LiveRun, outcome_name
+from agentherd.supervisor.session.parts import SessionParts
+
+TAIL_READS_PER_WAKE = 128
+"""At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
+
+TAIL_READ_BUDGET_S = 0.05
+"""A wake-up stops reading after this long; the rest waits for the next one (the loop serves
+every session and every client)."""
+
+LOG_FLOOD_CHECK_S = 0.002
+"""How often a flooding log is checked against log_max_bytes, from a worker thread (one lstat
+each time; `yes` writes ~2 MB in that time)."""
+
+LOG_CAPPED_EVENT_S = 60.0
+"""A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
+
+
+class RunFollowing(SessionParts):
+    """The part of a session supervisor that watches its run: output, exit, log cap."""
+
+    def _watch(self, live: LiveRun) -> None:
+        self.run = live
+        self.ctx.runs_changed()
+        if self.observer.cached_git_paths is None:  # not a repository when last looked at
+            self.on_file_change("git")
+        self._follow_output(live)
+        self.ctx.tg.start_soon(self._wait_exit, live)
+        self.ctx.tg.start_soon(self._guard_log, live)
+
+    # ----- watching a run --------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        if self.run is not None:
+            if self.run.reading is not None:
+                self.run.reading.wake()
+            self.run.log_grew.set()
+
+    def _follow_output(self, live: LiveRun) -> None:
+        """Read new output as it lands, in the fleet's reader, until the final drain."""
+        live.reading = self.ctx.reader.follow(
+            functools.partial(self._read_once, live), self._read_gap_s, self.ctx.timings.tail_poll_s
+        )
+
+    def _read_once(self, live: LiveRun) -> bool:
+        """Parse what is new; keep the last line; True after the final drain of an ended run.
+
+        A chatty log (the last read found output) is simply read again after its rest: its
+        watch stays fired, so its writes cost no event, batch or dispatch. A read that finds
+        nothing arms the watch and looks once more; then the log waits for its next change.
+        """
+        if not live.chatty:
+            # Armed before the read: a write after the read raises the next wake-up.
+            self.ctx.arm_log(live.tailer.path)
+        got = self._read_new(live)
+        if not got and live.chatty:
+            live.chatty = False
+            self.ctx.arm_log(live.tailer.path)
+            got = self._read_new(live)
+        if live.exited.is_set() and not live.tailer.has_more():
+            tail = live.splitter.flush()
+            if tail is not None:
+                self._take_line(live, tail)
+            live.tailer.close()
+            live.drained.set()
+            live.log_grew.set()  # its guard makes its last check now
+            return True
+        if got and live.reading is not None:
+            live.chatty = True
+            live.reading.wake()  # read again after the rest, watched or not
+        return False
+
+    def _read_new(self, live: LiveRun) -> bool:
+        """`_read_output`; True when it read anything."""
+        offset, skipped = live.tailer.offset, live.tailer.skipped_bytes
+        self._read_output(live)
+        return live.tailer.offset != offset or live.tailer.skipped_bytes != skipped
+
+    def _read_gap_s(self) -> float:
+        """How long a run's log rests after a read: short while a budget limit counts it."""
+        timings = self.ctx.timings
+        return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
+
+    def _read_limited(self) -> bool:
+        """True when the session's or the fleet's budget sets a limit its output counts for."""
+        budgets = (self.config.budget, self.ctx.fleet_budget)
+        cached = self.__dict__.get("_read_limits")
+        if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
+            return bool(cached[2])  # asked at every read: the limits change on a reload only
+        limited = bool(limits(budgets[0]) or limits(budgets[1]))
+        self.__dict__["_read_limits"] = (*budgets, limited)
+        return limited
+
+    def _read_output(self, live: LiveRun) -> None:
+        known_id = live.parser.session_id
+        parsed_lines = live.parser.parsed_lines
+        read_any = decoded = False
+        # The log's cap is kept by its guard (`_guard_log`), not checked per read.
+        # Bounded work per wake-up, in bytes and in time: `yes` makes a million lines a second.
+        deadline = time.monotonic() + TAIL_READ_BUDGET_S
+        for _ in range(TAIL_READS_PER_WAKE):
+            skipped = live.tailer.skipped_bytes
+            data = live.tailer.read_new()
+            if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
+                cut = live.splitter.flush()
+                if cut is not None:
+                    decoded = self._take_line(live, cut) or decoded
+            if not data:
+                break
+            read_any = True
+            decoded = self._take_line(live, *live.splitter.feed(data)) or decoded
+            if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
+                # The end of the file as it was (what came since raised the next wake-up: the
+                # watch was armed before reading): no second look, nor its replaced-file check.
+                break
+        if not read_any:
+            return
+        now_s = time.monotonic()
+        written_s = now_s - max(0.0, time.time() - live.tailer.written_at)
+        self.stall.output_written(written_s, now_s, self.config.budget.stall)
+        if self.warnings.is_open("stalled") and not self.stall.warned:
+            self.close_warning("stalled", "the agent wrote output", "output")
+        if decoded or live.parser.parsed_lines != parsed_lines or self._read_limited():
+            # A stop between two of the agent's steps, not a second late. Text that moved no
+            # usage (a plain harness's lines) has nothing to check, limits or not.
+            self.ctx.check_budget(self)
+        new_id = live.parser.session_id
+        if new_id and new_id != known_id and new_id != self.record.agent_session_id:
+            # Persist the agent's session id the moment it appears: a crash is when it is needed.
+            self.record.agent_session_id = new_id
+            live.record.agent_session_id = new_id
+            self._commit(run=live.record)
+        else:
+            self.version += 1
+            self.output_version += 1
+
+    def _take_line(self, live: LiveRun, *lines: bytes) -> bool:
+        """Parse lines, each decoded once; the summary a person reads is made when read.
+        True when any of them decoded (only such a line, or a counted parse, moves usage)."""
+        values = live.parser.decode_lines(lines)
+        live.shown.offer(lines, values)
+        return values.count(None) != len(values)
+
+    async def _wait_exit(self, live: LiveRun) -> None:
+        """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
+        if live.process is not None:
+            status = await live.process.wait()
+            info = procs.decode_status(status)
+        else:
+            # With its leader unknown, a run lives while its lock is held or its cgroup populated.
+            alive = (
+                procs.leader_alive
+                if live.identity.pid is not None
+                else functools.partial(procs.run_alive, folder=live.folder)
+            )
+            while await anyio.to_thread.run_sync(alive, live.identity):
+                await anyio.sleep(self.ctx.timings.adopt_poll_s)
+            info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
+        live.exit = info
+        live.exited.set()
+        if live.reading is not None:
+            live.reading.wake_now()  # its last output is read at once, not after a rest
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        async with self._lock:
+            if live.handled or self.run is not live:
+                return
+            live.handled = True
+            await self._record_exit(live)
+            await self._after_exit(live)
+
+    async def _record_exit(self, live: LiveRun) -> None:
+        """Write the run's end, once, and sweep anything of it still alive."""
+        if live.record.ended_at is not None:
+            return
+        with anyio.move_on_after(self.ctx.timings.drain_wait_s):
+            await live.drained.wait()
+        info = live.exit or procs.ExitInfo(None, None)
+        outcome = live.parser.outcome
+        live.record.ended_at = iso(utc_now())
+        # Killed before its result: its spend is in the agent's records (a plain command has none);
+        # a finished Codex run's refused commands are in its rollout (stdout can miss them).
+        if agentusage.reads_agent_files(live.parser):
+            await anyio.to_thread.run_sync(
+                agentusage.read_agent_files, live.parser, live.record, live.config
+            )
+            outcome = live.parser.outcome
+        agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
+        live.record.exit_code = info.exit_code
+        live.record.signal = info.signal
+        usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated
+        live.record.usage = usage.to_json()
+        live.record.last_line = live.last_line
+        self.task_usage = self.task_usage + usage
+        live.record.outcome = outcome_name(outcome, self.config.agent, info)
+        self._commit(
+            self._event(
+                "run-exited",
+                f"run {live.record.run} ended: {info.describe()}"
+                + ("" if live.record.outcome == info.describe() else f" ({live.record.outcome})"),
+                live.record.run,
+                exit_code=info.exit_code,
+                signal=info.signal,
+                outcome=live.record.outcome,
+            ),
+            run=live.record,
+        )
+        # One worker hop for the quick look and, when nothing is left, the cgroup's removal.
+        if await anyio.to_thread.run_sync(
+            runleftovers.settle, live.identity, not live.record.stop_requested
+        ):  # the full scan only when the quick look found a candidate
+            leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
+            if leftovers:
+                await procs.stop_tree(
+                    live.identity,
+                    self.config.stop_signal_number,
+                    self.config.stop_grace,
+                    self.ctx.timings.kill_wait_s,
+                    self.ctx.timings.stop_poll_s,
+                )
+            if live.identity.cgroup is not None:
+                await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+
+    # ----- logs ------------------------------------------------------------------------------
+
+    @property
+    def _runs_folder(self) -> Path:
+        return self.ctx.state_dir / "runs" / self.config.name
+
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
+        current = 0
+        if self.run is not None:
+            current = max(0, self.run.tailer.offset - self.run.log_cap.dropped_bytes)
+        return self.older_logs_bytes + current
+
+    async def _guard_log(self, live: LiveRun) -> None:
+        """Keep the running log within log_max_bytes between tail reads; often while it floods."""
+        grew, room = self._cap_log(live)
+        while not live.drained.is_set():
+            if grew >= LOG_FLOOD_BYTES and self.ctx.log_guards.available_tokens >= 1:
+                stop = threading.Event()
+                try:
+                    await anyio.to_thread.run_sync(
+                        live.log_cap.guard_flood,
+                        self.config.log_max_bytes,
+                        LOG_FLOOD_CHECK_S,
+                        LOG_FLOOD_BYTES,
+                        stop,
+                        abandon_on_cancel=True,
+                        limiter=self.ctx.log_guards,
+                    )
+                finally:
+                    stop.set()
+            elif grew >= LOG_FLOOD_BYTES:
+                await anyio.sleep(LOG_CHECK_MIN_S)
+            elif grew:
+                # A growing log is looked at again before it can pass the cap at the fastest
+                # planned rate, in the fleet's passes (one wake-up for every chatty log), until
+                # a look finds it quiet or flooding.
+                grew, room = await self.ctx.log_guard.follow(
+                    functools.partial(self._cap_log, live), room, live.drained.is_set
+                )
+                live.log_grew = anyio.Event()
+                continue
+            else:
+                # Arm the log's watch, then look once more: a write after that raises an event
+                # even while the reader rests with the watch fired. A quiet log waits for it.
+                self.ctx.arm_log(live.tailer.path)
+                grew, room = self._cap_log(live)
+                if grew:
+                    continue
+                # No poll: the slow pass looks at every log once a minute (`check_log_cap`).
+                await live.log_grew.wait()
+            live.log_grew = anyio.Event()
+            grew, room = self._cap_log(live)
+        self._cap_log(live)
+        self._report_log_cap(live, final=True)
+
+    def _cap_log(self, live: LiveRun) -> tuple[int, int]:
+        """Cut the running log's middle if it passed the cap; return its growth and room left."""
+        cap = live.log_cap
+        before = cap.dropped_bytes
+        grew, room = cap.check(self.config.log_max_bytes)
+        if cap.cut_to is not None:  # cut back (no holes here): read on from the cut
+            live.tailer.offset = min(live.tailer.offset, cap.cut_to)
+            cap.cut_to = None
+        if cap.dropped_bytes > before:
+            self._report_log_cap(live, final=False)
+        return grew, room
+
+    def _report_log_cap(self, live: LiveRun, final: bool) -> None:
+        """A `log-capped` event when a run's log is first cut, then at most once a minute."""
+        dropped = live.log_cap.dropped_bytes
+        if dropped <= live.log_capped_reported:
+            return
+        now = time.monotonic()
+        first = live.log_capped_reported == 0
+        if not (final or first or now - live.log_capped_at >= LOG_CAPPED_EVENT_S):
+            return
+        live.log_capped_reported = dropped
+        live.log_capped_at = now
+        self._commit(
+            self._event(
+                "log-capped",
+                f"run {live.record.run}'s log passed log_max_bytes "
+                f"({self.config.log_max_bytes} bytes): {dropped} bytes dropped from its middle "
+                f"{'in all' if final else 'so far'}, its start and newest output kept",
+                live.record.run,
+                dropped_bytes=dropped,
+                final=final,
+            )
+        )
+
+    def check_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        if self.run is not None and not self.run.drained.is_set():
+            grew, _ = self._cap_log(self.run)
+            if grew:  # output the watcher did not report (inotify drops events when busy)
+                self.wake()
+        deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
+        for number, size in deleted:
+            self._commit(
+                self._event(
+                    "log-capped",
+                    f"deleted the log of run {number} ({size} bytes) to stay under log_max_bytes",
+                    number,
+                )
+            )
+        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)

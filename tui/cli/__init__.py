@@ -1,0 +1,1 @@
+"""The `herd` command line: the fast paths, the verbs, and printing logs and statuses."""

@@ -1,0 +1,678 @@
+"""The dashboard: composes the fleet view and the session screen, binds keys, routes messages."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.states import ACTIVE_STATES
+from agentherd.sessions.status import SessionStatus, parse_reply
+from agentherd.supervisor.api.client import AsyncClient
+from agentherd.supervisor.api.protocol import ApiError
+from agentherd.supervisor.files.paths import socket_path_for
+from agentherd.tui.dashboard.feeds import quiet_cancelled_wakeups
+from agentherd.tui.dashboard.fleet import FleetView
+from agentherd.tui.dashboard.fleetfeed import follow_snapshots
+from agentherd.tui.dashboard.help import HelpScreen, KeyLine
+from agentherd.tui.dashboard.messages import DaemonLost, Snapshot
+from agentherd.tui.dashboard.output_view import FleetOutput
+from agentherd.tui.dashboard.palette import SessionCommands
+from agentherd.tui.dashboard.session_screen import SessionScreen
+from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
+from agentherd.tui.render import state_text
+
+TICK_S = 1.0
+"""Uptimes move once a second; everything else changes only when the daemon says so."""
+
+ACTION_IDS = (
+    "open",
+    "start-stop",
+    "restart",
+    "restart-from",
+    "kill",
+    "pause-resume",
+    "approve",
+    "reject",
+    "ack",
+    "logs",
+    "editor",
+    "shell",
+    "filter",
+    "sort",
+    "help",
+    "quit",
+    "stop-all",
+    "back",
+    "runs",
+)
+"""The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
+
+SESSION_ACTIONS = frozenset(
+    {
+        "start_stop",
+        "restart",
+        "kill",
+        "pause_resume",
+        "approve",
+        "reject",
+        "logs",
+        "editor",
+        "shell",
+        "hide_output",
+        "help",
+        "stop_all",
+    }
+)
+"""Actions that act on the selection, so they wait while a dialog is open."""
+
+CHANGING_ACTIONS = frozenset(
+    {"start_stop", "restart", "kill", "pause_resume", "approve", "reject", "stop_all"}
+)
+"""Actions that need the daemon; a read-only dashboard (no daemon) refuses them."""
+
+READ_ONLY_NOTE = "read-only: no daemon runs here; `herd up` starts one (and may start agents)"
+
+
+class HerdApp(App[None]):
+    """The fleet at a glance and one session in depth, driven entirely by the daemon's API."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "herd"
+    COMMANDS = App.COMMANDS | {SessionCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", id="open", tooltip="The session screen: output, plan..."),
+        # The keys a newcomer needs first: an 80-column footer shows only the first few.
+        Binding(
+            "l",
+            "logs",
+            "Output",
+            id="logs",
+            tooltip="Show the selected session's output below the table; again hides it",
+        ),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
+        Binding(
+            "q",
+            "quit",
+            "Detach",
+            id="quit",
+            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
+        ),
+        Binding(
+            "s",
+            "start_stop",
+            "Start/stop",
+            id="start-stop",
+            tooltip="Start the selected session, or stop it if it is active",
+        ),
+        Binding(
+            "r",
+            "restart",
+            "Restart",
+            id="restart",
+            tooltip="Stop the selected session gracefully and begin a new task (asks first)",
+        ),
+        Binding(
+            "K",
+            "kill",
+            "Kill",
+            id="kill",
+            tooltip="SIGKILL every process of the selected session (asks first)",
+        ),
+        Binding(
+            "p",
+            "pause_resume",
+            "Pause/resume",
+            id="pause-resume",
+            tooltip="SIGSTOP the selected session's run, or SIGCONT it when paused",
+        ),
+        Binding(
+            "A",
+            "approve",
+            "Approve plan",
+            id="approve",
+            show=False,
+            tooltip="Adopt the changed plan as the new baseline (asks first)",
+        ),
+        Binding(
+            "X",
+            "reject",
+            "Reject plan",
+            id="reject",
+            show=False,
+            tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
+        ),
+        Binding(
+            "a",
+            "ack",
+            "Ack",
+            id="ack",
+            tooltip="Acknowledge the selected session's open warnings: they leave its badge",
+        ),
+        Binding(
+            "e",
+            "editor",
+            "Editor",
+            id="editor",
+            show=False,
+            tooltip="Open the session's worktree in $EDITOR (the dashboard waits)",
+        ),
+        Binding(
+            "exclamation_mark",
+            "shell",
+            "Shell",
+            id="shell",
+            show=False,
+            tooltip="A shell in the session's worktree; exit returns here",
+        ),
+        Binding(
+            "Q",
+            "stop_all",
+            "Stop all",
+            id="stop-all",
+            show=False,
+            tooltip="Stop every session and the daemon, then quit (asks first)",
+        ),
+        Binding("escape", "hide_output", "Hide output", show=False),
+    ]
+
+    def __init__(
+        self,
+        socket_path: Path | None = None,
+        keys: dict[str, str] | None = None,
+        config_label: str | None = None,
+        client: Any = None,
+        worktrees: dict[str, Path] | None = None,
+        notes: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.client = client if client is not None else AsyncClient(socket_path or Path())
+        self.read_only = bool(getattr(self.client, "read_only", False))
+        self.keys = dict(keys or {})
+        self.config_label = config_label or str(socket_path)
+        self.worktrees = dict(worktrees or {})
+        self.notes = dict(notes or {})
+        self.statuses: list[SessionStatus] = []
+        self._by_name: dict[str, SessionStatus] = {}
+        self.output_session: str | None = None
+        self._connected = False
+        self._frozen = False
+
+    # ----- composition --------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """The fleet view and the keys."""
+        self.fleet = FleetView(id="fleet")
+        self.fleet.notes = self.notes
+        self.fleet.hosts = bool(getattr(self.client, "across_hosts", False))
+        yield self.fleet
+        yield Footer()
+
+    @property
+    def table(self) -> SessionTable:
+        """The fleet's session table."""
+        return self.fleet.table
+
+    def on_mount(self) -> None:
+        """Apply the user's keymap, start the snapshot feed and the clock tick."""
+        self._apply_keymap()
+        quiet_cancelled_wakeups(asyncio.get_running_loop())
+        self.run_worker(
+            follow_snapshots(self.client, self.post_message),
+            group="snapshots",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self.set_interval(TICK_S, self._tick)
+        self.table.focus()
+        if self.read_only:
+            self.fleet.set_stale(READ_ONLY_NOTE)
+
+    def _apply_keymap(self) -> None:
+        """Rebind keys from herd.toml's [keys]; an unknown action name is a warning, not a crash."""
+        keymap = {action.replace("_", "-"): key for action, key in self.keys.items()}
+        unknown = sorted(set(keymap) - set(ACTION_IDS))
+        if unknown:
+            self.notify(
+                f"[keys] in herd.toml: unknown action {', '.join(unknown)}; "
+                f"known: {', '.join(ACTION_IDS)}",
+                severity="warning",
+                markup=False,
+            )
+        self.set_keymap({a: k for a, k in keymap.items() if a in ACTION_IDS})
+
+    # ----- messages from the workers ------------------------------------------------------
+
+    def on_snapshot(self, message: Snapshot) -> None:
+        """Show the newest statuses in the fleet view and on an open session screen; only the
+        rows of the sessions that changed are touched."""
+        self.statuses = message.sessions
+        self._by_name = {s.session: s for s in self.statuses}
+        changed = message.changed
+        if not self.table.is_attached:
+            return  # the app is shutting down
+        if not self._connected:
+            self._connected = True
+            self.fleet.set_stale(READ_ONLY_NOTE if self.read_only else None)
+            if not self._frozen:  # once the first fleet is drawn
+                self._frozen = True
+                self.call_after_refresh(freeze_startup_objects)
+        self.fleet.show(self.statuses, changed)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen) and (changed is None or screen.session in changed):
+                screen.show_status(self.status_of(screen.session))
+
+    def on_daemon_lost(self, message: DaemonLost) -> None:
+        """Say plainly that the daemon is gone; keep the last rows, dimmed, and keep retrying."""
+        self._connected = False
+        if not self.table.is_attached:
+            return  # the app is shutting down
+        self.fleet.set_stale(f"daemon not reachable: {message.reason} (retrying)")
+        self.fleet.query_one("#summary", Static).update(
+            f"herd  {self.config_label}  ·  the last known state:"
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker outcomes reach the person: a notice, never a traceback."""
+        worker = event.worker
+        if event.state == WorkerState.SUCCESS and isinstance(worker.result, str):
+            self.notify(worker.result, markup=False, timeout=3)
+        elif event.state == WorkerState.ERROR:
+            error = worker.error
+            text = error.message if isinstance(error, ApiError) else f"{error}"
+            self.notify(
+                text or type(error).__name__,
+                title=worker.name or "error",
+                severity="error",
+                markup=False,
+            )
+
+    def on_fleet_view_selected(self, message: FleetView.Selected) -> None:
+        """The output pane follows the cursor, so it never shows another session's output."""
+        if self.output_session is not None and message.session not in (None, self.output_session):
+            self._show_output(message.session or "")
+
+    def on_line_table_row_selected(self, event: SessionTable.RowSelected) -> None:
+        """Enter (or a click) on a session's row opens its screen."""
+        if event.table is self.table:
+            self.open_session(event.row_key)
+
+    def _tick(self) -> None:
+        """Once a second: the uptimes on screen (nothing else changes with the clock)."""
+        if self._connected and self.table.is_attached and self.screen is self.screen_stack[0]:
+            self.fleet.tick()
+
+    # ----- what screens ask of the app ----------------------------------------------------
+
+    def status_of(self, name: str | None) -> SessionStatus | None:
+        """The newest status of session `name`, or None."""
+        return self._by_name.get(name) if name is not None else None
+
+    def shown_names(self) -> list[str]:
+        """The sessions in the fleet view's current order and filter."""
+        return list(self.table._order)
+
+    def select(self, name: str) -> None:
+        """Put the fleet's cursor on session `name` (clearing a filter that hides it)."""
+        if name not in self.table._order:
+            self.fleet.filter_text = ""
+        if name in self.table._order:
+            self.table.move_cursor(row=self.table._order.index(name), animate=False)
+
+    def open_session(self, name: str, tab: str = "output") -> None:
+        """The session screen of `name`, on `tab` (the one open follows it: one deep, so
+        Escape always returns to the fleet)."""
+        if isinstance(self.screen, SessionScreen):
+            self.screen.session = name
+            self.screen.action_tab(tab)
+            return
+        self.action_hide_output()
+        self.push_screen(SessionScreen(name, tab))
+
+    def act_on(self, action: str, name: str) -> None:
+        """A command palette choice: select the session, then act on it."""
+        self.select(name)
+        if action in ("output", "open", "report", "events", "checkpoints", "spend"):
+            self.open_session(name, "output" if action == "open" else action)
+            return
+        method = {
+            "start": lambda: self._command(name, "start"),
+            "stop": lambda: self._command(name, "stop"),
+            "pause": lambda: self._command(name, "pause"),
+            "resume": lambda: self._command(name, "resume"),
+        }.get(action)
+        if method is not None:
+            method()
+        else:
+            self.call_later(self.run_action, action)
+
+    # ----- actions --------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Session keys act on the selection only; while a dialog is open they do nothing.
+
+        The fleet's own keys (open, the output pane) are hidden on the session screen.
+        """
+        if action in ("open", "logs") and isinstance(self.screen, SessionScreen):
+            return False
+        return not (action in SESSION_ACTIONS and isinstance(self.screen, ModalScreen))
+
+    def _selected(self) -> SessionStatus | None:
+        """The session on screen (or under the cursor), or None (with a notice)."""
+        screen = self.screen
+        name = screen.session if isinstance(screen, SessionScreen) else self.table.selected_session
+        status = self.status_of(name)
+        if status is None:
+            self.notify("no session selected", severity="warning")
+        return status
+
+    def _changing(self) -> SessionStatus | None:
+        """The selected session, for an action that changes it (refused when read-only)."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return None
+        return self._selected()
+
+    def _command(self, name: str, op: str, **args: Any) -> None:
+        """Send one command to the daemon in the background; its outcome becomes a notice."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+        self.run_worker(
+            self._call(name, op, **args), name=f"{op} {name}", group="commands", exit_on_error=False
+        )
+
+    async def _call(self, name: str, op: str, **args: Any) -> str:
+        """Call the daemon and say what happened in a few words."""
+        result = parse_reply(op, await self.client.call(op, name=name, **args))
+        if isinstance(result, SessionStatus):
+            return f"{name}: {state_text(result)}"
+        verb = {"start": "started", "restart": "restarted"}.get(op, op)
+        return f"{name}: {verb} {result.handle}"
+
+    def _confirm(self, question: str, consequence: str, then: Any) -> None:
+        """Ask first; run `then()` only on an explicit yes."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.push_screen(ConfirmScreen(question, consequence), answered)
+
+    def action_open(self) -> None:
+        """The session screen of the selected session."""
+        status = self._selected()
+        if status is not None and not isinstance(self.screen, SessionScreen):
+            self.open_session(status.session)
+
+    def action_start_stop(self) -> None:
+        """Start the selected session when it is not active, stop it otherwise."""
+        status = self._changing()
+        if status is None:
+            return
+        name, state = status.session, status.state
+        if state == "stopping":
+            self.notify(f"{name} is already stopping", markup=False)
+        elif state in ACTIVE_STATES:
+            self._command(name, "stop")
+        else:
+            self._command(name, "start")
+
+    def action_restart(self) -> None:
+        """Stop the selected session (gracefully) and start a new task, after a confirmation:
+        in any state a restart runs (and pays) the agent again, and on an active session it
+        also ends the run under way."""
+        status = self._changing()
+        if status is not None:
+            name = status.session
+            question, consequence = restart_question(name, status.state)
+            self._confirm(question, consequence, lambda: self._command(name, "restart"))
+
+    def restart_from(self, name: str, sha: str) -> None:
+        """Restart `name` from checkpoint `sha`, after a confirmation that says what happens."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+        self._confirm(
+            f"Restart {name} from {sha[:10]}?",
+            "Uncommitted work is saved on a rescue ref, the worktree is reset to that "
+            "checkpoint, and a new task begins.",
+            lambda: self._command(name, "restart", **{"from": sha}),
+        )
+
+    def action_kill(self) -> None:
+        """SIGKILL the selected session's run, after a confirmation that names it."""
+        status = self._changing()
+        if status is None:
+            return
+        name = status.session
+        if status.state not in ACTIVE_STATES:
+            self.notify(f"{name} is not running", markup=False)
+            return
+        self._confirm(
+            f"Kill {name}?",
+            f"Every process of {name}'s run gets SIGKILL now, with no grace period; "
+            "uncommitted work stays in the worktree.",
+            lambda: self._command(name, "stop", kill=True),
+        )
+
+    def action_pause_resume(self) -> None:
+        """Pause the selected session's run, or resume it when paused."""
+        status = self._changing()
+        if status is None:
+            return
+        if status.state == "paused":
+            self._command(status.session, "resume")
+        elif status.state in ACTIVE_STATES:
+            self._command(status.session, "pause")
+        else:
+            self.notify(f"{status.session} is not running", markup=False)
+
+    def _plan_changed(self, status: SessionStatus) -> bool:
+        """True when there is a plan change to judge; otherwise say so."""
+        if status.state == "waiting-approval" or (status.plan and status.plan.changed_items):
+            return True
+        self.notify(f"{status.session}: the plan has not changed since its baseline", markup=False)
+        return False
+
+    def action_approve(self) -> None:
+        """Adopt the changed plan as the baseline, after a confirmation."""
+        status = self._changing()
+        if status is not None and self._plan_changed(status):
+            name = status.session
+            self._confirm(
+                f"Approve {name}'s changed plan?",
+                "The plan as it is now becomes the baseline later changes are judged against.",
+                lambda: self._command(name, "approve"),
+            )
+
+    def action_reject(self) -> None:
+        """Write the baseline plan back, after a confirmation."""
+        status = self._changing()
+        if status is not None and self._plan_changed(status):
+            name = status.session
+            self._confirm(
+                f"Reject {name}'s plan changes?",
+                "herd writes the baseline plan back into the worktree; items passing now "
+                "stay passing.",
+                lambda: self._command(name, "reject"),
+            )
+
+    def _in_worktree(self, argv: list[str]) -> None:
+        """Run `argv` in the selected session's worktree with the terminal handed over."""
+        status = self._selected()
+        if status is None:
+            return
+        folder = self.worktrees.get(status.session)
+        if folder is None:
+            self.notify(f"the worktree of {status.session} is not known here", markup=False)
+            return
+        try:
+            with self.suspend():
+                subprocess.run([*argv], cwd=folder, check=False)
+        except (OSError, SuspendNotSupported) as exc:  # no such editor; no terminal to hand over
+            self.notify(f"cannot run {argv[0]} in {folder}: {exc}", severity="error", markup=False)
+
+    def action_editor(self) -> None:
+        """Open the worktree in $EDITOR."""
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        self._in_worktree([*editor.split(), "."])
+
+    def action_shell(self) -> None:
+        """A shell in the worktree."""
+        self._in_worktree([os.environ.get("SHELL") or "/bin/sh"])
+
+    def action_ack(self) -> None:
+        """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
+        status = self._selected()
+        if status is not None and not status.warnings:  # seen in tmux: the notice said "running"
+            self.notify(f"{status.session} has no open warnings to acknowledge", markup=False)
+        elif status is not None:
+            self._command(status.session, "ack")
+
+    def action_logs(self) -> None:
+        """Show the selected session's output below the table; again on the same one hides it."""
+        name = self.table.selected_session
+        if name is None:
+            return
+        if name == self.output_session:
+            self.action_hide_output()
+        else:
+            self._show_output(name)
+
+    def _show_output(self, name: str) -> None:
+        """Point the output pane at one session: blank at once, then its newest run's lines."""
+        self.output_session = name
+        self.fleet.add_class("-output")
+        self.fleet.query_one(FleetOutput).follow(name)
+
+    def action_hide_output(self) -> None:
+        """Hide the output pane and stop reading the file; the table has the keys again."""
+        pane = self.fleet.query_one(FleetOutput)
+        pane.follow(None)
+        self.output_session = None
+        if self.fleet.has_class("-output"):
+            self.fleet.remove_class("-output")
+            self.table.focus()
+            self.refresh_bindings()  # seen in tmux: the footer kept the pane's keys
+
+    def action_stop_all(self) -> None:
+        """Stop every session and the daemon, then quit (after a confirmation)."""
+        if self.read_only:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+        count = sum(1 for s in self.statuses if s.state in ACTIVE_STATES)
+        self._confirm(
+            f"Stop all {count} active session(s) and quit?"
+            if count
+            else "No session is active: stop the daemon and quit?",
+            "Each agent gets its stop signal and grace period, then the daemon exits. "
+            "`herd up` starts them again.",
+            lambda: self.run_worker(self._down(), group="commands", exit_on_error=False),
+        )
+
+    async def _down(self) -> None:
+        """`herd down`, then close the dashboard."""
+        self.notify("stopping every session…", markup=False)
+        await self.client.call("down")
+        self.exit()
+
+    def key_lines(self, fleet: bool = True) -> list[KeyLine]:
+        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS;
+        without `fleet` (the session screen's help) those of the fleet view only are left
+        out (seen in tmux: its help said `/` filters, where `/` searches the output)."""
+        fleet_only = set() if fleet else {"open", "logs", "filter", "sort"}
+        found = {
+            binding.id: binding
+            for node in (self, self.fleet)
+            for binding in bindings_of(node)
+            if binding.id in ACTION_IDS and binding.id not in fleet_only
+        }
+        lines = []
+        for action_id in ACTION_IDS:
+            binding = found.get(action_id)
+            if binding is not None:
+                lines.append(
+                    (self.get_key_display(binding), binding.tooltip or binding.description)
+                )
+        lines.insert(1 if fleet else 0, ("j/k ↓/↑", "Move the cursor"))
+        if fleet:  # the pane's own keys are in no footer until it has the focus
+            lines.append(("tab", "Into the output pane (l): / [ ] L v w g G work there"))
+        lines.append(("ctrl+p", "Command palette: type a verb and a session"))
+        return lines
+
+    def action_help(self) -> None:
+        """The keys as they are bound now, the current view's keys, and a legend."""
+        screen = self.screen
+        view_lines: list[KeyLine] = []
+        if isinstance(screen, SessionScreen):
+            bindings = bindings_of(screen)
+            view_lines = [
+                (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
+            ]
+        fleet = not isinstance(screen, SessionScreen)
+        self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
+
+
+def restart_question(name: str, state: str) -> tuple[str, str]:
+    """The confirmation of a restart: the question naming the session, and what yes does."""
+    if state == "backoff":
+        return (
+            f"Restart {name}?",
+            f"{name}'s wait before its next try is called off and a new task begins now: "
+            "the agent runs again and spends again.",
+        )
+    if state in ACTIVE_STATES:
+        return (
+            f"Restart {name}?",
+            f"{name}'s run is stopped gracefully (its stop grace period), then a new task "
+            "begins: the agent runs again and spends again.",
+        )
+    return (
+        f"Restart {name} ({state})?",
+        f"A new task begins: {name}'s agent runs again and spends again.",
+    )
+
+
+def freeze_startup_objects() -> None:
+    """Leave the objects of start-up (widgets, styles, the first fleet) out of the garbage
+    collector's full passes: with 200 sessions on screen one took 150 ms, and a key pressed
+    meanwhile waited for it."""
+    gc.freeze()
+
+
+def bindings_of(node: DOMNode) -> list[Binding]:
+    """The bindings of one node as bound now (after [keys]), in no particular order."""
+    keymap = node.app._keymap
+    return [
+        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id and b.id in keymap else b
+        for found in node._bindings.key_to_bindings.values()
+        for b in found
+    ]
+
+
+def run_dashboard(
+    config: HerdConfig, client: Any = None, notes: dict[str, str] | None = None
+) -> None:
+    """Open the dashboard on the daemon that owns this config's state folder (`herd up`/`tui`);
+    with `client` an `AsyncDiskClient`, read-only on the state on disk."""
+    HerdApp(
+        socket_path_for(config.state_dir),
+        keys=config.keys,
+        config_label=str(config.path),
+        client=client,
+        worktrees={s.name: s.cwd for s in config.sessions},
+        notes=notes,
+    ).run()

@@ -1,0 +1,460 @@
+"""The session screen: one session in tabs (output, progress, plan, checkpoints, events, spend,
+report).
+
+It follows one session at a time (`,` and `.` step through the fleet in the fleet's order) and
+reads everything through the daemon's API or the files the API names; it holds no state of
+the session beyond what it shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+import anyio
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Log, Markdown, Static, TabbedContent, TabPane
+
+from agentherd.sessions.records import Event
+from agentherd.sessions.sanitize import inert
+from agentherd.sessions.status import SessionStatus, parse_reply
+from agentherd.supervisor.api.protocol import ApiError
+from agentherd.tui.dashboard.messages import Loaded
+from agentherd.tui.dashboard.output_view import OutputView
+from agentherd.tui.dashboard.rows import VERIFIED_MARKS, cut
+from agentherd.tui.dashboard.spend_chart import SpendCharts
+from agentherd.tui.render import state_text
+from agentherd.tui.spend import usage_money
+
+if TYPE_CHECKING:
+    from agentherd.tui.dashboard.app import HerdApp
+
+TABS: tuple[tuple[str, str], ...] = (
+    ("output", "Output"),
+    ("progress", "Progress"),
+    ("plan", "Plan"),
+    ("checkpoints", "Checkpoints"),
+    ("events", "Events"),
+    ("spend", "Spend"),
+    ("report", "Report"),
+)
+"""Tab id and label, in the order the number keys pick them."""
+
+PROGRESS_READ_BYTES = 256 << 10
+"""The progress tab reads the end of the file: its newest entries live there."""
+
+SPEND_READ_EVERY_S = 5.0
+"""The Spend tab asks for new samples this often while it is shown (the daemon samples every
+few seconds; a chart a few seconds old reads the same)."""
+
+EVENTS_SHOWN = 2000
+"""The events tab shows the session's newest events (the whole log: `herd events`)."""
+
+
+def _read_progress(path: str | None) -> str:
+    """The end of the progress file as text (in a worker thread), or why there is none."""
+    if not path:
+        return 'no progress file (set progress = "..." in herd.toml)'
+    try:
+        with Path(path).open("rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - PROGRESS_READ_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+
+
+def _short_time(at: str | None) -> str:
+    """`12-01 16:58:06` of an ISO time: the year and milliseconds cost 80 columns a third."""
+    return at[5:19].replace("T", " ") if at and len(at) >= 19 else (at or "")
+
+
+def _line_counts(checkpoint: dict[str, Any]) -> str:
+    """ " +12 -3" for a checkpoint whose line counts were recorded, else nothing."""
+    added, removed = checkpoint.get("insertions"), checkpoint.get("deletions")
+    return "" if added is None or removed is None else f" +{added} -{removed}"
+
+
+def progress_entries(text: str) -> list[str]:
+    """The progress file split into entries at its `#` headings, oldest first."""
+    entries: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("#") or not entries:
+            entries.append([])
+        entries[-1].append(line)
+    return ["\n".join(entry).strip() for entry in entries if "".join(entry).strip()]
+
+
+def plan_lines(report: dict[str, Any], status: SessionStatus | None) -> str:
+    """Every plan item with ✓ or ✗, and the changes against the baseline marked ⚠."""
+    passed, remains = report.get("passed", {}), report.get("remains", {})
+    lines = [f"✓ {inert(item)}" for item in passed.get("items_passing", [])]
+    lines += [f"✗ {inert(item)}" for item in remains.get("items_failing", [])]
+    total = passed.get("plan_total")
+    head = f"{passed.get('plan_passing')}/{total} passing" if total is not None else "no plan"
+    changes = status.plan.changed_items if status and status.plan else []
+    if changes:
+        head += f"  ·  ⚠ {len(changes)} change(s) against the baseline (A approves, X rejects)"
+        lines += ["", "changed since the baseline:"]
+        lines += [f"⚠ item {c.index + 1} {c.change}: {inert(c.description)}" for c in changes]
+    if remains.get("plan_error"):
+        lines.append(f"plan error: {inert(remains['plan_error'])}")
+    return "\n".join([head, "", *lines])
+
+
+class SessionScreen(Screen[None]):
+    """Everything herd knows about one session; Escape goes back to the fleet."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="back", tooltip="Back to the fleet"),
+        Binding("question_mark", "app.help", "Help", show=True),  # early: 80 columns cut the rest
+        *(
+            Binding(str(n), f"tab('{tab}')", label, show=False, tooltip=f"The {label} tab")
+            for n, (tab, label) in enumerate(TABS, start=1)
+        ),
+        Binding("comma", "step(-1)", "Prev session", tooltip="The previous session of the fleet"),
+        Binding("full_stop", "step(1)", "Next session", tooltip="The next session of the fleet"),
+        Binding(
+            "F",
+            "restart_from",
+            "Restart from",
+            id="restart-from",
+            tooltip="Restart from the checkpoint under the cursor (Checkpoints tab; asks first)",
+        ),
+        Binding("j", "move(1)", "Down", show=False, tooltip="Down a line, or the next checkpoint"),
+        Binding("k", "move(-1)", "Up", show=False, tooltip="Up a line, or the previous checkpoint"),
+        Binding("ctrl+r", "reload", "Reload", show=False, tooltip="Read the tabs again"),
+        Binding("O", "order", "Order", show=False, tooltip="Progress: newest first or last"),
+        *OutputView.KEYS,
+    ]
+
+    session: reactive[str] = reactive("", init=False)
+    newest_first: reactive[bool] = reactive(True)
+
+    def __init__(self, session: str, tab: str = "output") -> None:
+        super().__init__()
+        self.set_reactive(SessionScreen.session, session)
+        self.first_tab = tab
+        self.status: SessionStatus | None = None
+        self.report: dict[str, Any] = {}
+        self.checkpoints: list[dict[str, Any]] = []
+        self.progress_text = ""
+        self.samples: list[list[Any]] | None = None
+        """The `spend` op's samples; None until read (or when no daemon keeps them)."""
+        self._seen: tuple[object, ...] = ()
+
+    @property
+    def herd(self) -> HerdApp:
+        """The app, typed."""
+        return cast("HerdApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """The session's headline, the tabs, the keys."""
+        yield Static("", id="session-head", markup=False)
+        with TabbedContent(initial=self.first_tab):
+            with TabPane("Output", id="output"):
+                yield OutputView(id="output-view")
+            with TabPane("Progress", id="progress"), VerticalScroll():
+                yield Static("", id="progress-text", markup=False)
+            with TabPane("Plan", id="plan"), VerticalScroll():
+                yield Static("", id="plan-text", markup=False)
+            with TabPane("Checkpoints", id="checkpoints"):
+                yield DataTable(id="checkpoint-table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="checkpoint-detail", markup=False)
+            with TabPane("Events", id="events"):
+                yield Static("", id="open-warnings", markup=False)
+                yield Log(id="event-log", max_lines=EVENTS_SHOWN)
+            with TabPane("Spend", id="spend"), VerticalScroll():
+                yield Static("reading the spend…", id="spend-chart", markup=False)
+            with TabPane("Report", id="report"), VerticalScroll():
+                yield Markdown("reading the report…", id="report-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns of the checkpoint table; then read everything."""
+        table = self.query_one("#checkpoint-table", DataTable)
+        for key, label in (("at", "AT"), ("sha", "SHA"), ("v", "✓"), ("files", "FILES")):
+            table.add_column(label, key=key)
+        table.add_column("SUBJECT", key="subject")
+        self.show_status(self.herd.status_of(self.session))
+        self._load()
+        self.set_interval(SPEND_READ_EVERY_S, self._spend_if_shown)
+
+    # ----- loading --------------------------------------------------------------------------
+
+    def watch_session(self) -> None:
+        """Another session: start over on every tab."""
+        self._seen = ()
+        self.samples = None
+        self.show_status(self.herd.status_of(self.session))
+        self._load()
+
+    def _load(self) -> None:
+        """Follow the output and read the other tabs."""
+        self._follow()
+        self._read()
+
+    def _follow(self) -> None:
+        self.query_one(OutputView).follow(self.session)
+
+    @work(group="read", exclusive=True, exit_on_error=False)
+    async def _read(self) -> None:
+        """The report (plan, checkpoints), the events and the progress file."""
+        name, client = self.session, self.herd.client
+        info = parse_reply("log_info", await client.call("log_info", name=name))
+        text = await anyio.to_thread.run_sync(_read_progress, info.progress)
+        self.post_message(Loaded(name, "progress", text))
+        events: list[Event] = []
+        since = 0
+        while True:
+            page = parse_reply("events", await client.call("events", session=name, since=since))
+            events = (events + page)[-EVENTS_SHOWN:]
+            if len(page) < 1000:
+                break
+            since = page[-1].seq
+        self.post_message(Loaded(name, "events", events))
+        await self._read_spend()
+        reply = parse_reply("report", await client.call("report", name=name))
+        self.post_message(Loaded(name, "report", reply))
+
+    async def _read_spend(self) -> None:
+        """The session's spend samples (kept by the daemon; a fleet on disk has none)."""
+        name = self.session
+        try:
+            reply = parse_reply("spend", await self.herd.client.call("spend", name=name))
+        except ApiError as exc:
+            why = exc.message
+            if self.herd.read_only:
+                why = "the daemon keeps the samples while it runs, and none runs here"
+            self.post_message(Loaded(name, "spend", f"{why} (the Report tab has the totals)"))
+            return
+        self.post_message(Loaded(name, "spend", reply.samples))
+
+    @work(group="spend", exclusive=True, exit_on_error=False)
+    async def _refresh_spend(self) -> None:
+        """Newer samples, in a worker of their own (the other tabs need not be read again)."""
+        await self._read_spend()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """The tab's content takes the keys (arrows, j/k move the checkpoint cursor or scroll:
+        seen in tmux, after `4` they still went to the tab bar and F took the first
+        checkpoint); the Spend tab draws what it has and asks for newer samples."""
+        target = {
+            "output": "#run-output",
+            "checkpoints": "#checkpoint-table",
+            "events": "#event-log",
+        }.get(str(event.pane.id), "VerticalScroll")
+        if event.pane.id == event.tabbed_content.active:  # a late event must not pull back
+            for widget in event.pane.query(target).results():
+                widget.focus()
+                break
+        if event.pane.id == "spend":
+            self._show_spend()
+            self._spend_if_shown()
+
+    def _spend_if_shown(self) -> None:
+        """Fresh samples while the Spend tab is in front."""
+        if self.query_one(TabbedContent).active == "spend":
+            self._refresh_spend()
+
+    def show_status(self, status: SessionStatus | None) -> None:
+        """The newest status of this session: the headline; tabs are read again on a change."""
+        self.status = status
+        if not self.query("#session-head"):
+            return  # not composed yet, or closing
+        if status is None:
+            self.query_one("#session-head", Static).update(f"{self.session}: not in herd.toml")
+            return
+        view = self.query_one(OutputView)
+        view.latest_run = status.run or 0
+        plan = f"plan {status.plan.passing}/{status.plan.total}" if status.plan else "no plan"
+        warnings = f"  ⚠{len(status.warnings)}" if status.warnings else ""
+        known = status.usage is not None and status.usage.cost_usd is not None
+        spend = f"  {usage_money(status.usage)}" if known else ""
+        head = (  # the state and its warnings first: a narrow terminal cuts the end
+            f"{status.session}  {state_text(status)}{warnings}  ·  {plan}"
+            f"  ·  run {status.run or '-'}{spend}  ·  {status.handle or 'no task'}"
+        )
+        self.query_one("#session-head", Static).update(head)
+        self._show_spend()
+        checkpoint = status.checkpoint
+        seen = (
+            status.state,
+            status.run,
+            checkpoint.sha if checkpoint else None,
+            checkpoint.verified if checkpoint else None,
+            status.plan.passing if status.plan else None,
+            len(status.warnings),
+        )
+        if self._seen and seen != self._seen:
+            self._read()
+        self._seen = seen
+
+    # ----- what the readers found -----------------------------------------------------------
+
+    def on_loaded(self, message: Loaded) -> None:
+        """Fill the tab a reader finished, if it is still about this session."""
+        if message.session != self.session or not self.query("#report-text"):
+            return
+        if message.what == "progress":
+            self.progress_text = str(message.value)
+            self._show_progress()
+        elif message.what == "spend":
+            if isinstance(message.value, str):
+                self.query_one("#spend-chart", Static).update(
+                    f"no spend over time: {message.value}"
+                )
+                return
+            self.samples = cast("list[list[Any]]", message.value)
+            self._show_spend()
+        elif message.what == "events":
+            self._show_events(cast("list[Event]", message.value))
+        elif message.what == "report":
+            reply = cast(Any, message.value)
+            self.report = reply.report
+            self.query_one("#report-text", Markdown).update(reply.markdown)
+            self.query_one("#plan-text", Static).update(plan_lines(self.report, self.status))
+            self._show_checkpoints()
+
+    def _show_spend(self) -> None:
+        """Draw the charts, only while the tab is in front (snapshots come four times a second)."""
+        shown = self.query_one(TabbedContent).active == "spend"
+        if shown and self.samples is not None:
+            self.query_one("#spend-chart", Static).update(SpendCharts(self.samples, self.status))
+
+    def _show_progress(self) -> None:
+        entries = progress_entries(self.progress_text)
+        if self.newest_first:
+            entries.reverse()
+        order = "newest first" if self.newest_first else "newest last"
+        text = "\n\n".join(inert(entry) for entry in entries) or "the progress file is empty"
+        self.query_one("#progress-text", Static).update(f"({order}; O flips)\n\n{text}")
+
+    def watch_newest_first(self, newest_first: bool) -> None:
+        """Show the newest entry: at the top, or at the end (scrolled to)."""
+        if self.is_mounted:
+            self._show_progress()
+            scroll = self.query_one("#progress-text").parent
+            if isinstance(scroll, VerticalScroll):
+                if newest_first:
+                    scroll.scroll_home(animate=False)
+                else:
+                    scroll.call_after_refresh(scroll.scroll_end, animate=False)
+
+    def _show_events(self, events: list[Event]) -> None:
+        log = self.query_one("#event-log", Log)
+        log.clear()
+        log.write_lines(
+            [
+                f"{_short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
+                for e in events
+            ]
+        )
+        warnings = self.status.warnings if self.status else []
+        lines = [
+            f"⚠ open: {w.kind} ×{w.count} since {w.opened_at or w.at}: {inert(w.message)}"
+            for w in warnings
+        ]
+        self.query_one("#open-warnings", Static).update(
+            "\n".join(lines) or "no open warnings (closed and acknowledged ones are events below)"
+        )
+
+    def _show_checkpoints(self) -> None:
+        table = self.query_one("#checkpoint-table", DataTable)
+        table.clear()
+        self.checkpoints = list(reversed(self.report.get("changed", {}).get("checkpoints", [])))
+        for checkpoint in self.checkpoints:
+            mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
+            table.add_row(
+                _short_time(checkpoint["at"]),
+                checkpoint["sha"][:10],
+                Text(mark, style=style),
+                f"{len(checkpoint.get('files', []))}{_line_counts(checkpoint)}",
+                cut(inert(checkpoint["subject"]), 80),
+                key=checkpoint["sha"],
+            )
+        self._show_checkpoint_detail()
+
+    def _selected_checkpoint(self) -> dict[str, Any] | None:
+        table = self.query_one("#checkpoint-table", DataTable)
+        if not table.row_count or table.cursor_row >= len(self.checkpoints):
+            return None
+        return self.checkpoints[table.cursor_row]
+
+    @on(DataTable.RowHighlighted, "#checkpoint-table")
+    def _show_checkpoint_detail(self) -> None:
+        checkpoint = self._selected_checkpoint()
+        detail = self.query_one("#checkpoint-detail", Static)
+        if checkpoint is None:
+            detail.update("no checkpoints yet: herd records each commit the agent makes")
+            return
+        files = checkpoint.get("files", [])
+        counts = _line_counts(checkpoint)
+        lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s){counts}: {', '.join(files[:12])}"]
+        check = checkpoint.get("verification") or {}
+        if check and not check.get("passed"):
+            why = check.get("error") or (
+                "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
+            )
+            lines.append(f"verification fails: {why}")
+            lines += [f"  {line}" for line in (check.get("output_tail") or "").splitlines()[-6:]]
+        lines.append("F restarts the session from this checkpoint (asks first)")
+        detail.update(inert("\n".join(lines)))
+
+    # ----- actions --------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        """Back to the fleet, its cursor on this session."""
+        self.herd.select(self.session)
+        self.dismiss(None)
+
+    def action_tab(self, tab: str) -> None:
+        """Show one tab."""
+        self.query_one(TabbedContent).active = tab
+
+    def action_step(self, step: int) -> None:
+        """The previous or next session, in the fleet's order."""
+        order = self.herd.shown_names()
+        if self.session in order and order:
+            self.session = order[(order.index(self.session) + step) % len(order)]
+
+    def action_view(self, action: str, *args: int) -> None:
+        """An output-tab key: shows the output tab and hands the key to its view."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != "output":
+            tabs.active = "output"
+        getattr(self.query_one(OutputView), f"action_{action}")(*args)
+
+    def action_move(self, step: int) -> None:
+        """j/k: the checkpoint cursor, or scroll the tab in front by a line."""
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            focused.move_cursor(row=max(0, focused.cursor_row + step))
+        elif focused is not None:
+            if step > 0:
+                focused.scroll_down(animate=False)
+            else:
+                focused.scroll_up(animate=False)
+
+    def action_reload(self) -> None:
+        """Read every tab again."""
+        self._load()
+
+    def action_order(self) -> None:
+        """Progress newest first, or newest last."""
+        self.newest_first = not self.newest_first
+
+    def action_restart_from(self) -> None:
+        """Restart from the highlighted checkpoint, after a confirmation that names it."""
+        checkpoint = self._selected_checkpoint()
+        if checkpoint is None or self.query_one(TabbedContent).active != "checkpoints":
+            self.notify("pick a checkpoint in the Checkpoints tab (4) first", markup=False)
+            return
+        self.herd.restart_from(self.session, checkpoint["sha"])
