@@ -4,6 +4,7 @@ reply the same way; every other command, and every error, goes to the full comma
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -101,15 +102,15 @@ def _call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, *
         raise LookupError("no installed version: the full command line copes")
     with fastwire.LineSocket(socket_path, timeout_s) as sock:
         hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
-        sock.send(fastwire.dumps_request(hello))
-        greeting = fastwire.loads(sock.readline().decode())
+        sock.send(json.dumps(hello).encode() + b"\n")
+        greeting = json.loads(sock.readline().decode())
         result = greeting.get("result") or {}
         if not greeting.get("ok") or result.get("protocol") != PROTOCOL:
             raise LookupError("hello refused")
         if result.get("version") != version:
             raise LookupError("another version: the full command line warns")
-        sock.send(fastwire.dumps_request({"id": 1, "op": op, **args}))
-        reply = fastwire.loads(sock.readline().decode())
+        sock.send(json.dumps({"id": 1, "op": op, **args}).encode() + b"\n")
+        reply = json.loads(sock.readline().decode())
     if not reply.get("ok"):
         raise LookupError("error reply: the full command line words it")
     return reply.get("result")
@@ -134,7 +135,7 @@ def fast(argv: list[str]) -> bool:
             result = _call(socket_path, "status", target=target)
     except (OSError, ValueError, LookupError):
         return False
-    sys.stdout.write(fastwire.dumps_indented(result) + "\n")
+    sys.stdout.write(json.dumps(result, indent=2) + "\n")
     return True
 
 
