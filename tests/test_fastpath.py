@@ -13,7 +13,7 @@ import pytest
 from conftest import make_repo
 
 from agentherd.supervisor.api import protocol
-from agentherd.tui.cli import fastpath
+from agentherd.tui.cli import fastcall, fastpath
 
 HERD = [sys.executable, "-c", "from agentherd.tui.cli.fastpath import main; main()"]
 INSTALLED = str(Path(sys.executable).parent / "herd")
@@ -21,8 +21,8 @@ FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 
 
 def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
-    assert fastpath.PROTOCOL == protocol.PROTOCOL
-    assert fastpath.installed_version() == protocol.HERD_VERSION
+    assert fastcall.PROTOCOL == protocol.PROTOCOL
+    assert fastcall.installed_version() == protocol.HERD_VERSION
 
 
 def test_only_json_status_and_ls_take_the_fast_path() -> None:
@@ -121,8 +121,8 @@ def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) 
     config = tmp_path / "herd.toml"
     config.write_text("")
     expected = socket_path_for(tmp_path / ".herd")  # makes the runtime folder, as a daemon does
-    assert fastpath._socket_path(str(config)) == str(expected)
-    assert fastpath._config_path(str(config)) == str(config.resolve())
+    assert fastcall.socket_path_of(str(config)) == str(expected)
+    assert fastcall.config_path(str(config)) == str(config.resolve())
     loaded = subprocess.run(
         [
             sys.executable,

@@ -13,6 +13,7 @@ try:  # Python 3.11 (3.12 merged the sha2 family into _sha2: hashlib then, a few
 except ImportError:  # pragma: no cover - depends on the interpreter
     import hashlib as _sha_module
 
+
 def sha256_hex(data: bytes) -> str:
     """The sha256 of `data` in hex, as hashlib gives it."""
     return _sha_module.sha256(data).hexdigest()
