@@ -114,6 +114,26 @@ def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path
     assert again.returncode == 2 and "no herd daemon is running" in again.stderr
 
 
+class _ReapedStat:
+    """/proc/<pid>/stat of a process reaped after the open: the read fails with ESRCH."""
+
+    def __enter__(self) -> _ReapedStat:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def read(self) -> bytes:
+        raise ProcessLookupError(3, "No such process")
+
+
+def test_a_daemon_reaped_while_its_stat_is_read_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under load: `herd down` died with a traceback when the daemon was reaped between
+    opening its /proc stat file and reading it; it has ended, so `down` goes on."""
+    monkeypatch.setattr(fastpath, "open", lambda *_: _ReapedStat(), raising=False)
+    assert fastpath._process_gone(12345)
+
+
 def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) -> None:
     """Its own copy of `socket_path_for` (pathlib and typing cost a verb ~10 ms of CPU)."""
     from agentherd.supervisor.files.paths import socket_path_for

@@ -71,7 +71,7 @@ def _process_gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat_file:
             return stat_file.read().rpartition(b")")[2].split()[:1] == [b"Z"]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the open and the read
         return True
 
 
