@@ -1,10 +1,10 @@
 """The session table looks exactly as Textual's DataTable holding the same cells.
 
-tui/dashboard/linetable.py draws the table itself through the line API (DataTable redrew every visible
-cell on each update under a busy fleet). These tests put a LineTable and a DataTable with the
-same columns and rows side by side and hold every line, segment for segment (styles and the
-cells' meta included), to be the same: unfocused and focused, the cursor on any row, the mouse
-over a row or the header, scrolled down and back.
+tui/dashboard/linetable.py draws the table itself through the line API (DataTable redrew every
+visible cell on each update under a busy fleet). These tests put a LineTable and a DataTable
+with the same columns and rows side by side and hold every line, segment for segment (styles
+and the cells' meta included), to be the same: unfocused and focused, the cursor on any row,
+the mouse over a row or the header, scrolled down and back.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from rich.style import Style
 from rich.text import Text
 from snapshot_fleet import ReplayClient, write_logs
 from test_dashboard import until
-from textual.renderables.styled import Styled
 from textual.geometry import Region
+from textual.renderables.styled import Styled
 
 from agentherd.tui.dashboard.app import HerdApp
 from agentherd.tui.dashboard.fastcell import plain_cell_line

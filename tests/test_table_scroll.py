@@ -1,9 +1,10 @@
 """A scrolled table builds only the rows the scroll changed, and looks as if drawn afresh.
 
-The session table keeps each row's line (tui/dashboard/linetable.py): a `j` at the bottom of the screen
-used to build every visible row again (the slowest keys under a busy fleet); now the rows that
-only moved come from what was kept. These tests hold every scrolled picture to the same table
-drawn from scratch, through cell updates, cursor moves, single-row and page scrolls both ways.
+The session table keeps each row's line (tui/dashboard/linetable.py): a `j` at the bottom of
+the screen used to build every visible row again (the slowest keys under a busy fleet); now the
+rows that only moved come from what was kept. These tests hold every scrolled picture to the
+same table drawn from scratch, through cell updates, cursor moves, single-row and page scrolls
+both ways.
 """
 
 from __future__ import annotations

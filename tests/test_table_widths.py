@@ -78,7 +78,7 @@ async def test_settled_widths_fit_the_widest_cell_or_the_label(tmp_path: Path) -
         await until(
             pilot, lambda: "4242" not in [str(c) for c in table.get_column("restarts")], "back"
         )
-        table._too_wide.update(table.columns)  # settle every column, as if each had shrunk
+        table.grid.too_wide.update(table.columns)  # settle every column, as if each had shrunk
         table.settle_widths()
         for key, column in table.columns.items():
             if key == "last":

@@ -7,19 +7,15 @@ cells, the column widths or the styles change, and a cell is drawn without Rich'
 (`fastcell.py`). It looks as DataTable does: the same component classes and CSS, so the
 app's theme and `tests/test_table_look.py` hold it to DataTable's picture.
 
-Column widths widen at once (nothing is cut) and narrow only when `settle_widths` says so: a
-narrower column redraws every row, so a fleet whose states come and go pays for it once per
-settle, not once per change.
+The columns, rows and cells, and the widths the columns need, are a TableGrid (tablegrid.py).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -31,9 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from agentherd.tui.dashboard.fastcell import plain_cell_line
-
-CELL_PADDING = 1
-"""Blank cells on each side of a cell's text, as DataTable's default `cell_padding`."""
+from agentherd.tui.dashboard.tablegrid import CELL_PADDING, Column, TableGrid
 
 HEADER_HEIGHT = 1
 """The header row's lines; it stays on top while the rows scroll."""
@@ -45,20 +39,6 @@ def cell_meta(row: int, column: int, out_of_bounds: bool = False) -> Style:
     if out_of_bounds:
         return Style.from_meta({"row": row, "column": column, "out_of_bounds": True})
     return Style.from_meta({"row": row, "column": column})
-
-
-@dataclass
-class Column:
-    """A column: its key, its label and the width its text gets (padding not counted)."""
-
-    key: str
-    label: Text
-    content_width: int
-
-    @property
-    def render_width(self) -> int:
-        """The column's width on screen, padding included."""
-        return self.content_width + 2 * CELL_PADDING
 
 
 @dataclass(frozen=True)
@@ -198,19 +178,11 @@ class LineTable(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.columns: dict[str, Column] = {}
-        """The columns in their order, by key."""
-        self._keys: list[str] = []
-        """Row keys in their order."""
-        self._index: dict[str, int] = {}
-        self._data: dict[str, dict[str, Text]] = {}
+        self.grid = TableGrid()
+        """The columns, rows and cells (tablegrid.py)."""
         self._cursor = 0
         self._hover: int | None = None
         """The row under the mouse (-1: the header), None when the keyboard moved last."""
-        self._cell_widths: dict[str, Counter[int]] = {}
-        """Per column, how many cells have each width."""
-        self._too_wide: set[str] = set()
-        """Columns a shorter cell may have left wider than they need (`settle_widths`)."""
         self._lines: dict[str, dict[tuple[bool, bool], Strip]] = {}
         """Per row, its drawn line (full width) by (cursor on it, mouse on it)."""
         self._painted: tuple[PaintStyles, tuple[int, ...], int] | None = None
@@ -220,9 +192,14 @@ class LineTable(ScrollView, can_focus=True):
     # ----- the data -----------------------------------------------------------------------
 
     @property
+    def columns(self) -> dict[str, Column]:
+        """The columns in their order, by key."""
+        return self.grid.columns
+
+    @property
     def row_count(self) -> int:
         """How many rows the table has."""
-        return len(self._keys)
+        return len(self.grid.keys)
 
     @property
     def cursor_row(self) -> int:
@@ -232,46 +209,25 @@ class LineTable(ScrollView, can_focus=True):
     @property
     def cursor_row_key(self) -> str | None:
         """The key of the cursor's row (None when the table is empty)."""
-        return self._keys[self._cursor] if self._keys else None
+        keys = self.grid.keys
+        return keys[self._cursor] if keys else None
 
     def add_column(self, label: str, *, key: str) -> None:
         """A new last column titled `label` (as wide as the label until cells widen it)."""
-        text = Text(label)
-        self.columns[key] = Column(key, text, cell_len(text.plain))
-        self._cell_widths[key] = Counter()
-        for cells in self._data.values():
-            cells[key] = Text()
-            self._cell_widths[key][0] += 1
+        self.grid.add_column(label, key)
         self._changed_shape()
 
     def add_row(self, *cells: Text, key: str) -> None:
         """A new last row with these cells (in the columns' order); columns widen to fit."""
-        row: dict[str, Text] = {}
-        for column, cell in zip(self.columns.values(), cells, strict=False):
-            row[column.key] = cell
-            width = cell_len(cell.plain)
-            self._cell_widths[column.key][width] += 1
-            column.content_width = max(column.content_width, width)
-        self._index[key] = len(self._keys)
-        self._keys.append(key)
-        self._data[key] = row
-        if len(self._keys) == 1:
+        self.grid.add_row(cells, key)
+        if self.row_count == 1:
             self._post_highlight()
         self._changed_shape()
 
     def clear(self, columns: bool = False) -> None:
         """No rows (and with `columns`, no columns either); the cursor and scroll go home."""
-        self._keys.clear()
-        self._index.clear()
-        self._data.clear()
+        self.grid.clear(columns)
         self._lines.clear()
-        self._too_wide.clear()
-        if columns:
-            self.columns.clear()
-            self._cell_widths.clear()
-        else:
-            for column in self.columns.values():
-                self._cell_widths[column.key] = Counter()
         self._cursor = 0
         self._hover = None
         self._changed_shape()
@@ -279,83 +235,52 @@ class LineTable(ScrollView, can_focus=True):
 
     def get_cell(self, row_key: str, column_key: str) -> Text:
         """The cell in row `row_key` and column `column_key` (KeyError if there is none)."""
-        return self._data[row_key][column_key]
+        return self.grid.cells[row_key][column_key]
 
     def get_row_at(self, row_index: int) -> list[Text]:
         """The cells of the row at `row_index`, in the columns' order."""
-        cells = self._data[self._keys[row_index]]
-        return [cells.get(key, Text()) for key in self.columns]
+        return self.grid.row_at(row_index)
 
     def get_column(self, column_key: str) -> list[Text]:
         """The cells of one column, top to bottom."""
-        return [self._data[key].get(column_key, Text()) for key in self._keys]
+        return self.grid.column(column_key)
 
     def get_row_index(self, row_key: str) -> int:
         """Where row `row_key` is, top to bottom (KeyError if there is none)."""
-        return self._index[row_key]
+        return self.grid.index[row_key]
 
     def set_cell(
         self, row: str, column: str, text: str, style: str = "", grow_only: bool = False
     ) -> None:
-        """Put `text` in a cell; its column widens at once to fit it and narrows (if it may)
-        at the next `settle_widths`. A `grow_only` column never narrows for a shorter cell
-        (`narrow_column` does it when it matters)."""
-        cells, found = self._data[row], self.columns[column]
-        widths = self._cell_widths[column]
-        old = cells.get(column)
-        if old is not None:
-            was = cell_len(old.plain)
-            widths[was] -= 1
-            if not widths[was]:
-                del widths[was]
-        new = cell_len(text)
-        widths[new] += 1
-        cells[column] = Text(text, style=style)
-        if new > found.content_width:
-            found.content_width = new
+        """Put `text` in a cell and redraw its row; its column widens at once to fit it (all
+        rows redraw) and narrows (if it may) at the next `settle_widths`."""
+        if self.grid.set_cell(row, column, Text(text, style=style), grow_only):
             self._changed_shape()
             return
-        if not grow_only and new < found.content_width:
-            self._too_wide.add(column)
         self._lines.pop(row, None)
-        self._refresh_row(self._index[row])
+        self._refresh_row(self.grid.index[row])
 
     def settle_widths(self) -> None:
         """Fit the columns a shorter cell left too wide (one redraw of the table)."""
-        narrowed = False
-        for key in self._too_wide:
-            found = self.columns.get(key)
-            if found is None:
-                continue
-            need = max([cell_len(found.label.plain), *self._cell_widths[key]])
-            if need < found.content_width:
-                found.content_width = need
-                narrowed = True
-        self._too_wide.clear()
-        if narrowed:
+        if self.grid.settle_widths():
             self._changed_shape()
 
     def narrow_column(self, column: str, most: int) -> None:
         """Fit a grow-only column to what its cells hold now, counting none wider than `most`
         (rows off screen are cut to it when scrolled to)."""
-        found = self.columns.get(column)
-        if found is None:
-            return
-        widest = max(self._cell_widths[column], default=0)
-        found.content_width = max(cell_len(found.label.plain), min(most, widest))
-        self._changed_shape()
+        if self.grid.narrow_column(column, most):
+            self._changed_shape()
 
     def _changed_shape(self) -> None:
         """Rows, columns or widths changed: a new virtual size and a full redraw."""
-        width = sum(column.render_width for column in self.columns.values())
-        self.virtual_size = Size(width, len(self._keys) + HEADER_HEIGHT)
+        self.virtual_size = Size(self.grid.width, self.row_count + HEADER_HEIGHT)
         self.refresh()
 
     # ----- the cursor -----------------------------------------------------------------------
 
     def move_cursor(self, *, row: int, animate: bool = False, scroll: bool = True) -> None:
         """Put the cursor on row `row` (kept inside the table) and scroll it into view."""
-        row = max(0, min(row, len(self._keys) - 1))
+        row = max(0, min(row, len(self.grid.keys) - 1))
         old, self._cursor = self._cursor, row
         if scroll:
             self._scroll_cursor_into_view(animate)
@@ -365,8 +290,8 @@ class LineTable(ScrollView, can_focus=True):
             self._post_highlight()
 
     def _post_highlight(self) -> None:
-        if self._keys:
-            self.post_message(self.RowHighlighted(self, self._cursor, self._keys[self._cursor]))
+        if self.grid.keys:
+            self.post_message(self.RowHighlighted(self, self._cursor, self.grid.keys[self._cursor]))
 
     def _scroll_cursor_into_view(self, animate: bool = False) -> None:
         """Scroll so that the cursor's row shows below the header (as DataTable does)."""
@@ -409,13 +334,13 @@ class LineTable(ScrollView, can_focus=True):
     def action_cursor_bottom(self) -> None:
         """The last row."""
         self._set_hover(None)
-        self.move_cursor(row=len(self._keys) - 1)
+        self.move_cursor(row=len(self.grid.keys) - 1)
 
     def action_page_down(self) -> None:
         """A page down: the view scrolls a page and the cursor moves as far."""
         self._set_hover(None)
         height = self.scrollable_content_region.height - HEADER_HEIGHT
-        target = self._cursor + min(height + 1, len(self._keys) - self._cursor) - 1
+        target = self._cursor + min(height + 1, len(self.grid.keys) - self._cursor) - 1
         self.scroll_relative(y=height, animate=False, force=True)
         self.move_cursor(row=target)
 
@@ -440,8 +365,8 @@ class LineTable(ScrollView, can_focus=True):
     def action_select_cursor(self) -> None:
         """Choose the cursor's row."""
         self._set_hover(None)
-        if self._keys:
-            self.post_message(self.RowSelected(self, self._cursor, self._keys[self._cursor]))
+        if self.grid.keys:
+            self.post_message(self.RowSelected(self, self._cursor, self.grid.keys[self._cursor]))
 
     # ----- the mouse ------------------------------------------------------------------------
 
@@ -453,7 +378,7 @@ class LineTable(ScrollView, can_focus=True):
         if offset.y < HEADER_HEIGHT:
             return -1
         row = offset.y - HEADER_HEIGHT + int(self.scroll_y)
-        return row if row < len(self._keys) else None
+        return row if row < len(self.grid.keys) else None
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
         """The row under the mouse shows it."""
@@ -520,7 +445,7 @@ class LineTable(ScrollView, can_focus=True):
             line = self._header_line(paint, width)
         else:
             index = y - HEADER_HEIGHT + int(self.scroll_y)
-            if index >= len(self._keys):
+            if index >= len(self.grid.keys):
                 return Strip.blank(width, paint.base)
             line = self._row_line(index, paint, width)
         return line.crop(scroll_x, scroll_x + width).adjust_cell_length(width, paint.base)
@@ -533,7 +458,7 @@ class LineTable(ScrollView, can_focus=True):
 
     def _row_line(self, index: int, paint: PaintStyles, width: int) -> Strip:
         """Row `index`, full width, from its kept line when it has one."""
-        key = self._keys[index]
+        key = self.grid.keys[index]
         on_cursor, on_hover = index == self._cursor, index == self._hover
         kept = self._lines.setdefault(key, {})
         line = kept.get((on_cursor, on_hover))
@@ -544,7 +469,7 @@ class LineTable(ScrollView, can_focus=True):
                 over += paint.hover
             if on_cursor:
                 over += paint.cursor
-            line = self._draw(index, self._data[key], row_style, over, width)
+            line = self._draw(index, self.grid.cells[key], row_style, over, width)
             kept[(on_cursor, on_hover)] = line
         return line
 

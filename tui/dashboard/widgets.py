@@ -13,8 +13,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.dashboard.linetable import CELL_PADDING, LineTable
+from agentherd.tui.dashboard.linetable import LineTable
 from agentherd.tui.dashboard.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
+from agentherd.tui.dashboard.tablegrid import CELL_PADDING
 
 GROW_ONLY = frozenset({"last", "uptime"})
 """Columns whose cells change all the time: they widen to fit and do not narrow for each
