@@ -22,7 +22,7 @@ from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskReco
 from agentherd.sessions.states import State
 from agentherd.supervisor.files.store import Verification
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runid
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun
 
@@ -152,7 +152,7 @@ class SessionParts:
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -164,7 +164,7 @@ class SessionParts:
         raise NotImplementedError
 
     @staticmethod
-    def _identity_of(record: RunRecord) -> procs.RunIdentity:
+    def _identity_of(record: RunRecord) -> runid.RunIdentity:
         raise NotImplementedError
 
     # adoption.py

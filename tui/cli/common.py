@@ -152,7 +152,7 @@ def ask(client: Client | DiskClient, op: str, **args: Any) -> Any:
 def viewer_config() -> HerdConfig:
     """herd.toml checked for a viewer of the cluster: the URL and the extra, not this
     machine's folders and programs (the hosts run the sessions)."""
-    from agentherd.sessions.clusterconfig import cluster_problems
+    from agentherd.sessions.configchecks import cluster_problems
 
     config = herd_config()
     problems = cluster_problems(config)

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.config import (
     HerdConfig,
     environment_problems,
@@ -45,7 +46,7 @@ from agentherd.tui.cli.templates import init_text, session_block
 @click.option(
     "--agent",
     default=None,
-    help="Agent preset: claude, codex, gemini, amp, opencode, aider, plain.",
+    help=f"Agent preset: {', '.join(AGENTS)}.",
 )
 @guarded
 def init(agent: str | None) -> None:
