@@ -1,7 +1,9 @@
-"""One session's supervisor: its commands and its checked transitions; the only writer.
+"""One session's supervisor: its commands, its lock and its checked transitions; the only writer.
 
-Following a run, launching and restarting, and adoption after a daemon restart are parts
-of it (following.py, launching.py, adoption.py); the rules live in sessions/lifecycle.py.
+What it owns does one job each and writes only through its pen (pen.py): the follower
+(a run's output, exit and log), the launcher, restarts, the completer (the exit rules), the
+adopter (after a daemon restart) and drift (driftbook.py, driftactions.py). The rules live in
+sessions/lifecycle.py.
 """
 
 from __future__ import annotations
@@ -18,36 +20,32 @@ from agentherd.sessions import lifecycle, open_warnings
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.drift import StallClock
 from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
-from agentherd.sessions.records import (
-    Event,
-    RunRecord,
-    SessionRecord,
-    TaskRecord,
-)
-from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
-from agentherd.sessions.status import (
-    LeftRunning,
-    LogsStatus,
-    SessionStatus,
-    WarningStatus,
-)
+from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
+from agentherd.sessions.status import LeftRunning, SessionStatus
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.checks.observe import Observer
-from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.store import Change, StoreUnavailable, Verification
 from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import procs
-from agentherd.supervisor.session import recovery
-from agentherd.supervisor.session.adoption import Adoption
+from agentherd.supervisor.session import recovery, stallkeep
+from agentherd.supervisor.session.adopter import Adopter
 from agentherd.supervisor.session.budgets import SessionSpend
+from agentherd.supervisor.session.completer import Completer
 from agentherd.supervisor.session.context import Context
-from agentherd.supervisor.session.drifting import DriftHandling
-from agentherd.supervisor.session.following import RunFollowing
-from agentherd.supervisor.session.launching import Launching
+from agentherd.supervisor.session.driftactions import DriftActions
+from agentherd.supervisor.session.driftbook import DriftBook, task_spent
+from agentherd.supervisor.session.follower import Follower
+from agentherd.supervisor.session.launcher import Launcher
 from agentherd.supervisor.session.liverun import LiveRun
+from agentherd.supervisor.session.pen import Pen
+from agentherd.supervisor.session.refresher import Refresher
+from agentherd.supervisor.session.restarts import Restarts
+from agentherd.supervisor.session.statusview import live_status
 
 log = logging.getLogger("herd.session")
 
@@ -55,38 +53,92 @@ STRICT_TRANSITIONS_VAR = "HERD_STRICT_TRANSITIONS"
 """Set to 1 by the test suite: an illegal lifecycle move raises instead of being logged."""
 
 
-class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
+class SessionSupervisor:
     """Owns one session: the only writer of its record; every change goes through `_commit`."""
 
     def __init__(self, config: SessionConfig, record: SessionRecord, ctx: Context) -> None:
         self.config = config
         self.record = record
         self.ctx = ctx
-        self.run: LiveRun | None = None
         self.warnings = WarningBook(ctx.store.open_warnings(config.name))
         """The open warnings, as the store keeps them (a new daemon shows the same)."""
-        self._ended_run: RunRecord | None = None
-        """The last run's record as stored, for the status while no run is watched."""
         self._lock = anyio.Lock()
         self.preparing: gitops.GitDeadline | None = None
         """The rescue/reset in progress before a restart, which a stop cancels."""
-        self._pending_restart: anyio.CancelScope | None = None
-        """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
         self.git_warned = False
-        self._refreshing: dict[str, bool] = {}
-        self.stall = self.restored_stall_clock()
-        self.task_usage = self._ended_runs_usage()
-        self.spend = SessionSpend(self)
-        """Spend as budgets count it (runs guarded and priced), samples and projection."""
-        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
-        """Usage of the current task's ended runs (each run is its own process: they add)."""
-        self.observer = Observer(self)
-        self.drift = self.restored_drift()
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
         self.output_version = 0
         """Bumped (with `version`) when output was read: the status feed then takes only the
-        output fields again (supervisor/statusfeed.py)."""
+        output fields again (api/statusfeed.py)."""
+        self.stall = stallkeep.restored_stall_clock(record, self.warnings.get("stalled"))
+        self.task_usage = self._ended_runs_usage()
+        """Usage of the current task's ended runs (each run is its own process: they add)."""
+        pen = Pen(
+            self._event, self._commit, self._transition, self._end_task, self._touch, self._config
+        )
+        self.follower = Follower(
+            ctx, record, pen, self._arm_log, self._output_read, self._exited, self.run_usage
+        )
+        self.spend = SessionSpend(self)
+        """Spend as budgets count it (runs guarded and priced), samples and projection."""
+        self.observer = Observer(self)
+        self.refresher = Refresher(config.name, ctx.tg, self._reads())
+        self.drift = DriftBook(record, pen, self.warnings, self._spent, self._plan_passing)
+        self.actions = DriftActions(
+            ctx, record, pen, self._lock, self.drift, self._run, self._stall, self._stop_for
+        )
+        self.launcher = Launcher(ctx, record, pen, self._plan_passing, self._new_clock, self._watch)
+        self.restarts = Restarts(ctx, record, pen, self._lock, self.launcher, self._prepare_restart)
+        self.completer = Completer(
+            *(ctx, record, pen, self._lock, self.observer, self.restarts),
+            *(self.actions.drift_restart_of, self.drift.crash_events),
+        )
+        parts = (self.follower, self.launcher, self.restarts, self.completer)
+        self.adopter = Adopter(
+            *(ctx, record, pen, self._lock, parts, self._watch, self._record_exit),
+            *(self._stop_for, self.actions.resume_drift_restart),
+        )
+
+    # ----- what the parts read through small callables -------------------------------------
+
+    @property
+    def run(self) -> LiveRun | None:
+        """The run being watched (or the last one, ended), if any."""
+        return self.follower.run
+
+    def _run(self) -> LiveRun | None:
+        return self.follower.run
+
+    def _config(self) -> SessionConfig:
+        return self.config
+
+    def _stall(self) -> StallClock:
+        return self.stall
+
+    def _new_clock(self) -> None:
+        self.stall = StallClock(time.monotonic())
+
+    def _plan_passing(self) -> int | None:
+        plan = self.observer.plan_current
+        return plan.passing if plan is not None else None
+
+    def _spent(self) -> dict[str, float]:
+        return task_spent(self.task_usage, self.run, self.record)
+
+    def _arm_log(self, path: Any) -> None:
+        self.ctx.arm_log(path)  # set by the daemon after construction: looked up at each call
+
+    def _reads(self) -> dict[str, Any]:
+        observer = self.observer
+        return {
+            "plan": observer.refresh_plan,
+            "progress": observer.refresh_progress,
+            "git": observer.refresh_git,
+        }
+
+    async def _stop_for(self, reason: str) -> None:
+        await self.stop(reason=reason)
 
     # ----- state changes -------------------------------------------------------------------
 
@@ -111,7 +163,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         name = self.config.name
         # Every warning an event settles gets its `warning-closed` in the same transaction.
         events = tuple(open_warnings.with_closings(events, self.warnings.kinds()))
-        self.keep_stall_clock()  # a new daemon's stall clock goes on from here
+        stallkeep.keep_stall_clock(self.stall, self.record)  # a new daemon's goes on from here
         written = self.ctx.store.commit(
             Change(
                 session=self.record,
@@ -127,8 +179,48 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.version += 1
         self.ctx.spend_changed(self)  # the budget keeper looks on change, not on a timer
         self.ctx.announce(written)
-        self._after_written(written)
+        self.actions.after_written(written)
         return written
+
+    def _transition(
+        self,
+        to_state: State,
+        reason: str | None,
+        *events: Event,
+        by: Trigger,
+        run: RunRecord | None = None,
+        task: TaskRecord | None = None,
+    ) -> None:
+        """Move to `to_state` if the lifecycle table allows it; commit it with its events."""
+        source = self.record.state
+        if not lifecycle.allowed(source, to_state, by):
+            problem = f"{self.config.name}: illegal transition {source} -> {to_state} ({by})"
+            if os.environ.get(STRICT_TRANSITIONS_VAR) == "1":
+                raise lifecycle.IllegalTransition(problem)
+            log.error("BUG: %s; taken anyway", problem, stack_info=True)
+        self.record.state = to_state
+        self.record.reason = reason
+        self._commit(*events, run=run, task=task)
+
+    def _end_task(
+        self, state: State, reason: str | None, message: str, by: Trigger, *before: Event
+    ) -> None:
+        """Record how the current task ended, with its event, in one transaction."""
+        handle = self.record.handle
+        task = self.ctx.store.task(handle) if handle else None
+        if task is not None and task.ended_at is None:
+            task = task.model_copy(
+                update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
+            )
+        kind = lifecycle.task_end_kind(state)
+        ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
+        self._transition(state, reason, *before, ended, by=by, task=task)
+        self.ctx.tg.start_soon(self.ctx.reports.write, self)
+
+    def _touch(self, output: bool = False) -> None:
+        self.version += 1
+        if output:
+            self.output_version += 1
 
     def _ended_runs_usage(self) -> Usage:
         handle = self.record.handle
@@ -137,6 +229,45 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             if run.handle == handle and run.ended_at is not None and run.usage:
                 total = total + Usage.from_json(run.usage)
         return total
+
+    # ----- what the follower tells -----------------------------------------------------------
+
+    def _watch(self, live: LiveRun) -> None:
+        """Follow a run (launched or adopted) and look at its log's cap."""
+        self.follower.watch(live)
+        self.ctx.runs_changed()
+        if self.observer.cached_git_paths is None:  # not a repository when last looked at
+            self.on_file_change("git")
+
+    def _output_read(self, written_s: float, stepped: bool, why: str = "output") -> None:
+        """Output (or a progress entry) written at `written_s` was read: the agent is active."""
+        self.stall.output_written(written_s, time.monotonic(), self.config.budget.stall)
+        if self.warnings.is_open("stalled") and not self.stall.warned:
+            text = "a progress entry" if why == "progress" else "output"
+            self.close_warning("stalled", f"the agent wrote {text}", why)
+        if stepped:  # a step of the agent: a budget stop comes between two, not a second late
+            self.ctx.check_budget(self)
+
+    async def _exited(self, live: LiveRun) -> None:
+        """The run's leader ended and its output is read: record it and apply the exit rules."""
+        async with self._lock:
+            if live.handled or self.run is not live:
+                return
+            live.handled = True
+            await self._record_exit(live)
+            await self.completer.after_exit(live)
+
+    async def _record_exit(self, live: LiveRun) -> None:
+        """Write the run's end, once, and sweep anything of it still alive."""
+        ended = await self.follower.end_of(live)
+        if ended is None:
+            return
+        event, usage = ended
+        self.task_usage = self.task_usage + usage
+        self._commit(event, run=live.record)
+        await self.follower.sweep(live)
+
+    # ----- facts posted by the observer, recovery and budgets (they never write themselves) ---
 
     def spend_json(self) -> dict[str, Any]:
         """`usage_total` and `budget` as the status JSON has them (for the report)."""
@@ -160,9 +291,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     def touch(self) -> None:
         """Something visible changed that needs no event: push a new snapshot."""
-        self.version += 1
-
-    # ----- facts posted by the observer and recovery (they never write themselves) -----------
+        self._touch()
 
     def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool:
         """Write a new commit and its events in one transaction; False when it was known.
@@ -204,21 +333,45 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.close_warning("stalled", "the agent wrote a progress entry or a commit", "progress")
         self.version += 1
 
+    def progress_written(self, at_wall_s: float) -> None:
+        """The progress file was written at `at_wall_s` (its mtime): activity as of then.
+
+        Read at once, that is now; read first by a new daemon, it is as old as the file, so
+        the silence that went before goes on counting.
+        """
+        self._output_read(time.monotonic() - max(0.0, time.time() - at_wall_s), False, "progress")
+        self.version += 1  # the progress shown changed
+
+    def note_plan_progress(self) -> None:
+        """A plan item flipped to passing: a new burn baseline; burn and early-exit close."""
+        self.drift.note_plan_progress()
+
+    def close_warning(self, kind: str, why: str, by: str) -> None:
+        """Close an open warning whose cause is gone (a condition, not another event)."""
+        self.drift.close_warning(kind, why, by)
+
+    def verdict_events(self, sha: str, passed: bool, output_tail: str) -> list[Event]:
+        """A `repeated-failure` when a checkpoint fails the same way N times in a row."""
+        return self.drift.verdict_events(sha, passed, output_tail)
+
+    # ----- the slow pass and the watcher ------------------------------------------------------
+
     def check_stall(self) -> None:
         """Warn once when a running session shows no output, progress or commit for `stall`.
 
         Also the other drift checks of the slow pass (plan progress, burn rate).
         """
-        self.check_drift()
+        self.drift.check_drift()
         if self.record.state != State.RUNNING:
             return
-        if self.stall.newly_stalled(time.monotonic(), self.config.budget.stall):
+        stall_s = self.config.budget.stall
+        if self.stall.newly_stalled(time.monotonic(), stall_s):
             idle_s = self.stall.idle_s(time.monotonic())
             self._commit(
                 self._event(
                     "stalled",
                     f"no output, progress entry or commit for {format_duration(idle_s)} "
-                    f"(stall = {format_duration(self.config.budget.stall or 0)})",
+                    f"(stall = {format_duration(stall_s or 0)})",
                     self.record.run,
                     idle_s=round(idle_s, 1),
                 )
@@ -228,12 +381,8 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         """The fleet watcher saw one of this session's files change."""
         if kind == "log":
             self.wake()
-            return
-        if self._refreshing.get(kind) is not None:
-            self._refreshing[kind] = True  # read again when the running read finishes
-            return
-        self._refreshing[kind] = False
-        self.ctx.tg.start_soon(self._refresh, kind)
+        else:
+            self.refresher.changed(kind)
 
     def refresh_everything(self) -> None:
         """Look at the plan, progress file and git again (start-up, slow reconcile pass)."""
@@ -241,75 +390,40 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             self.on_file_change(kind)
 
     async def refresh_now(self, kind: str) -> None:
-        """Read `kind` now and return once read (or mark it to be read again by a read under
-        way); the daemon's first git reads go a few at a time this way."""
-        if self._refreshing.get(kind) is not None:
-            self._refreshing[kind] = True
-            return
-        self._refreshing[kind] = False
-        await self._refresh(kind)
+        """Read `kind` now and return once read (the daemon's first git reads, a few at once)."""
+        await self.refresher.now(kind)
 
-    async def _refresh(self, kind: str) -> None:
-        refresh = {
-            "plan": self.observer.refresh_plan,
-            "progress": self.observer.refresh_progress,
-            "git": self.observer.refresh_git,
-        }[kind]
-        try:
-            while True:
-                try:
-                    await refresh()
-                except Exception:  # one file must never take the daemon down
-                    log.exception("refreshing %s of %s failed", kind, self.config.name)
-                if not self._refreshing.get(kind):
-                    return
-                self._refreshing[kind] = False
-        finally:
-            self._refreshing.pop(kind, None)
+    def wake(self) -> None:
+        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        self.follower.wake()
 
-    def _transition(
-        self,
-        to_state: State,
-        reason: str | None,
-        *events: Event,
-        by: Trigger,
-        run: RunRecord | None = None,
-        task: TaskRecord | None = None,
-    ) -> None:
-        """Move to `to_state` if the lifecycle table allows it; commit it with its events."""
-        source = self.record.state
-        if not lifecycle.allowed(source, to_state, by):
-            problem = f"{self.config.name}: illegal transition {source} -> {to_state} ({by})"
-            if os.environ.get(STRICT_TRANSITIONS_VAR) == "1":
-                raise lifecycle.IllegalTransition(problem)
-            log.error("BUG: %s; taken anyway", problem, stack_info=True)
-        self.record.state = to_state
-        self.record.reason = reason
-        self._commit(*events, run=run, task=task)
+    def check_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        self.follower.check_log_cap()
 
-    def _cancel_pending_restart(self) -> None:
-        """Drop a scheduled restart that has not taken the session's lock yet."""
-        if self._pending_restart is not None:
-            self._pending_restart.cancel()
-            self._pending_restart = None
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
+        return self.follower.log_bytes()
 
-    def _task(self) -> TaskRecord | None:
-        return self.ctx.store.task(self.record.handle) if self.record.handle else None
+    async def reconcile(self) -> None:
+        """After a daemon restart: adopt a live run, or record a dead one and apply policy."""
+        await self.adopter.reconcile()
 
-    def _end_task(
-        self, state: State, reason: str | None, message: str, by: Trigger, *before: Event
-    ) -> None:
-        """Record how the current task ended, with its event, in one transaction."""
-        task = self._task()
-        if task is not None and task.ended_at is None:
-            task = task.model_copy(
-                update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
-            )
-        kind = lifecycle.task_end_kind(state)
-        handle = self.record.handle
-        ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
-        self._transition(state, reason, *before, ended, by=by, task=task)
-        self.ctx.tg.start_soon(self.ctx.reports.write, self)
+    def status(self, with_fleet: bool = True) -> SessionStatus:
+        """The `herd status --json` object for this session (`fleet` left out without
+        `with_fleet`: the status feed sends it once per message)."""
+        run = self.run
+        return live_status(
+            *(
+                self.config,
+                self.record,
+                run,
+                self.follower.last_run_record() if run is None else None,
+            ),
+            *(self.observer, self.warnings, self.spend.status_fields()),
+            self.ctx.fleet_spend() if with_fleet else None,
+            self.log_bytes(),
+        )
 
     # ----- commands ------------------------------------------------------------------------
 
@@ -327,7 +441,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
     @property
     def restart_pending(self) -> bool:
         """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
-        return self.record.state == State.BACKOFF and self._pending_restart is not None
+        return self.record.state == State.BACKOFF and self.restarts.pending is not None
 
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
@@ -335,28 +449,13 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
 
     async def _refuse_if_taken(self, restarting: bool = False) -> None:
-        """Refuse a start beside another session's agent, or beside processes of an old run.
-
-        A run folder whose `alive.lock` is held has live processes in this worktree: leftovers
-        of an earlier run, or a run no state remembers (state.db deleted while agents ran).
-        A restart stops the current run itself, so its own folder does not count.
-        """
-        name = self.config.name
-        other = self.ctx.worktree_user(name, self.config.cwd)
-        if other is not None:
-            raise SessionError(
-                f"cannot start {name}: session {other} is running in the same worktree "
-                f"({self.config.cwd}); stop it first (`herd stop {other}`)"
-            )
-        held = await anyio.to_thread.run_sync(procs.held_run_folders, self._runs_folder)
-        if restarting and self.run is not None:
-            held = [folder for folder in held if folder != self.run.folder]
-        if held:
-            users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
-            raise SessionError(
-                f"cannot start {name}: processes of an earlier run still hold {held[0]} "
-                f"({users}); stop them, then start again"
-            )
+        """Refuse a start beside another session's agent, or beside processes of an old run
+        (a restart stops the current run itself, so its own folder does not count)."""
+        other = self.ctx.worktree_user(self.config.name, self.config.cwd)
+        own = self.run.folder if restarting and self.run is not None else None
+        refused = await self.launcher.refusal(other, own)
+        if refused is not None:
+            raise SessionError(refused)
 
     async def _begin_task(
         self, env_extra: dict[str, str] | None = None, mode: str = "command"
@@ -377,7 +476,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             state=State.STARTING,
             started_at=self.record.task_started_at or "",
         )
-        self._cancel_pending_restart()
+        self.restarts.cancel()
         self._transition(
             State.STARTING,
             None,
@@ -385,7 +484,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             by=Trigger.START,
             task=task,
         )
-        await self._launch(mode=mode, env_extra=env_extra or {})
+        await self.launcher.launch(mode=mode, env_extra=env_extra or {})
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
@@ -396,7 +495,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     async def _stop_locked(self, kill: bool, reason: str, end_task: bool = True) -> bool:
         """Stop the current run if any; returns False when it could not be killed."""
-        self._cancel_pending_restart()
+        self.restarts.cancel()
         by = Trigger.BUDGET if reason.startswith("budget:") else Trigger.STOP
         run = self.run
         if run is not None and not run.exited.is_set():
@@ -414,18 +513,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 by=by,
                 run=run.record,
             )
-            signum = signal.SIGKILL if kill else self.config.stop_signal_number
-            gone = await procs.stop_tree(
-                run.identity,
-                signum,
-                self.config.stop_grace,
-                self.ctx.timings.kill_wait_s,
-                self.ctx.timings.stop_poll_s,
-                continue_first=run.paused,
-                leader_exited=run.exited if run.process is not None else None,
-            )
-            with anyio.move_on_after(self.ctx.timings.kill_wait_s):
-                await run.exited.wait()
+            gone = await self.follower.stop_run(run, kill)
             run.handled = True
             await self._record_exit(run)
             if not gone:
@@ -505,7 +593,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                         total=plan.total,
                     ),
                 )
-            await self.continue_after_approval("approved")
+            await self.actions.continue_after_approval("approved")
 
     async def reject(self) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change.
@@ -533,12 +621,12 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 )
             )
             await self.observer.refresh_plan()
-            await self.continue_after_approval("rejected")
+            await self.actions.continue_after_approval("rejected")
 
     async def acknowledge(self, kind: str | None) -> list[str]:
         """`herd ack`: acknowledged warnings stay open (and in the report) but leave the badge."""
         try:
-            return self.ack(kind)
+            return self.drift.ack(kind)
         except ValueError as exc:
             raise SessionError(str(exc)) from None
 
@@ -603,73 +691,6 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 self._event("resumed", "resumed (SIGCONT)", run.record.run),
                 by=Trigger.RESUME,
             )
-
-    # ----- status ----------------------------------------------------------------------------
-
-    def status(self, with_fleet: bool = True) -> SessionStatus:
-        """The `herd status --json` object for this session (`fleet` left out without
-        `with_fleet`: the status feed sends it once per message)."""
-        run = self.run
-        record = run.record if run is not None else self._last_run_record()
-        spent = self.spend.status_fields()
-        alive = run is not None and not run.exited.is_set()
-        observed = self.observer.status_fields()
-        plan_diff = self.observer.plan_diff
-        warnings = open_warnings.shown(
-            self.warnings.open(),
-            plan_error=self.observer.plan_error is not None,
-            plan_tampered=bool(plan_diff.changed_items) if plan_diff is not None else None,
-        )
-        last_line = run.last_line if run is not None else record.last_line if record else ""
-        return SessionStatus(
-            session=self.config.name,
-            handle=self.record.handle,
-            run=self.record.run or None,
-            state=self.record.state,
-            task_state=task_state(self.record.state),
-            reason=self.record.reason,
-            pid=record.pid if record is not None and alive else None,
-            exit_code=record.exit_code if record is not None else None,
-            signal=record.signal if record is not None else None,
-            restarts=self.record.restarts,
-            started_at=record.started_at if record is not None else None,
-            ended_at=record.ended_at if record is not None else None,
-            agent_session_id=self.record.agent_session_id,
-            plan=observed["plan"],
-            progress=observed["progress"],
-            checkpoint=observed["checkpoint"],
-            git_note=observed["git_note"],
-            usage=spent["usage"],
-            budget=spent["budget"],
-            usage_total=spent["usage_total"],
-            fleet=self.ctx.fleet_spend() if with_fleet else None,
-            logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
-            warnings=[
-                WarningStatus(
-                    seq=w.last_seq,
-                    kind=w.kind,
-                    message=w.message,
-                    at=w.last_at,
-                    count=w.count,
-                    opened_seq=w.opened_seq,
-                    opened_at=w.opened_at,
-                )
-                for w in warnings
-            ],
-            last_line=last_line,
-            agent=self.config.agent,
-            next_restart_at=self.record.backoff_until
-            if self.record.state == State.BACKOFF
-            else None,
-        )
-
-    def _last_run_record(self) -> RunRecord | None:
-        """The current run number's stored record (read once per run number, not per status)."""
-        number = self.record.run
-        cached = self._ended_run
-        if number and (cached is None or cached.run != number or cached.ended_at is None):
-            self._ended_run = self.ctx.store.run(self.config.name, number)
-        return self._ended_run if number else None
 
 
 class SessionError(Exception):

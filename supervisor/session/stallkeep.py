@@ -1,0 +1,57 @@
+"""The stall clock across daemons: kept on the session record, restored by the next daemon."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from agentherd.sessions.drift import StallClock
+from agentherd.sessions.open_warnings import WarningRecord
+from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.states import State
+from agentherd.sessions.times import iso, parse_iso
+
+STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL})
+"""A run held by a person (or the approval gate): its stall clock is stopped."""
+
+STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
+"""A live run whose stall clock a new daemon takes over (a new run starts a new clock)."""
+
+
+def restored_stall_clock(record: SessionRecord, stalled: WarningRecord | None) -> StallClock:
+    """The stall clock as the previous daemon left it, so a stalled agent's silence does
+    not start over when a new daemon adopts it (nor does paused time start to count).
+
+    Output, progress and commits read afterwards count from when they were written.
+    """
+    now_s = time.monotonic()
+    since = parse_iso(record.stall_since_at)
+    if since is None or record.state not in STALL_KEPT_STATES:
+        return StallClock(now_s)
+    clock = StallClock(_monotonic_at(since, now_s))
+    if record.state in STALL_HELD_STATES:
+        paused = parse_iso(record.stall_paused_at)
+        clock.paused_since_s = _monotonic_at(paused, now_s) if paused else now_s
+    if stalled is not None:  # raised already: not again, and a later write closes it
+        clock.warned = True
+        warned_at = parse_iso(stalled.last_at)
+        clock.warned_at_s = _monotonic_at(warned_at, now_s) if warned_at else now_s
+    return clock
+
+
+def keep_stall_clock(clock: StallClock, record: SessionRecord) -> None:
+    """Put the stall clock on the session record (as wall times), which every commit writes."""
+    now_s, now_wall_s = time.monotonic(), time.time()
+    record.stall_since_at = _iso_at(clock.last_activity_s, now_s, now_wall_s)
+    paused = clock.paused_since_s
+    record.stall_paused_at = None if paused is None else _iso_at(paused, now_s, now_wall_s)
+
+
+def _monotonic_at(moment: datetime, now_s: float) -> float:
+    """The monotonic time of a wall-clock moment (one in the future counts as now)."""
+    return now_s - max(0.0, time.time() - moment.timestamp())
+
+
+def _iso_at(monotonic_s: float, now_s: float, now_wall_s: float) -> str | None:
+    """A monotonic time as the ISO wall time the record keeps."""
+    return iso(datetime.fromtimestamp(now_wall_s - (now_s - monotonic_s), UTC))
