@@ -280,7 +280,7 @@ class ControlApi:
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
-        await send(result=ReportReply.model_validate(await session_report(supervisor)).to_json())
+        await send(result=ReportReply.model_validate(await session_report(supervisor.desk)).to_json())
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
         """Stop every session gracefully, then the daemon; name whatever could not be stopped."""

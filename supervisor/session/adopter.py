@@ -13,7 +13,7 @@ from agentherd.sessions import lifecycle
 from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import RunRecord, SessionRecord
+from agentherd.sessions.records import RunRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
@@ -36,9 +36,7 @@ class Adopter:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
-        lock: anyio.Lock,
         parts: tuple[Follower, Launcher, Restarts, Completer],
         watch: Callable[[LiveRun], None],
         record_exit: Callable[[LiveRun], Awaitable[None]],
@@ -46,9 +44,9 @@ class Adopter:
         resume_drift_restart: Callable[[RunRecord], None],
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
-        self.lock = lock
+        self.lock = pen.lock
         self.follower, self.launcher, self.restarts, self.completer = parts
         self.watch = watch
         """Follow an adopted run as the session follows its own."""

@@ -15,7 +15,7 @@ import anyio
 
 from agentherd.sessions import completion, lifecycle
 from agentherd.sessions.lifecycle import Action, ExitFacts, Trigger
-from agentherd.sessions.records import Event, SessionRecord
+from agentherd.sessions.records import Event
 from agentherd.sessions.states import State
 from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.session.context import Context
@@ -36,18 +36,16 @@ class Completer:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
-        lock: anyio.Lock,
         observer: Observer,
         restarts: Restarts,
         drift_restart_of: Callable[[int], str | None],
         crash_events: Callable[[int, str, str], list[Event]],
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
-        self.lock = lock
+        self.lock = pen.lock
         """The session's lock: a verdict that came in is applied under it."""
         self.observer = observer
         self.restarts = restarts

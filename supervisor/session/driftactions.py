@@ -8,23 +8,17 @@ session's lock; every change is written through the session's pen.
 from __future__ import annotations
 
 import logging
-import signal
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-import anyio
-
 from agentherd.sessions import notify
-from agentherd.sessions.drift import StallClock
-from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
-from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord, SessionRecord
+from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
 from agentherd.sessions.states import State
 from agentherd.supervisor.process import procs
 from agentherd.supervisor.process.notifier import run_notify
 from agentherd.supervisor.session.context import Context
-from agentherd.supervisor.session.driftbook import DriftBook, naming
+from agentherd.supervisor.session.driftbook import DriftBook
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 
@@ -54,24 +48,22 @@ class DriftActions:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
-        lock: anyio.Lock,
         book: DriftBook,
         run: Callable[[], LiveRun | None],
-        stall: Callable[[], StallClock],
+        hold: Callable[[str], Awaitable[None]],
         stop: Callable[[str], Coroutine[Any, Any, None]],
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
-        self.lock = lock
+        self.lock = pen.lock
         self.book = book
         self.warnings: WarningBook = book.warnings
         self.run = run
         """The run being watched, if any."""
-        self.stall = stall
-        """The session's stall clock (a pause stops it)."""
+        self.hold = hold
+        """Hold the run at the approval gate for a drift kind."""
         self.stop = stop
         """Stop the task for a reason (`drift:<kind>`)."""
 
@@ -128,66 +120,13 @@ class DriftActions:
             return  # its cause went away before the action came to apply (a plan written back)
         try:
             if action == "pause":
-                await self._drift_pause(kind)
+                await self.hold(kind)
             elif action == "stop":
                 await self.stop(f"drift:{kind}")
             elif action == "restart":
                 await self._drift_restart(kind)
         except Exception:  # an action that cannot apply leaves the warning; never the daemon
             log.exception("%s: on_drift %s for %s failed", self.pen.config().name, action, kind)
-
-    async def _drift_pause(self, kind: str) -> None:
-        """The approval gate: SIGSTOP the run and wait for `herd approve` or `herd reject`."""
-        async with self.lock:
-            run = self.run()
-            if self.record.state not in (State.RUNNING, State.PAUSED):
-                return
-            if run is None or run.exited.is_set() or not self.warnings.is_open(kind):
-                return
-            if not run.paused:
-                timings = self.ctx.timings
-                await anyio.to_thread.run_sync(
-                    procs.pause_run, run.identity, timings.pause_wait_s, timings.stop_poll_s
-                )
-                run.paused = True
-                self.stall().pause(time.monotonic())
-            name = self.pen.config().name
-            self.pen.transition(
-                State.WAITING_APPROVAL,
-                kind,
-                naming(
-                    self.pen.event(
-                        "waiting-approval",
-                        f"{kind}: the run is paused until `herd approve {name}` "
-                        f"or `herd reject {name}`",
-                        run.record.run,
-                    ),
-                    kind,
-                ),
-                by=Trigger.DRIFT_PAUSE,
-            )
-
-    async def continue_after_approval(self, answer: str, *events: Event) -> bool:
-        """Continue a run held at the approval gate (SIGCONT); False when none was held."""
-        if self.record.state != State.WAITING_APPROVAL:
-            return False
-        run = self.run()
-        if run is not None and not run.exited.is_set():
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
-            run.paused = False
-        self.stall().resume(time.monotonic())
-        approved = answer == "approved"
-        answer_kind = "approved" if approved else "rejected"
-        self.pen.transition(
-            State.RUNNING,
-            None,
-            *events,
-            self.pen.event(
-                answer_kind, f"{answer_kind}: the run continues", self.record.run or None
-            ),
-            by=Trigger.APPROVE if approved else Trigger.REJECT,
-        )
-        return True
 
     async def _drift_restart(self, kind: str) -> None:
         """Stop the run; its end restarts it from the last verified checkpoint, with resume."""

@@ -19,6 +19,7 @@ from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 
@@ -51,13 +52,12 @@ class DriftBook:
 
     def __init__(
         self,
-        record: SessionRecord,
         pen: Pen,
         warnings: WarningBook,
         spent: Callable[[], dict[str, float]],
         plan_passing: Callable[[], int | None],
     ) -> None:
-        self.record = record
+        self.record = pen.record
         self.pen = pen
         self.warnings = warnings
         self.spent = spent
@@ -124,7 +124,7 @@ class DriftBook:
         if kind is not None:
             if kind not in waiting:
                 shown = ", ".join(waiting) or "none"
-                raise ValueError(
+                raise SessionError(
                     f"{self.pen.config().name} has no unacknowledged open warning {kind!r} "
                     f"(open: {shown})"
                 )

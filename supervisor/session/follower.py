@@ -13,7 +13,9 @@ import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import limits
-from agentherd.sessions.records import Event, RunRecord, SessionRecord
+from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.states import State
+from agentherd.sessions.status import LeftRunning
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
@@ -48,7 +50,6 @@ class Follower:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
         arm_log: Callable[[Path], None],
         output_read: Callable[[float, bool], None],
@@ -56,7 +57,7 @@ class Follower:
         run_usage: Callable[[LiveRun], Usage],
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
         self.arm_log = arm_log
         """Have the fleet watcher report the next change of a run's log."""
@@ -70,7 +71,7 @@ class Follower:
         self._read_limits: tuple[object, object, bool] | None = None
         self._ended_run: RunRecord | None = None
         """The last run's record as stored, for the status while no run is watched."""
-        self.older_logs_bytes = logcap.bytes_before(self.runs_folder, record.run)
+        self.older_logs_bytes = logcap.bytes_before(self.runs_folder, self.record.run)
         """Bytes of the logs of the session's earlier runs."""
 
     def watch(self, live: LiveRun) -> None:
@@ -79,6 +80,29 @@ class Follower:
         self._follow_output(live)
         self.ctx.tg.start_soon(self._wait_exit, live)
         self.ctx.tg.start_soon(self._guard_log, live)
+
+    def ended_runs_usage(self) -> Usage:
+        """Usage of the current task's ended runs, as stored (each run is its own process)."""
+        handle = self.record.handle
+        total = Usage()
+        for run in self.ctx.store.runs(self.pen.config().name) if handle else []:
+            if run.handle == handle and run.ended_at is not None and run.usage:
+                total = total + Usage.from_json(run.usage)
+        return total
+
+    async def left_running(self) -> LeftRunning | None:
+        """The session and the pids of its run still alive after a stop, or None."""
+        run = self.run
+        if run is None:
+            return None
+        record = self.record
+        if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
+            return None  # stopped cleanly: its stop already found nothing left
+        found = await anyio.to_thread.run_sync(procs.run_processes, run.identity)
+        pids = sorted(p.pid for p in found)
+        if not pids:
+            return None
+        return LeftRunning(session=self.pen.config().name, state=record.state, pids=pids)
 
     def last_run_record(self) -> RunRecord | None:
         """The current run number's stored record (read once per run number, not per status)."""

@@ -13,13 +13,14 @@ import anyio
 from agentherd.sessions import launchspec
 from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import RunRecord, SessionRecord
+from agentherd.sessions.records import RunRecord, TaskRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
 from agentherd.supervisor.process import procs
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 
@@ -32,14 +33,13 @@ class Launcher:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
         plan_passing: Callable[[], int | None],
         started: Callable[[], None],
         watch: Callable[[LiveRun], None],
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
         self.plan_passing = plan_passing
         """Plan items passing now (None without a plan): a run remembers it at its start."""
@@ -47,6 +47,24 @@ class Launcher:
         """The run is spawned: its stall clock starts (before it is written running)."""
         self.watch = watch
         """Follow the new run."""
+
+    def new_task(self) -> TaskRecord:
+        """Begin a task on the record (its first run is the next one): counts start afresh."""
+        first_run = self.record.run + 1
+        handle = f"{self.pen.config().name}/{first_run}"
+        self.record.handle = handle
+        self.record.restarts = 0
+        self.record.backoff_step = 0
+        self.record.crash_times = []
+        self.record.idle_runs = 0
+        self.record.task_started_at = iso(utc_now())
+        return TaskRecord(
+            handle=handle,
+            session=self.pen.config().name,
+            first_run=first_run,
+            state=State.STARTING,
+            started_at=self.record.task_started_at or "",
+        )
 
     async def launch(self, mode: str, env_extra: dict[str, str], by: Trigger | None = None) -> None:
         """Start the next run: `resume` when asked and possible, else `command`.
@@ -131,9 +149,9 @@ class Launcher:
         )
         self.watch(live)
 
-    async def refusal(self, other: str | None, own_folder: Path | None) -> str | None:
-        """Why a start must not go ahead beside another session's agent or an old run's
-        processes (None: it may); `own_folder` is the run a restart stops itself.
+    async def refuse_if_taken(self, other: str | None, own_folder: Path | None) -> None:
+        """Refuse a start beside another session's agent (`other`) or an old run's processes;
+        `own_folder` is the run a restart stops itself, so it does not count.
 
         A run folder whose `alive.lock` is held has live processes in this worktree: leftovers
         of an earlier run, or a run no state remembers (state.db deleted while agents ran).
@@ -141,7 +159,7 @@ class Launcher:
         config = self.pen.config()
         name = config.name
         if other is not None:
-            return (
+            raise SessionError(
                 f"cannot start {name}: session {other} is running in the same worktree "
                 f"({config.cwd}); stop it first (`herd stop {other}`)"
             )
@@ -149,9 +167,9 @@ class Launcher:
         held = await anyio.to_thread.run_sync(procs.held_run_folders, runs_folder)
         held = [folder for folder in held if folder != own_folder]
         if not held:
-            return None
+            return
         users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
-        return (
+        raise SessionError(
             f"cannot start {name}: processes of an earlier run still hold {held[0]} "
             f"({users}); stop them, then start again"
         )

@@ -1,8 +1,8 @@
 """How a session's parts have a change written: through the session's one commit.
 
-The parts (follower, launcher, restarts, completer, adopter, drift) never hold the session;
-they get this bundle of its writing methods, the session's record and a way to read its
-config. `SessionSupervisor` alone implements these: it is the only writer of its state.
+The parts (follower, launcher, restarts, completer, adopter, drift, holder, desk) never hold
+the session; they get this bundle: its record and lock, its writing methods and a way to read
+its config. `SessionSupervisor` alone implements the methods: it is the only writer.
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
+
+from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import Event, RunRecord, TaskRecord
+from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import State
+from agentherd.supervisor.files.store import Verification
 
 
 class MakeEvent(Protocol):
@@ -27,7 +31,12 @@ class Commit(Protocol):
     """Write the session record with events (and a run or task record) in one transaction."""
 
     def __call__(
-        self, *events: Event, run: RunRecord | None = None, task: TaskRecord | None = None
+        self,
+        *events: Event,
+        run: RunRecord | None = None,
+        task: TaskRecord | None = None,
+        checkpoint: Checkpoint | None = None,
+        verification: Verification | None = None,
     ) -> list[Event]: ...
 
 
@@ -55,8 +64,12 @@ class EndTask(Protocol):
 
 @dataclass(frozen=True)
 class Pen:
-    """The session's writing methods, as its parts may call them."""
+    """The session's record, its lock, and its writing methods, as its parts may use them."""
 
+    record: SessionRecord
+    """The session's lasting state: set a field, then commit it (never store it elsewhere)."""
+    lock: anyio.Lock
+    """The session's lock: a part that changes the state from a task of its own holds it."""
     event: MakeEvent
     commit: Commit
     transition: Transition

@@ -7,18 +7,22 @@ from collections.abc import Awaitable, Callable
 
 from anyio.abc import TaskGroup
 
+from agentherd.supervisor.checks.observe import Observer
+
 log = logging.getLogger("herd.session")
 
 
 class Refresher:
     """Reads the plan, progress file or git again; a change during a read asks for one more."""
 
-    def __init__(
-        self, name: str, task_group: TaskGroup, reads: dict[str, Callable[[], Awaitable[None]]]
-    ) -> None:
+    def __init__(self, name: str, task_group: TaskGroup, observer: Observer) -> None:
         self.name = name
         self.tg = task_group
-        self.reads = reads
+        self.reads: dict[str, Callable[[], Awaitable[None]]] = {
+            "plan": observer.refresh_plan,
+            "progress": observer.refresh_progress,
+            "git": observer.refresh_git,
+        }
         """Kind of file -> the observer's read of it."""
         self._refreshing: dict[str, bool] = {}
         """Kind -> a read is under way (True: read again when it finishes)."""

@@ -10,19 +10,24 @@ import anyio
 from agentherd.sessions import lifecycle
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import Event, SessionRecord
+from agentherd.sessions.records import Event
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor.files import diskspace
+from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import procs
 from agentherd.supervisor.session.context import Context
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.launcher import Launcher
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 
-Prepare = Callable[[str | None, int, SessionConfig], Awaitable[tuple[dict[str, str], str] | None]]
-"""Rescue and reset a worktree before a restart: (target, last run, its config) -> (env, mode)
-or None when a stop cancelled it."""
+Prepared = tuple[dict[str, str], str] | None
+"""What a rescue and reset leave for the next run: (environment additions, mode), or None
+when a stop cancelled them."""
+
+Rescue = Callable[[str | None, int, SessionConfig, gitops.GitDeadline], Awaitable[Prepared]]
+"""Rescue and reset a worktree (target, last run, its config, deadline): recovery.py's."""
 
 
 class Restarts:
@@ -31,19 +36,19 @@ class Restarts:
     def __init__(
         self,
         ctx: Context,
-        record: SessionRecord,
         pen: Pen,
-        lock: anyio.Lock,
         launcher: Launcher,
-        prepare: Prepare,
+        rescue: Rescue,
     ) -> None:
         self.ctx = ctx
-        self.record = record
+        self.record = pen.record
         self.pen = pen
-        self.lock = lock
+        self.lock = pen.lock
         """The session's lock: a restart takes it before it relaunches."""
         self.launcher = launcher
-        self.prepare = prepare
+        self.rescue = rescue
+        self.preparing: gitops.GitDeadline | None = None
+        """The rescue/reset in progress before a restart, which a stop cancels."""
         self.pending: anyio.CancelScope | None = None
         """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
 
@@ -52,6 +57,26 @@ class Restarts:
         if self.pending is not None:
             self.pending.cancel()
             self.pending = None
+
+    async def prepare(
+        self, target: str | None, last_run: int, run_config: SessionConfig
+    ) -> Prepared:
+        """Rescue and reset the worktree before a restart, under a deadline a stop cancels."""
+        # Set before the first await, so a stop from now on finds what to cancel.
+        deadline = self.preparing = gitops.GitDeadline(self.ctx.timings.git_write_timeout_s)
+        try:
+            return await self.rescue(target, last_run, run_config, deadline)
+        finally:
+            self.preparing = None
+
+    @staticmethod
+    async def target_of(from_rev: str | None, run_config: SessionConfig) -> str | None:
+        """The commit `herd restart --from` names, checked before anything stops."""
+        if from_rev in (None, "last", "verified"):
+            return from_rev
+        if not await anyio.to_thread.run_sync(gitops.is_git_repo, run_config.cwd):
+            raise SessionError(f"{run_config.cwd} is not a git repository; --from needs one")
+        return str(await anyio.to_thread.run_sync(gitops.resolve_commit, run_config.cwd, from_rev))
 
     def disk_full(self) -> bool:
         """True while the store's disk refuses writes or the state or work folder has no room."""

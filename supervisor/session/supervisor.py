@@ -8,10 +8,9 @@ sessions/lifecycle.py.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import signal
-import time
 from typing import Any
 
 import anyio
@@ -21,7 +20,6 @@ from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.drift import StallClock
-from agentherd.sessions.durations import format_duration
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
@@ -29,22 +27,24 @@ from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
 from agentherd.sessions.status import LeftRunning, SessionStatus
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.checks.observe import Observer
-from agentherd.supervisor.files.store import Change, StoreUnavailable, Verification
-from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
-from agentherd.supervisor.session import recovery, stallkeep
+from agentherd.supervisor.files.store import Change, Verification
+from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adopter import Adopter
 from agentherd.supervisor.session.budgets import SessionSpend
 from agentherd.supervisor.session.completer import Completer
 from agentherd.supervisor.session.context import Context
+from agentherd.supervisor.session.desk import Desk
 from agentherd.supervisor.session.driftactions import DriftActions
 from agentherd.supervisor.session.driftbook import DriftBook, task_spent
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.follower import Follower
+from agentherd.supervisor.session.hold import Holder
 from agentherd.supervisor.session.launcher import Launcher
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 from agentherd.supervisor.session.refresher import Refresher
 from agentherd.supervisor.session.restarts import Restarts
+from agentherd.supervisor.session.stallkeep import StallWatch
 from agentherd.supervisor.session.statusview import live_status
 
 log = logging.getLogger("herd.session")
@@ -63,93 +63,64 @@ class SessionSupervisor:
         self.warnings = WarningBook(ctx.store.open_warnings(config.name))
         """The open warnings, as the store keeps them (a new daemon shows the same)."""
         self._lock = anyio.Lock()
-        self.preparing: gitops.GitDeadline | None = None
-        """The rescue/reset in progress before a restart, which a stop cancels."""
-        self.git_warned = False
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
         self.output_version = 0
         """Bumped (with `version`) when output was read: the status feed then takes only the
         output fields again (api/statusfeed.py)."""
-        self.stall = stallkeep.restored_stall_clock(record, self.warnings.get("stalled"))
-        self.task_usage = self._ended_runs_usage()
+        writes = (self._event, self._commit, self._transition, self._end_task, self._touch)
+        pen = Pen(record, self._lock, *writes, lambda: self.config)
+        arm_log = lambda path: self.ctx.arm_log(path)  # noqa: E731  (the daemon sets it later)
+        reads = (self._output_read, self._exited, self.run_usage)
+        self.follower = Follower(ctx, pen, arm_log, *reads)
+        self.task_usage = self.follower.ended_runs_usage()
         """Usage of the current task's ended runs (each run is its own process: they add)."""
-        pen = Pen(
-            self._event, self._commit, self._transition, self._end_task, self._touch, self._config
-        )
-        self.follower = Follower(
-            ctx, record, pen, self._arm_log, self._output_read, self._exited, self.run_usage
-        )
         self.spend = SessionSpend(self)
         """Spend as budgets count it (runs guarded and priced), samples and projection."""
-        self.observer = Observer(self)
-        self.refresher = Refresher(config.name, ctx.tg, self._reads())
-        self.drift = DriftBook(record, pen, self.warnings, self._spent, self._plan_passing)
-        self.actions = DriftActions(
-            ctx, record, pen, self._lock, self.drift, self._run, self._stall, self._stop_for
-        )
-        self.launcher = Launcher(ctx, record, pen, self._plan_passing, self._new_clock, self._watch)
-        self.restarts = Restarts(ctx, record, pen, self._lock, self.launcher, self._prepare_restart)
-        self.completer = Completer(
-            *(ctx, record, pen, self._lock, self.observer, self.restarts),
-            *(self.actions.drift_restart_of, self.drift.crash_events),
-        )
+        run = lambda: self.follower.run  # noqa: E731
+        spent = lambda: task_spent(self.task_usage, self.run, self.record)  # noqa: E731
+        self.drift = DriftBook(pen, self.warnings, spent, self._plan_passing)
+        self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning)
+        desk = self.desk = Desk(ctx, pen, run, self.spend, self.stall_watch, self.drift)
+        """What the observer, recovery and reports see of the session, and post to it."""
+        self.observer = desk.observer = Observer(desk)
+        self.refresher = Refresher(config.name, ctx.tg, self.observer)
+        stop_task = lambda: self._stop_locked(kill=False, reason="user")  # noqa: E731
+        held = (self.observer, run, self.stall_watch, self.warnings, stop_task)
+        self.holder = Holder(ctx, pen, *held)
+        stop_for = lambda reason: self.stop(reason=reason)  # noqa: E731
+        acts = (self.holder.hold_for_approval, stop_for)
+        self.actions = DriftActions(ctx, pen, self.drift, run, *acts)
+        watch_new = functools.partial(self._watch, launched=True)
+        self.launcher = Launcher(ctx, pen, self._plan_passing, self.stall_watch.restart, watch_new)
+        rescue = functools.partial(recovery.prepare_restart, desk)
+        self.restarts = Restarts(ctx, pen, self.launcher, rescue)
+        drift_facts = (self.actions.drift_restart_of, self.drift.crash_events)
+        self.completer = Completer(ctx, pen, self.observer, self.restarts, *drift_facts)
         parts = (self.follower, self.launcher, self.restarts, self.completer)
-        self.adopter = Adopter(
-            *(ctx, record, pen, self._lock, parts, self._watch, self._record_exit),
-            *(self._stop_for, self.actions.resume_drift_restart),
-        )
-
-    # ----- what the parts read through small callables -------------------------------------
+        ends = (self._watch, self._record_exit, stop_for, self.actions.resume_drift_restart)
+        self.adopter = Adopter(ctx, pen, parts, *ends)
 
     @property
     def run(self) -> LiveRun | None:
         """The run being watched (or the last one, ended), if any."""
         return self.follower.run
 
-    def _run(self) -> LiveRun | None:
-        return self.follower.run
-
-    def _config(self) -> SessionConfig:
-        return self.config
-
-    def _stall(self) -> StallClock:
-        return self.stall
-
-    def _new_clock(self) -> None:
-        self.stall = StallClock(time.monotonic())
+    @property
+    def stall(self) -> StallClock:
+        """The stall clock: seconds since the last output, progress entry or commit."""
+        return self.stall_watch.clock
 
     def _plan_passing(self) -> int | None:
         plan = self.observer.plan_current
         return plan.passing if plan is not None else None
 
-    def _spent(self) -> dict[str, float]:
-        return task_spent(self.task_usage, self.run, self.record)
-
-    def _arm_log(self, path: Any) -> None:
-        self.ctx.arm_log(path)  # set by the daemon after construction: looked up at each call
-
-    def _reads(self) -> dict[str, Any]:
-        observer = self.observer
-        return {
-            "plan": observer.refresh_plan,
-            "progress": observer.refresh_progress,
-            "git": observer.refresh_git,
-        }
-
-    async def _stop_for(self, reason: str) -> None:
-        await self.stop(reason=reason)
-
     # ----- state changes -------------------------------------------------------------------
 
     def _event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        at = iso(utc_now()) or ""
         return Event(
-            at=iso(utc_now()) or "",
-            session=self.config.name,
-            run=run,
-            kind=kind,
-            message=message,
-            data=data,
+            at=at, session=self.config.name, run=run, kind=kind, message=message, data=data
         )
 
     def _commit(
@@ -163,7 +134,7 @@ class SessionSupervisor:
         name = self.config.name
         # Every warning an event settles gets its `warning-closed` in the same transaction.
         events = tuple(open_warnings.with_closings(events, self.warnings.kinds()))
-        stallkeep.keep_stall_clock(self.stall, self.record)  # a new daemon's goes on from here
+        self.stall_watch.keep()  # a new daemon's stall clock goes on from here
         written = self.ctx.store.commit(
             Change(
                 session=self.record,
@@ -215,37 +186,29 @@ class SessionSupervisor:
         kind = lifecycle.task_end_kind(state)
         ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
         self._transition(state, reason, *before, ended, by=by, task=task)
-        self.ctx.tg.start_soon(self.ctx.reports.write, self)
+        self.ctx.tg.start_soon(self.ctx.reports.write, self.desk)
 
     def _touch(self, output: bool = False) -> None:
         self.version += 1
         if output:
             self.output_version += 1
 
-    def _ended_runs_usage(self) -> Usage:
-        handle = self.record.handle
-        total = Usage()
-        for run in self.ctx.store.runs(self.config.name) if handle else []:
-            if run.handle == handle and run.ended_at is not None and run.usage:
-                total = total + Usage.from_json(run.usage)
-        return total
-
     # ----- what the follower tells -----------------------------------------------------------
 
-    def _watch(self, live: LiveRun) -> None:
-        """Follow a run (launched or adopted) and look at its log's cap."""
-        self.follower.watch(live)
+    def _watch(self, live: LiveRun, launched: bool = False) -> None:
+        """Follow a run (a launched one's log cap is looked at too: its older logs count)."""
+        self.follower.run = live
         self.ctx.runs_changed()
         if self.observer.cached_git_paths is None:  # not a repository when last looked at
             self.on_file_change("git")
+        self.follower.watch(live)
+        if launched:
+            self.follower.check_log_cap()
 
-    def _output_read(self, written_s: float, stepped: bool, why: str = "output") -> None:
-        """Output (or a progress entry) written at `written_s` was read: the agent is active."""
-        self.stall.output_written(written_s, time.monotonic(), self.config.budget.stall)
-        if self.warnings.is_open("stalled") and not self.stall.warned:
-            text = "a progress entry" if why == "progress" else "output"
-            self.close_warning("stalled", f"the agent wrote {text}", why)
-        if stepped:  # a step of the agent: a budget stop comes between two, not a second late
+    def _output_read(self, written_s: float, stepped: bool) -> None:
+        """Output written at `written_s` was read; `stepped`: it showed a step of the agent."""
+        self.stall_watch.written(written_s, "output", "output")
+        if stepped:  # a budget stop comes between two of the agent's steps, not a second late
             self.ctx.check_budget(self)
 
     async def _exited(self, live: LiveRun) -> None:
@@ -267,13 +230,7 @@ class SessionSupervisor:
         self._commit(event, run=live.record)
         await self.follower.sweep(live)
 
-    # ----- facts posted by the observer, recovery and budgets (they never write themselves) ---
-
-    def spend_json(self) -> dict[str, Any]:
-        """`usage_total` and `budget` as the status JSON has them (for the report)."""
-        fields = self.spend.status_fields()
-        total = fields["usage_total"]
-        return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
+    # ----- what the budget keeper reads and posts ------------------------------------------
 
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
@@ -281,9 +238,7 @@ class SessionSupervisor:
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""
-        return self._event(
-            kind, message, run if run is not None else self.record.run or None, **data
-        )
+        return self.desk.make_event(kind, message, run, **data)
 
     def commit_events(self, *events: Event) -> None:
         """Write events (and the session record) in one transaction, then announce them."""
@@ -293,89 +248,12 @@ class SessionSupervisor:
         """Something visible changed that needs no event: push a new snapshot."""
         self._touch()
 
-    def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool:
-        """Write a new commit and its events in one transaction; False when it was known.
-
-        Raises StoreUnavailable while the disk is full: git keeps the commit, and the observer
-        reads it again once space returns.
-        """
-        store = self.ctx.store
-        if not store.retry():
-            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint not recorded yet")
-        written = self._commit(*events, checkpoint=commit)
-        if store.unavailable:
-            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint held in memory")
-        return bool(written)
-
-    def record_verification(self, verdict: Verification, *events: Event) -> None:
-        """Write a checkpoint's verdict and its events in one transaction."""
-        self._commit(*events, verification=verdict)
-
-    def adopt_plan_baseline(self, plan_json: str, raw: str, *events: Event) -> None:
-        """Make a plan the baseline every later change is judged against, with its events."""
-        self.record.plan_baseline = plan_json
-        self.record.plan_baseline_raw = raw
-        self._commit(*events)
-
-    def mark_git_warned(self, *events: Event) -> None:
-        """Say once that the session's cwd is not a git repository."""
-        self.git_warned = True
-        self._commit(*events)
-
-    def forget_agent_session_id(self, *events: Event) -> None:
-        """Drop an agent session id that is unsafe for argv (resume refused), with its events."""
-        self.record.agent_session_id = None
-        self._commit(*events)
-
-    def note_progress(self) -> None:
-        """The agent showed progress (a progress entry or a commit)."""
-        self.stall.activity(time.monotonic())
-        self.close_warning("stalled", "the agent wrote a progress entry or a commit", "progress")
-        self.version += 1
-
-    def progress_written(self, at_wall_s: float) -> None:
-        """The progress file was written at `at_wall_s` (its mtime): activity as of then.
-
-        Read at once, that is now; read first by a new daemon, it is as old as the file, so
-        the silence that went before goes on counting.
-        """
-        self._output_read(time.monotonic() - max(0.0, time.time() - at_wall_s), False, "progress")
-        self.version += 1  # the progress shown changed
-
-    def note_plan_progress(self) -> None:
-        """A plan item flipped to passing: a new burn baseline; burn and early-exit close."""
-        self.drift.note_plan_progress()
-
-    def close_warning(self, kind: str, why: str, by: str) -> None:
-        """Close an open warning whose cause is gone (a condition, not another event)."""
-        self.drift.close_warning(kind, why, by)
-
-    def verdict_events(self, sha: str, passed: bool, output_tail: str) -> list[Event]:
-        """A `repeated-failure` when a checkpoint fails the same way N times in a row."""
-        return self.drift.verdict_events(sha, passed, output_tail)
-
     # ----- the slow pass and the watcher ------------------------------------------------------
 
     def check_stall(self) -> None:
-        """Warn once when a running session shows no output, progress or commit for `stall`.
-
-        Also the other drift checks of the slow pass (plan progress, burn rate).
-        """
+        """The slow pass's drift checks: plan progress, burn rate, and silence past `stall`."""
         self.drift.check_drift()
-        if self.record.state != State.RUNNING:
-            return
-        stall_s = self.config.budget.stall
-        if self.stall.newly_stalled(time.monotonic(), stall_s):
-            idle_s = self.stall.idle_s(time.monotonic())
-            self._commit(
-                self._event(
-                    "stalled",
-                    f"no output, progress entry or commit for {format_duration(idle_s)} "
-                    f"(stall = {format_duration(stall_s or 0)})",
-                    self.record.run,
-                    idle_s=round(idle_s, 1),
-                )
-            )
+        self.stall_watch.check()
 
     def on_file_change(self, kind: str) -> None:
         """The fleet watcher saw one of this session's files change."""
@@ -412,18 +290,11 @@ class SessionSupervisor:
     def status(self, with_fleet: bool = True) -> SessionStatus:
         """The `herd status --json` object for this session (`fleet` left out without
         `with_fleet`: the status feed sends it once per message)."""
-        run = self.run
-        return live_status(
-            *(
-                self.config,
-                self.record,
-                run,
-                self.follower.last_run_record() if run is None else None,
-            ),
-            *(self.observer, self.warnings, self.spend.status_fields()),
-            self.ctx.fleet_spend() if with_fleet else None,
-            self.log_bytes(),
-        )
+        run, spent = self.run, self.spend.status_fields()
+        last = self.follower.last_run_record() if run is None else None
+        fleet = self.ctx.fleet_spend() if with_fleet else None
+        view = (self.observer, self.warnings, spent, fleet, self.log_bytes())
+        return live_status(self.config, self.record, run, last, *view)
 
     # ----- commands ------------------------------------------------------------------------
 
@@ -449,38 +320,22 @@ class SessionSupervisor:
         return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
 
     async def _refuse_if_taken(self, restarting: bool = False) -> None:
-        """Refuse a start beside another session's agent, or beside processes of an old run
-        (a restart stops the current run itself, so its own folder does not count)."""
+        """Refuse a start beside another session's agent, or beside processes of an old run."""
         other = self.ctx.worktree_user(self.config.name, self.config.cwd)
         own = self.run.folder if restarting and self.run is not None else None
-        refused = await self.launcher.refusal(other, own)
-        if refused is not None:
-            raise SessionError(refused)
+        await self.launcher.refuse_if_taken(other, own)
 
     async def _begin_task(
         self, env_extra: dict[str, str] | None = None, mode: str = "command"
     ) -> None:
-        first_run = self.record.run + 1
-        handle = f"{self.config.name}/{first_run}"
-        self.record.handle = handle
-        self.record.restarts = 0
-        self.record.backoff_step = 0
-        self.record.crash_times = []
-        self.record.idle_runs = 0
+        task = self.launcher.new_task()
         self.task_usage = Usage()
-        self.record.task_started_at = iso(utc_now())
-        task = TaskRecord(
-            handle=handle,
-            session=self.config.name,
-            first_run=first_run,
-            state=State.STARTING,
-            started_at=self.record.task_started_at or "",
-        )
         self.restarts.cancel()
+        begun = f"task {task.handle} started"
         self._transition(
             State.STARTING,
             None,
-            self._event("task-started", f"task {handle} started", first_run, handle=handle),
+            self._event("task-started", begun, task.first_run, handle=task.handle),
             by=Trigger.START,
             task=task,
         )
@@ -488,8 +343,8 @@ class SessionSupervisor:
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
-        if self.preparing is not None:  # never wait behind a slow rescue or reset: kill its git
-            self.preparing.cancel()
+        if self.restarts.preparing is not None:  # never wait behind a slow rescue or reset
+            self.restarts.preparing.cancel()
         async with self._lock:
             await self._stop_locked(kill=kill, reason=reason)
 
@@ -540,95 +395,31 @@ class SessionSupervisor:
             # While its task is active, the worktree to rescue and reset is the last run's.
             active = self.run is not None and self.record.state in ACTIVE_STATES
             run_config = self.run.config if self.run is not None and active else self.config
-            if from_rev not in (None, "last", "verified"):
-                # Check the target before anything stops: a bad --from changes nothing.
-                if not await anyio.to_thread.run_sync(gitops.is_git_repo, run_config.cwd):
-                    raise SessionError(
-                        f"{run_config.cwd} is not a git repository; --from needs one"
-                    )
-                from_rev = await anyio.to_thread.run_sync(
-                    gitops.resolve_commit, run_config.cwd, from_rev
-                )
+            from_rev = await self.restarts.target_of(from_rev, run_config)  # before any stop
             await self._refuse_if_taken(restarting=True)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:
                 await self._begin_task()
             else:
-                prepared = await self._prepare_restart(from_rev, self.record.run, run_config)
+                prepared = await self.restarts.prepare(from_rev, self.record.run, run_config)
                 if prepared is None:  # a stop came meanwhile
                     return self.record.handle or ""
                 await self._begin_task(*prepared)
             return self.record.handle or ""
 
-    async def _prepare_restart(
-        self, target: str | None, last_run: int, run_config: SessionConfig
-    ) -> tuple[dict[str, str], str] | None:
-        """Rescue and reset the worktree before a restart, under a deadline a stop cancels."""
-        # Set before the first await, so a stop from now on finds what to cancel.
-        deadline = self.preparing = gitops.GitDeadline(self.ctx.timings.git_write_timeout_s)
-        try:
-            return await recovery.prepare_restart(self, target, last_run, run_config, deadline)
-        finally:
-            self.preparing = None
-
     async def approve(self) -> None:
         """Adopt the current plan as the baseline; a run held at the approval gate continues."""
-        async with self._lock:
-            observer = self.observer
-            plan = observer.plan_current
-            waiting = self.record.state == State.WAITING_APPROVAL
-            if plan is None and not waiting:
-                raise SessionError(f"{self.config.name} has no plan to approve")
-            if plan is not None:
-                changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
-                accepted = observer.accept_plan()
-                assert accepted is not None  # there is a current plan
-                self.adopt_plan_baseline(
-                    *accepted,
-                    self.make_event(
-                        "plan-approved",
-                        f"plan approved as the new baseline ({changes} change(s) accepted)",
-                        passing=plan.passing,
-                        total=plan.total,
-                    ),
-                )
-            await self.actions.continue_after_approval("approved")
+        await self.holder.approve()
 
     async def reject(self) -> None:
-        """Write the baseline plan back (keeping items that pass now) after a forbidden change.
-
-        At the approval gate the run then continues; with no plan change to undo there, a
-        reject stops the task instead.
-        """
-        name = self.config.name
-        async with self._lock:
-            diff = self.observer.plan_diff
-            waiting = self.record.state == State.WAITING_APPROVAL
-            if diff is None or not diff.changed_items:
-                if waiting:
-                    await self._stop_locked(kill=False, reason="user")
-                    return
-                raise SessionError(f"{name}: the plan matches its baseline")
-            try:
-                await self.observer.restore_baseline()
-            except (ValueError, OSError) as exc:
-                raise SessionError(f"{name}: {exc}") from None
-            self._commit(
-                self.make_event(
-                    "plan-rejected",
-                    f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
-                )
-            )
-            await self.observer.refresh_plan()
-            await self.actions.continue_after_approval("rejected")
+        """Write the baseline plan back after a forbidden change (at the gate: the run goes on;
+        with no plan change to undo there, the task stops)."""
+        await self.holder.reject()
 
     async def acknowledge(self, kind: str | None) -> list[str]:
         """`herd ack`: acknowledged warnings stay open (and in the report) but leave the badge."""
-        try:
-            return self.drift.ack(kind)
-        except ValueError as exc:
-            raise SessionError(str(exc)) from None
+        return self.drift.ack(kind)
 
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
@@ -644,54 +435,15 @@ class SessionSupervisor:
 
     async def left_running(self) -> LeftRunning | None:
         """The session and the pids of its run still alive after a stop, or None."""
-        run = self.run
-        if run is None:
-            return None
-        record = self.record
-        if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
-            return None  # stopped cleanly: its stop already found nothing left
-        found = await anyio.to_thread.run_sync(procs.run_processes, run.identity)
-        pids = sorted(p.pid for p in found)
-        if not pids:
-            return None
-        return LeftRunning(session=self.config.name, state=record.state, pids=pids)
+        return await self.follower.left_running()
 
     async def pause(self) -> None:
         """SIGSTOP the whole run."""
-        async with self._lock:
-            run = self.run
-            if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
-                raise SessionError(f"{self.config.name} is {self.record.state}, not running")
-            timings = self.ctx.timings
-            if not await anyio.to_thread.run_sync(
-                procs.pause_run, run.identity, timings.pause_wait_s, timings.stop_poll_s
-            ):
-                log.warning("%s: a process of the run did not stop", self.config.name)
-            run.paused = True
-            self.stall.pause(time.monotonic())
-            self._transition(
-                State.PAUSED,
-                "user",
-                self._event("paused", "paused (SIGSTOP)", run.record.run),
-                by=Trigger.PAUSE,
-            )
+        await self.holder.pause()
 
     async def resume_run(self) -> None:
         """SIGCONT the whole run."""
-        async with self._lock:
-            run = self.run
-            if run is None or self.record.state != State.PAUSED:
-                raise SessionError(f"{self.config.name} is {self.record.state}, not paused")
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
-            run.paused = False
-            self.stall.resume(time.monotonic())
-            self._transition(
-                State.RUNNING,
-                None,
-                self._event("resumed", "resumed (SIGCONT)", run.record.run),
-                by=Trigger.RESUME,
-            )
+        await self.holder.resume()
 
 
-class SessionError(Exception):
-    """A command that does not fit the session's state; shown to the person as one line."""
+__all__ = ["SessionError", "SessionSupervisor"]
