@@ -33,7 +33,7 @@ from agentherd.supervisor.files.paths import prepare_state_dir, socket_path_for
 from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind, WatchTarget
 from agentherd.supervisor.git import worktree
-from agentherd.supervisor.process import cgroups, childwatch, procs
+from agentherd.supervisor.process import cgroups, childwatch, spawn
 from agentherd.supervisor.session import fleetstart
 from agentherd.supervisor.session.budgets import BudgetKeeper
 from agentherd.supervisor.session.context import Context, Timings
@@ -186,7 +186,7 @@ class Daemon:
         finally:
             for session in self.sessions.values():  # agents outlive the daemon: re-adopted later
                 if session.run is not None and session.run.process is not None:
-                    procs.disown(session.run.process)
+                    spawn.disown(session.run.process)
             if self.store is not None:
                 if not self.store.retry():
                     log.error("the disk is still full: changes held in memory are lost")

@@ -25,7 +25,7 @@ def configure_logging(state_dir: Path, to_stderr: bool) -> None:
 
 
 UP_CHECKED_FLAG = "--up-checked"
-"""Spawned by the fast `herd up` (tui/fastup.py): serve only if `herd up` has nothing to say
+"""Spawned by the fast `herd up` (tui/cli/fastup.py): serve only if `herd up` has nothing to say
 about herd.toml, else exit 2 and let the full command line say it."""
 
 

@@ -24,7 +24,8 @@ def _cgroups_work() -> bool:
 
 
 needs_cgroups = pytest.mark.skipif(
-    not _cgroups_work(), reason="this machine lets herd make no cgroup (see supervisor/cgroups.py)"
+    not _cgroups_work(),
+    reason="this machine lets herd make no cgroup (see supervisor/process/cgroups.py)",
 )
 
 

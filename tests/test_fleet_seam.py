@@ -1,4 +1,4 @@
-"""The seam (supervisor/fleetapi.py): the same behaviour through every `Fleet` implementation.
+"""The seam (supervisor/api/fleetapi.py): the same behaviour through every `Fleet` implementation.
 
 Each test runs against the local daemon; the cluster implementation joins the parameter list
 when Postgres is present (tests/fleets.py).

@@ -1,4 +1,5 @@
-"""The output view's sparse line index (tui/line_map.py fed by tui/logfile.py `LineIndex`): every
+"""The output view's sparse line index (tui/dashboard/line_map.py fed by
+tui/dashboard/logfile.py `LineIndex`): every
 line's bytes and number exactly as a plain split of the file says, whatever the lines' lengths
 and however the file grew; its memory bounded by the log's bytes, not its lines; a region the
 log cap punched out reads as the cap's marker with every later line number kept."""

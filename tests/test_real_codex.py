@@ -17,6 +17,7 @@ from model_servers import OpenAIResponsesServer, Tokens, fail, hang, text, tool
 from realagents import agent_binary, codex_env, run_usages, session_toml
 
 from agentherd.sessions import prices
+from agentherd.sessions.adapters import price_for
 from agentherd.sessions.adapters.usage import Usage
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
@@ -61,7 +62,7 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
         ) == (240, 60, 90, 0)
         assert status["agent_session_id"]  # the thread id, from `thread.started`
         # The agent reports no cost: herd's price table estimates it and says so (never a 0).
-        price = prices.price_for("codex", None, prices.price_table({}))
+        price = price_for("codex", None, prices.price_table({}))
         expected = prices.with_estimate(Usage.from_json(usage), price)
         assert usage["cost_estimated"] is True
         assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0

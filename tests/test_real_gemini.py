@@ -17,6 +17,7 @@ from model_servers import GeminiServer, fail, hang, text, tool
 from realagents import agent_binary, gemini_env, run_usages, session_toml
 
 from agentherd.sessions import prices
+from agentherd.sessions.adapters import price_for
 from agentherd.sessions.adapters.usage import Usage
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
@@ -68,7 +69,7 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: s
         ) == (320, 120, 80, 0, 520)
         # The agent reports no cost: herd's price table estimates it and says so (never a 0).
         usage = status["usage"]
-        price = prices.price_for("gemini", None, prices.price_table({}))
+        price = price_for("gemini", None, prices.price_table({}))
         expected = prices.with_estimate(Usage.from_json(usage), price)
         assert usage["cost_estimated"] is True
         assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0

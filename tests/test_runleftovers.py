@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 
 from agentherd.supervisor.process import cgroups
-from agentherd.supervisor.process.procs import RunIdentity
+from agentherd.supervisor.process.runid import RunIdentity
 from agentherd.supervisor.process.runleftovers import maybe_left, settle
 
 
@@ -61,7 +61,7 @@ def test_settle_keeps_the_cgroup_of_a_run_that_may_have_left_a_process() -> None
     until that is done; nothing left means the cgroup is removed at once."""
     folder = cgroups.create(uuid.uuid4().hex)
     if folder is None:
-        pytest.skip("this machine lets herd make no cgroup (see supervisor/cgroups.py)")
+        pytest.skip("this machine lets herd make no cgroup (see supervisor/process/cgroups.py)")
     try:
         with sleeper({"HERD_RUN_TAG": "face05"}, new_session=True):
             identity = RunIdentity(999_999, 999_999, time.time() - 1, "face05", str(folder))

@@ -1,6 +1,7 @@
 """The session table draws its cells without Rich's pipeline and looks exactly as DataTable.
 
-Each cell of the table is one line of plain text; tui/fastcell.py builds its segments directly
+Each cell of the table is one line of plain text; tui/dashboard/fastcell.py builds its segments
+directly
 (Rich's measure-wrap-crop pipeline per cell was most of the dashboard's CPU under a busy
 fleet). These tests hold every cell, with and without the cursor or the hover on it, to the
 segments DataTable's own rendering gives, and cells that are not plain to DataTable's path.

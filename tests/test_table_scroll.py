@@ -1,8 +1,9 @@
 """A scrolled table draws only the rows the scroll uncovered, and looks as if drawn afresh.
 
-Its scrollbar likewise repaints only the lines its thumb moved on (tui/linescrollbar.py).
+Its scrollbar likewise repaints only the lines its thumb moved on (tui/dashboard/linescrollbar.py).
 
-The session table keeps the styled lines that a scroll only moved (tui/scrollshift.py): a `j`
+The session table keeps the styled lines that a scroll only moved
+(tui/dashboard/scrollshift.py): a `j`
 at the bottom of the screen used to draw every visible row again (the slowest keys under a
 busy fleet). These tests hold every scrolled picture to the same table drawn from scratch,
 through cell updates, cursor moves, single-row and page scrolls both ways.

@@ -41,7 +41,7 @@ class NameArgs(_Args):
 
 class SubscribeArgs(_Args):
     changes: bool = False
-    """A full snapshot, then only the sessions that changed (supervisor/statusfeed.py)."""
+    """A full snapshot, then only the sessions that changed (supervisor/api/statusfeed.py)."""
     patches: bool = False
     """With `changes`: of a session already sent, only the fields that changed."""
 

@@ -35,8 +35,7 @@ from agentherd.supervisor.api import server, statusfeed
 from agentherd.supervisor.api.opargs import checked
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.checks.reporting import session_report
-from agentherd.supervisor.files.paths import run_dir
-from agentherd.supervisor.process.procs import OUTPUT_FILE
+from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.session import fleetstart
 from agentherd.supervisor.session.context import Timings
 from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
@@ -222,7 +221,7 @@ class ControlApi:
     async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
         """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S.
 
-        With `changes`, one snapshot and then only what changed (supervisor/statusfeed.py).
+        With `changes`, one snapshot and then only what changed (supervisor/api/statusfeed.py).
         """
         if request.get("changes"):
             patches = bool(request.get("patches"))

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentherd.supervisor.process.procs import OUTPUT_FILE
+from agentherd.supervisor.files.paths import OUTPUT_FILE
 
 log = logging.getLogger("herd.logcap")
 

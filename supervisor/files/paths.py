@@ -6,6 +6,9 @@ import hashlib
 import os
 from pathlib import Path
 
+OUTPUT_FILE = "output.log"
+"""A run's output (stdout and stderr as the agent wrote them), in its run folder."""
+
 MAX_SOCKET_PATH_BYTES = 107
 """A Unix socket path longer than this cannot bind on Linux (sun_path is 108 bytes with NUL)."""
 

@@ -1,21 +1,21 @@
 """Budgets applied: each session's spend, the fleet's, the warnings and the stops.
 
-The arithmetic is sessions/budget.py's; this module reads the figures from the live runs and
-the store, and acts: a `budget-warning` once per dimension, a graceful stop at 100 %.
+The arithmetic is sessions/budget.py's and sessions/spending.py's (the status's figures are
+sessions/status_builder.py's); this module gathers their inputs from the live runs and the
+store, and acts: a `budget-warning` once per dimension, a graceful stop at 100 %.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions import spending, status_builder
+from agentherd.sessions.adapters import Usage, price_for
 from agentherd.sessions.budget import (
     DIMENSIONS,
     PROJECTION_WINDOW_S,
@@ -24,19 +24,23 @@ from agentherd.sessions.budget import (
     Sample,
     Spend,
     SpendHistory,
-    budget_json,
     crossings,
     evaluate,
-    project,
     raised_since_stop,
 )
 from agentherd.sessions.config import Budget
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.prices import Price, price_for, with_estimate
-from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.prices import Price, with_estimate
+from agentherd.sessions.records import Event
+from agentherd.sessions.spending import (
+    STOPPABLE,
+    EndedRuns,
+    SpendFacts,
+    fleet_counted,
+    fleet_member,
+)
 from agentherd.sessions.states import ACTIVE_STATES, State
-from agentherd.sessions.status import UsageStatus
-from agentherd.sessions.times import iso, parse_iso, utc_now
+from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.store import Change
 
 if TYPE_CHECKING:
@@ -45,26 +49,6 @@ if TYPE_CHECKING:
     from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 log = logging.getLogger("herd.budgets")
-
-STOPPABLE = ACTIVE_STATES - {State.STOPPING}
-"""States a budget stop applies to (a stopping session is already on its way out)."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _unix_s(moment: str | None) -> float | None:
-    """An ISO time as unix seconds (remembered: every check reads the same task starts)."""
-    parsed = parse_iso(moment)
-    return parsed.timestamp() if parsed is not None else None
-
-
-def _seconds_between(start: str | None, end: str | None, now_unix_s: float) -> float:
-    """Seconds from an ISO start to an ISO end (or to now when the end is unknown)."""
-    began = _unix_s(start)
-    if began is None:
-        return 0.0
-    ended = _unix_s(end)
-    end_s = ended if ended is not None else now_unix_s
-    return max(end_s - began, 0.0)
 
 
 def _has_limits(budget: Budget) -> bool:
@@ -94,8 +78,8 @@ class SessionSpend:
         self.backwards_unsaid: set[int] = set()
         """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
         self.history = SpendHistory(every_s=session.ctx.timings.spend_sample_s)
-        self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
-        """(current run, its usage recorded) -> usage, wall s, runs, tasks of recorded runs."""
+        self._ended: tuple[tuple[int, bool], EndedRuns] | None = None
+        """(current run, its usage recorded) -> what the recorded runs add up to."""
         self._ended_task: tuple[str, str] | None = None
         self._priced: tuple[tuple[Any, ...], Usage] | None = None
         """(run, the parser's usage, the price's inputs) -> run_usage's answer: a status, a
@@ -154,20 +138,40 @@ class SessionSpend:
         live = self._unrecorded()
         return self.run_usage(live) if live is not None else Usage()
 
-    def task_usage(self) -> Usage:
-        """The current task's usage: its ended runs (stored) and the running one."""
-        return self.session.task_usage + self._live_usage()
+    def facts(self, now_unix_s: float, projecting: bool = False) -> SpendFacts:
+        """What the spend is counted from (the builder's input); `projecting` adds the recent
+        samples and the plan for where an active task's spend is heading."""
+        session = self.session
+        record = session.record
+        active = record.state in ACTIVE_STATES
+        samples: list[Sample] = []
+        clock_s = 0.0
+        plan = None
+        if projecting and active:
+            clock_s = time.monotonic()
+            self.fill(clock_s)
+            samples = self.history.since(clock_s - PROJECTION_WINDOW_S)
+            plan = session.observer.plan_current
+        return SpendFacts(
+            budget=session.config.budget,
+            task_usage=session.task_usage,
+            ended=self._ended_runs(),
+            task_ended_at=self._task_end(record.handle) if record.handle and not active else None,
+            now_unix_s=now_unix_s,
+            live_usage=self._live_usage(),
+            samples=samples,
+            clock_s=clock_s,
+            plan_passing=plan.passing if plan is not None else None,
+            plan_total=plan.total if plan is not None else None,
+        )
+
+    def spends(self, now_unix_s: float) -> tuple[Spend, Spend]:
+        """(task, life) spend now."""
+        return spending.spends(self.session.record, self.facts(now_unix_s))
 
     def task_spend(self, now_unix_s: float) -> Spend:
         """The current task's spend: usage, wall time since it began, automatic restarts."""
-        record = self.session.record
-        if not record.handle:
-            return Spend()
-        end = self._task_end(record.handle) if record.state not in ACTIVE_STATES else None
-        wall_s = _seconds_between(record.task_started_at, end, now_unix_s)
-        if end is None and record.state not in ACTIVE_STATES:
-            wall_s = 0.0  # an ended task whose end is unknown counts no time
-        return Spend(self.task_usage(), wall_s, record.restarts)
+        return spending.task_spend(self.session.record, self.facts(now_unix_s))
 
     def _task_end(self, handle: str) -> str | None:
         """When an ended task ended (read once per task, not per status)."""
@@ -179,72 +183,33 @@ class SessionSpend:
             self._ended_task = (handle, end)
         return self._ended_task[1]
 
-    def life_spend(self, now_unix_s: float, task: Spend | None = None) -> Spend:
-        """Every run the session ever had: usage, the sum of its tasks' wall time, restarts."""
-        usage, wall_s, runs, tasks = self._ended_runs()
-        usage = usage + self._live_usage()
-        task_wall = (task or self.task_spend(now_unix_s)).wall_time_s
-        return Spend(usage, wall_s + task_wall, max(runs - tasks, 0))
-
     def spend(self, covers: str, now_unix_s: float) -> Spend:
         """The spend a budget with this `covers` counts."""
         if covers == "life":
-            return self.life_spend(now_unix_s)
+            return self.spends(now_unix_s)[1]
         return self.task_spend(now_unix_s)
 
-    def _ended_runs(self) -> tuple[Usage, float, int, int]:
-        """Usage of every ended run, wall time of every task but the current one, counts."""
+    def _ended_runs(self) -> EndedRuns:
+        """What every recorded run adds up to (read once per run number, not per status)."""
         session = self.session
         key = (session.record.run, self._unrecorded() is None)
         if self._ended is not None and self._ended[0] == key:
-            return self._ended[1:]
-        runs = session.ctx.store.runs(session.config.name)
-        usage = Usage()
+            return self._ended[1]
         live = self._unrecorded()
-        counted_live = live.record.run if live is not None else None
-        for run in runs:
-            if run.ended_at is not None and run.usage and run.run != counted_live:
-                usage = usage + Usage.from_json(run.usage)
-        wall_s = _older_tasks_wall_s(runs, session.record.handle)
-        handles = {r.handle for r in runs}
-        self._ended = (key, usage, wall_s, len(runs), len(handles))
-        return usage, wall_s, len(runs), len(handles)
+        ended = spending.ended_runs(
+            session.ctx.store.runs(session.config.name),
+            session.record.handle,
+            live.record.run if live is not None else None,
+        )
+        self._ended = (key, ended)
+        return ended
 
     # ----- status ---------------------------------------------------------------------------
 
     def status_fields(self, now_unix_s: float | None = None) -> dict[str, Any]:
-        """`usage`, `usage_total` and `budget` of the status JSON."""
+        """`usage`, `usage_total` and `budget` of the status JSON, from the one builder."""
         now = time.time() if now_unix_s is None else now_unix_s
-        session = self.session
-        budget = session.config.budget
-        task = self.task_spend(now)
-        life = self.life_spend(now, task)
-        chosen = life if budget.covers == "life" else task
-        projection = self.projection(budget, chosen, now)
-        return {
-            "usage": UsageStatus(**task.usage.to_json()) if session.record.run else None,
-            "usage_total": UsageStatus(**life.usage.to_json()) if session.record.run else None,
-            "budget": budget_json(budget, chosen, projection, budget.covers),
-        }
-
-    def projection(self, budget: Budget, spend: Spend, now_unix_s: float) -> dict[str, Any] | None:
-        """Where the spend is heading at the recent rate, as the status JSON's object."""
-        if self.session.record.state not in ACTIVE_STATES:
-            return None
-        plan = self.session.observer.plan_current
-        now_s = time.monotonic()
-        self.fill(now_s)
-        found = project(
-            budget,
-            self.history.since(now_s - PROJECTION_WINDOW_S),
-            now_s,
-            spend,
-            plan.passing if plan is not None else None,
-            plan.total if plan is not None else None,
-        )
-        if found is None:
-            return None
-        return found.to_json(now_unix_s, lambda s: iso(datetime.fromtimestamp(s, UTC)))
+        return status_builder.spend_fields(self.session.record, self.facts(now, projecting=True))
 
     def fill(self, now_s: float) -> None:
         """Write the samples a quiet stretch would have had, up to `now_s` (monotonic).
@@ -308,21 +273,6 @@ def _wall_time_left_s(budget: Budget, spend: Spend, warned: list[str]) -> float 
     marks = [float(limit)] if "wall_time" in warned else [budget.warn_at * limit, float(limit)]
     ahead = [mark - spend.wall_time_s for mark in marks if mark > spend.wall_time_s]
     return min(ahead, default=None)
-
-
-def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> float:
-    """Wall seconds of every task but the current one: first run's start to last run's end."""
-    spans: dict[str, tuple[str | None, str | None]] = {}
-    for run in runs:
-        if run.handle == current_handle:
-            continue
-        start, end = spans.get(run.handle, (run.started_at, run.ended_at))
-        spans[run.handle] = (start or run.started_at, run.ended_at or end)
-    total = 0.0
-    for start, end in spans.values():
-        if start and end:
-            total += _seconds_between(start, end, 0.0)
-    return total
 
 
 WALL_SLACK_S = 0.001
@@ -549,23 +499,10 @@ class BudgetKeeper:
 
     def _check_fleet(self, sessions: list[SessionSupervisor], now: float) -> None:
         budget = self.daemon.config.fleet.budget
-        counted = Spend()
-        task_usage, life_usage = Usage(), Usage()
-        active = [s for s in sessions if s.record.state in STOPPABLE and s.record.handle]
-        for session in sessions:
-            task_usage = task_usage + session.spend.task_usage()
-            life_usage = life_usage + session.spend.life_spend(now).usage
-            if budget.covers == "life":
-                counted = counted + session.spend.life_spend(now)
-            elif session in active:
-                counted = counted + session.spend.task_spend(now)
-        if budget.covers == "task" and not active:
-            counted = Spend(Usage(cost_usd=0.0))  # nothing at work: nothing spent, not unknown
-        self.fleet = {
-            "usage": UsageStatus(**task_usage.to_json()).to_json(),
-            "usage_total": UsageStatus(**life_usage.to_json()).to_json(),
-            "budget": budget_json(budget, counted, None, budget.covers),
-        }
+        members = [fleet_member(s.record, *s.spend.spends(now)) for s in sessions]
+        active = [s for s, member in zip(sessions, members, strict=True) if member.active]
+        counted = fleet_counted(budget, members)
+        self.fleet = status_builder.fleet_json(budget, members)
         uses = evaluate(budget, counted)
         past = {u.dimension for u in uses if u.fraction >= budget.warn_at}
         if self.fleet_warned is None:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from agentherd.sessions import notify
+from agentherd.sessions.drift import DRIFT_KIND_NAMES
 from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
 from agentherd.sessions.states import State
@@ -23,20 +24,6 @@ from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 
 log = logging.getLogger("herd.drift")
-
-DRIFT_KINDS = frozenset(
-    {
-        "plan-tampered",
-        "claims-done-but-fails",
-        "stalled",
-        "crash-loop",
-        "repeated-failure",
-        "out-of-scope",
-        "burn-without-progress",
-        "early-exit",
-    }
-)
-"""The kinds `on_drift` can name (CONTRACT.md)."""
 
 DRIFT_RESTART = "drift:"
 """A run's `stop_reason` while on_drift = restart stops it, before the drift kind."""
@@ -80,7 +67,7 @@ class DriftActions:
             if kind == "failed" and event.data.get("reason") == "crash-loop":
                 drift_kind = "crash-loop"  # a task end, not a warning: only `notify` applies
             action: str | None = None
-            if drift_kind in DRIFT_KINDS:
+            if drift_kind in DRIFT_KIND_NAMES:
                 found = [v for k, v in self.pen.config().on_drift.items() if k == drift_kind]
                 action = found[0] if found else None
             if self.ctx.notify_argv and notify.wanted(kind, self.ctx.notify_on, action, opening):

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 
 from agentherd.sessions import lifecycle
 from agentherd.sessions.adapters import Usage
-from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
+from agentherd.sessions.drift import (
+    DRIFT_KINDS,
+    FailureStreak,
+    burn_without_progress,
+    failure_signature,
+)
 from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.sanitize import inert
@@ -26,7 +31,7 @@ from agentherd.supervisor.session.pen import Pen
 TASK_END_KINDS = frozenset({"completed", "failed", "stopped"})
 """The events that end a task (`lifecycle.task_end_kind`)."""
 
-CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
+CLOSED_BY_PROGRESS = tuple(kind.name for kind in DRIFT_KINDS if kind.closed_by_progress)
 """Warnings whose cause is gone once a plan item flips to passing."""
 
 

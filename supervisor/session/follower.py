@@ -14,12 +14,13 @@ import anyio
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import limits
 from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.spending import task_runs_usage
 from agentherd.sessions.states import State
 from agentherd.sessions.status import LeftRunning
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
-from agentherd.supervisor.process import procs, runleftovers
+from agentherd.supervisor.process import procs, runfolder, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun, outcome_name
@@ -84,11 +85,8 @@ class Follower:
     def ended_runs_usage(self) -> Usage:
         """Usage of the current task's ended runs, as stored (each run is its own process)."""
         handle = self.record.handle
-        total = Usage()
-        for run in self.ctx.store.runs(self.pen.config().name) if handle else []:
-            if run.handle == handle and run.ended_at is not None and run.usage:
-                total = total + Usage.from_json(run.usage)
-        return total
+        runs = self.ctx.store.runs(self.pen.config().name) if handle else []
+        return task_runs_usage(runs, handle) if handle else Usage()
 
     async def left_running(self) -> LeftRunning | None:
         """The session and the pids of its run still alive after a stop, or None."""
@@ -227,7 +225,7 @@ class Follower:
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
         if live.process is not None:
             status = await live.process.wait()
-            info = procs.decode_status(status)
+            info = runid.decode_status(status)
         else:
             # With its leader unknown, a run lives while its lock is held or its cgroup populated.
             alive = (
@@ -237,7 +235,7 @@ class Follower:
             )
             while await anyio.to_thread.run_sync(alive, live.identity):
                 await anyio.sleep(self.ctx.timings.adopt_poll_s)
-            info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
+            info = runfolder.read_exit_file(live.folder) or runid.ExitInfo(None, None)
         live.exit = info
         live.exited.set()
         if live.reading is not None:
@@ -268,7 +266,7 @@ class Follower:
             return None
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
-        info = live.exit or procs.ExitInfo(None, None)
+        info = live.exit or runid.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
         config = self.pen.config()
@@ -314,7 +312,7 @@ class Follower:
                     self.ctx.timings.stop_poll_s,
                 )
             if live.identity.cgroup is not None:
-                await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+                await anyio.to_thread.run_sync(spawn.remove_cgroup, live.identity)
 
     # ----- logs ------------------------------------------------------------------------------
 

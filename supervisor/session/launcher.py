@@ -17,7 +17,7 @@ from agentherd.sessions.records import RunRecord, TaskRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runfolder, runid, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.errors import SessionError
@@ -106,7 +106,7 @@ class Launcher:
         else:
             self.pen.transition(State.STARTING, None, by=by, run=record)
         try:
-            launched = await procs.launch(argv, config.cwd, env, folder, tag, cgroup)
+            launched = await spawn.launch(argv, config.cwd, env, folder, tag, cgroup)
         except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
             await self._spawn_failed(record, argv, exc)
             return
@@ -164,11 +164,11 @@ class Launcher:
                 f"({config.cwd}); stop it first (`herd stop {other}`)"
             )
         runs_folder = self.ctx.state_dir / "runs" / name
-        held = await anyio.to_thread.run_sync(procs.held_run_folders, runs_folder)
+        held = await anyio.to_thread.run_sync(runfolder.held_run_folders, runs_folder)
         held = [folder for folder in held if folder != own_folder]
         if not held:
             return
-        users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
+        users = await anyio.to_thread.run_sync(runfolder.describe_users, held[0])
         raise SessionError(
             f"cannot start {name}: processes of an earlier run still hold {held[0]} "
             f"({users}); stop them, then start again"
@@ -176,14 +176,14 @@ class Launcher:
 
     async def _spawn_failed(self, record: RunRecord, argv: list[str], exc: Exception) -> None:
         """Record a run that never started as ended, and fail its task with the reason."""
-        if not isinstance(exc, (OSError, ValueError, procs.RunFolderBusy)):
+        if not isinstance(exc, (OSError, ValueError, spawn.RunFolderBusy)):
             log.exception("starting run %d of %s failed", record.run, record.session)
-        await anyio.to_thread.run_sync(procs.remove_cgroup, identity_of(record))
+        await anyio.to_thread.run_sync(spawn.remove_cgroup, identity_of(record))
         record.ended_at = iso(utc_now())
         record.outcome = "spawn-failed"
         self.pen.commit(run=record)
         by = Trigger.SPAWN_FAILED
-        if isinstance(exc, procs.RunFolderBusy):
+        if isinstance(exc, spawn.RunFolderBusy):
             self.pen.end_task(State.FAILED, "run-folder-busy", f"not started: {exc}", by)
         else:
             self.pen.end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}", by)
@@ -192,12 +192,12 @@ class Launcher:
 def _prepare_run(forgotten: Path | None, tag: str) -> str | None:
     """Set aside the `forgotten` run folder (when given), then make the run's cgroup."""
     if forgotten is not None:
-        procs.set_aside_forgotten(forgotten)
-    return procs.new_cgroup(tag)
+        runfolder.set_aside_forgotten(forgotten)
+    return spawn.new_cgroup(tag)
 
 
-def identity_of(record: RunRecord) -> procs.RunIdentity:
+def identity_of(record: RunRecord) -> runid.RunIdentity:
     """What the store knows of a run's processes; a PID of 1 or below is no PID at all."""
     pid = record.pid if record.pid is not None and record.pid > 1 else None
     pgid = record.pgid if pid is not None else None
-    return procs.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)
+    return runid.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)

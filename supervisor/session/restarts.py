@@ -15,7 +15,7 @@ from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor.files import diskspace
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runid
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.launcher import Launcher
@@ -160,7 +160,7 @@ class Restarts:
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -177,7 +177,7 @@ class Restarts:
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -205,7 +205,7 @@ class Restarts:
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart
                     return
                 env_extra, mode = prepared
-            env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
+            env_extra["HERD_LAST_EXIT"] = (last_exit or runid.ExitInfo(None, None)).describe()
             await self.launcher.launch(mode=mode, env_extra=env_extra, by=Trigger.RESTART)
         finally:
             self.lock.release()

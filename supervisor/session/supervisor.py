@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from typing import Any
 
 import anyio
@@ -290,7 +291,7 @@ class SessionSupervisor:
     def status(self, with_fleet: bool = True) -> SessionStatus:
         """The `herd status --json` object for this session (`fleet` left out without
         `with_fleet`: the status feed sends it once per message)."""
-        run, spent = self.run, self.spend.status_fields()
+        run, spent = self.run, self.spend.facts(time.time(), projecting=True)
         last = self.follower.last_run_record() if run is None else None
         fleet = self.ctx.fleet_spend() if with_fleet else None
         view = (self.observer, self.warnings, spent, fleet, self.log_bytes())

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.config import (
     ConfigError,
     HerdConfig,
@@ -126,7 +127,7 @@ def _reader() -> Client | DiskClient:
 
 
 def _fleet(read: bool = False, across: bool = False) -> Fleet:
-    """The fleet the verbs act on (the seam, supervisor/fleetapi.py): the local daemon, or
+    """The fleet the verbs act on (the seam, supervisor/api/fleetapi.py): the local daemon, or
     with `read` and none running, its state on disk; with `across` and a [cluster], the engine."""
     if across and _config().cluster is not None:
         from agentherd.tui.cli.clusterverbs import cluster_fleet
@@ -181,7 +182,7 @@ def main(config: str | None, debug: bool) -> None:
 @click.option(
     "--agent",
     default=None,
-    help="Agent preset: claude, codex, gemini, amp, opencode, aider, plain.",
+    help=f"Agent preset: {', '.join(AGENTS)}.",
 )
 @guarded
 def init(agent: str | None) -> None:
@@ -243,7 +244,7 @@ def daemon(host: str | None) -> None:
 def _viewer_config() -> HerdConfig:
     """herd.toml checked for a viewer of the cluster: the URL and the extra, not this
     machine's folders and programs (the hosts run the sessions)."""
-    from agentherd.sessions.clusterconfig import cluster_problems
+    from agentherd.sessions.configchecks import cluster_problems
 
     config = _config()
     problems = cluster_problems(config)

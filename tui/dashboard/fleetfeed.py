@@ -1,6 +1,6 @@
 """The dashboard's fleet feed: the daemon's changes kept in a mirror, posted a few times a second.
 
-The feed subscribes with `changes` (supervisor/statusfeed.py): one full snapshot, then only the
+The feed subscribes with `changes` (supervisor/api/statusfeed.py): one full snapshot, then only the
 sessions whose status changed, and with `patches` only their fields that changed. Only those
 are validated, and the app is told which rows to touch. A gap in the sequence numbers (a
 message lost between the daemon and here) ends the stream; the feed subscribes again and

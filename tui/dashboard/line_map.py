@@ -1,6 +1,7 @@
 """Where each line of a run's output starts, kept sparse: memory bounded whatever the log's length.
 
-The indexer (tui/logfile.py `LineIndex`) sends a checkpoint, a line start and its line number,
+The indexer (tui/dashboard/logfile.py `LineIndex`) sends a checkpoint, a line start and its
+line number,
 once per `checkpoint_bytes` of log. A line's exact start is found by reading its block (from
 its checkpoint, at most `checkpoint_bytes`: every other start of a block lies within that
 much) and splitting it; a few blocks' starts are kept, newest use last. Blocks the log cap

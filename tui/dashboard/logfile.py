@@ -1,7 +1,7 @@
 """A run's output file read by offset: its lines counted, a line start noted now and then,
 and any line's bytes on demand.
 
-The output view keeps one line start per CHECKPOINT_BYTES (tui/line_map.py), not one per
+The output view keeps one line start per CHECKPOINT_BYTES (tui/dashboard/line_map.py), not one per
 line; the text of a line is read from the file when it scrolls into view, so a log of any
 size opens, scrolls and searches in bounded work and memory. File I/O: the index grows in a
 worker thread; reading the few lines on screen is a small `pread`.
@@ -41,7 +41,8 @@ def open_regular(path: Path) -> int | None:
 
 
 CHECKPOINT_BYTES = 32 << 10
-"""A line start is remembered once per this many bytes (tui/line_map.py finds the ones between
+"""A line start is remembered once per this many bytes (tui/dashboard/line_map.py finds the
+ones between
 by reading at most this much): the index costs 16 bytes per 32 KiB of log, not 8 per line."""
 
 
@@ -66,7 +67,7 @@ class IndexStep:
 class LineIndex:
     """Counts the lines of a growing file and notes a checkpoint line start every
     `checkpoint_bytes` (file I/O: use in a thread). It keeps no list: the view keeps the
-    checkpoints it is sent (tui/line_map.py)."""
+    checkpoints it is sent (tui/dashboard/line_map.py)."""
 
     path: Path
     checkpoint_bytes: int = CHECKPOINT_BYTES

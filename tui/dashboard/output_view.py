@@ -1,8 +1,8 @@
 """A run's output, in the session screen's Output tab and the fleet view's output pane:
 follows the file, holds the view when scrolled up ("+N new lines"), searches with `/`, `n`,
 `N`, wraps with `w`, and switches runs (`[`, `]`, the picker `L`) and readable/raw. The lines
-come from the file by offset (tui/run_lines.py): any size. The view reads its own feed
-(tui/run_feed.py) for the session it is given."""
+come from the file by offset (tui/dashboard/run_lines.py): any size. The view reads its own feed
+(tui/dashboard/run_feed.py) for the session it is given."""
 
 from __future__ import annotations
 
