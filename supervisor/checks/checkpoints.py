@@ -24,9 +24,13 @@ MAX_NEW_CHECKPOINTS = 50
 class _Shared(Protocol):
     """What the watch uses of the daemon's shared context."""
 
-    store: Store
-    git_reads: anyio.CapacityLimiter
-    runs_changed: Callable[[], None]
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def git_reads(self) -> anyio.CapacityLimiter: ...
+
+    def runs_changed(self) -> None: ...
 
 
 class _Session(Protocol):

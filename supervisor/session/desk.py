@@ -16,11 +16,12 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.records import Event
 from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files.store import StoreUnavailable, Verification
-from agentherd.supervisor.session.budgets import SessionSpend
+from agentherd.supervisor.session.budgets import BudgetCheck
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.driftbook import DriftBook
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
+from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 from agentherd.supervisor.session.stallkeep import StallWatch
 
 
@@ -38,6 +39,8 @@ class Desk:
         spend: SessionSpend,
         stall: StallWatch,
         drift: DriftBook,
+        task_usage: Callable[[], Usage],
+        restarting: Callable[[], bool],
     ) -> None:
         self.ctx = ctx
         self.record = pen.record
@@ -47,6 +50,10 @@ class Desk:
         """The session's spend as budgets count it."""
         self.stall = stall
         self.drift = drift
+        self.task_usage = task_usage
+        """Usage of the current task's ended runs, as recorded."""
+        self.restarting = restarting
+        """A restart waits in backoff and has not begun."""
         self.git_warned = False
         """True once the session said its cwd is not a git repository."""
 
@@ -60,15 +67,43 @@ class Desk:
         """The run being watched, if any (its usage so far counts in reports)."""
         return self._run()
 
+    def spend_inputs(self) -> SpendInputs:
+        """What the spend ledger counts from: the session as it is now (one way, no callback)."""
+        plan = self.observer.plan_current
+        return SpendInputs(
+            *(self.config, self.record, self.run, self.task_usage(), plan),
+            *(self.ctx.prices, self.restarting()),
+        )
+
+    def running_usage(self) -> tuple[int, Usage] | None:
+        """The watched run's number and usage so far while its end is not yet recorded."""
+        facts = self.spend_inputs()
+        live = self.spend.unrecorded(facts)
+        return (live.record.run, self.spend.run_usage(facts, live)) if live is not None else None
+
+    def take_budget_check(self, check: BudgetCheck) -> None:
+        """Write what a look at the budget found, in order: notices, warnings, a stop."""
+        for notice in check.notices:
+            self.pen.commit(notice)
+        if check.warned is not None:
+            self.record.budget_warned = list(check.warned)
+            self.record.budget_warned_for = check.warned_for
+        if check.warnings:
+            self.pen.commit(*check.warnings)
+        if check.stop is not None:
+            self.record.budget_stop_limit = check.stop.limit  # written with its event
+            self.record.budget_stop_scope = check.stop.scope
+            self.pen.commit(check.stop.event)
+
     def spend_json(self) -> dict[str, Any]:
         """`usage_total` and `budget` as the status JSON has them (for the report)."""
-        fields = self.spend.status_fields()
+        fields = self.spend.status_fields(self.spend_inputs())
         total = fields["usage_total"]
         return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
 
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
-        return self.spend.run_usage(live)
+        return self.spend.run_usage(self.spend_inputs(), live)
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""

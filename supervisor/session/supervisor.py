@@ -31,7 +31,7 @@ from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files.store import Change, Verification
 from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adopter import Adopter
-from agentherd.supervisor.session.budgets import SessionSpend
+from agentherd.supervisor.session.budgets import budget_raised
 from agentherd.supervisor.session.completer import Completer
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.desk import Desk
@@ -45,6 +45,7 @@ from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 from agentherd.supervisor.session.refresher import Refresher
 from agentherd.supervisor.session.restarts import Restarts
+from agentherd.supervisor.session.spend import SessionSpend
 from agentherd.supervisor.session.stallkeep import StallWatch
 from agentherd.supervisor.session.statusview import live_status
 
@@ -76,15 +77,18 @@ class SessionSupervisor:
         self.follower = Follower(ctx, pen, arm_log, *reads)
         self.task_usage = self.follower.ended_runs_usage()
         """Usage of the current task's ended runs (each run is its own process: they add)."""
-        self.spend = SessionSpend(self)
+        self.spend = SessionSpend(ctx.store, ctx.timings.spend_sample_s)
         """Spend as budgets count it (runs guarded and priced), samples and projection."""
         run = lambda: self.follower.run  # noqa: E731
         spent = lambda: task_spent(self.task_usage, self.run, self.record)  # noqa: E731
         self.drift = DriftBook(pen, self.warnings, spent, self._plan_passing)
         self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning)
-        desk = self.desk = Desk(ctx, pen, run, self.spend, self.stall_watch, self.drift)
+        ledger = (self.spend, self.stall_watch, self.drift, lambda: self.task_usage)
+        desk = self.desk = Desk(ctx, pen, run, *ledger, lambda: self.restart_pending)
         """What the observer, recovery and reports see of the session, and post to it."""
         self.observer = desk.observer = Observer(desk)
+        self.spend_inputs, self.running_usage = desk.spend_inputs, desk.running_usage
+        self.take_budget_check = desk.take_budget_check  # the budget keeper's, on the session
         self.refresher = Refresher(config.name, ctx.tg, self.observer)
         stop_task = lambda: self._stop_locked(kill=False, reason="user")  # noqa: E731
         held = (self.observer, run, self.stall_watch, self.warnings, stop_task)
@@ -231,19 +235,15 @@ class SessionSupervisor:
         self._commit(event, run=live.record)
         await self.follower.sweep(live)
 
-    # ----- what the budget keeper reads and posts ------------------------------------------
+    # ----- what the follower, budgets and tests ask -----------------------------------------
 
     def run_usage(self, live: LiveRun) -> Usage:
         """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
-        return self.spend.run_usage(live)
+        return self.desk.run_usage(live)
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""
         return self.desk.make_event(kind, message, run, **data)
-
-    def commit_events(self, *events: Event) -> None:
-        """Write events (and the session record) in one transaction, then announce them."""
-        self._commit(*events)
 
     def touch(self) -> None:
         """Something visible changed that needs no event: push a new snapshot."""
@@ -289,9 +289,8 @@ class SessionSupervisor:
         await self.adopter.reconcile()
 
     def status(self, with_fleet: bool = True) -> SessionStatus:
-        """The `herd status --json` object for this session (`fleet` left out without
-        `with_fleet`: the status feed sends it once per message)."""
-        run, spent = self.run, self.spend.facts(time.time(), projecting=True)
+        """`herd status --json` of this session (no `fleet` without `with_fleet`: sent once)."""
+        run, spent = self.run, self.spend.facts(self.spend_inputs(), time.time(), projecting=True)
         last = self.follower.last_run_record() if run is None else None
         fleet = self.ctx.fleet_spend() if with_fleet else None
         view = (self.observer, self.warnings, spent, fleet, self.log_bytes())
@@ -425,7 +424,8 @@ class SessionSupervisor:
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
         record = self.record
-        if self.config.autostart and self.spend.budget_raised():
+        fleet_budget = self.ctx.fleet_budget
+        if self.config.autostart and budget_raised(record, self.config.budget, fleet_budget):
             return True  # stopped by a budget that a person has since raised
         return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
 
