@@ -21,7 +21,7 @@ from agentherd.sessions.lifecycle import Action, ExitFacts, after_exit
 from agentherd.sessions.open_warnings import CLOSED_BY, WarningBook, fold, shown, with_closings
 from agentherd.sessions.records import EVENT_KINDS, WARNING_KINDS, Event
 from agentherd.supervisor.files.store import Change, Store
-from agentherd.supervisor.session.drifting import CLOSED_BY_PROGRESS
+from agentherd.supervisor.session.driftbook import CLOSED_BY_PROGRESS
 
 
 def event(event_kind: str, seq: int = 0, **data: object) -> Event:

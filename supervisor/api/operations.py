@@ -353,8 +353,8 @@ class ControlApi:
         await send(result=SpendReply(session=supervisor.config.name, samples=samples).to_json())
 
     async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
-        await send(result=ReportReply.model_validate(await session_report(supervisor)).to_json())
+        report = await session_report(self._session(request.get("name")).desk)
+        await send(result=ReportReply.model_validate(report).to_json())
 
     async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
         """Stop every session gracefully, then the daemon; name whatever could not be stopped."""

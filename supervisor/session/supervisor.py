@@ -1,56 +1,53 @@
-"""One session's supervisor: its commands and its checked transitions; the only writer.
+"""One session's supervisor: its commands, its lock and its checked transitions; the only writer.
 
-Following a run, launching and restarting, and adoption after a daemon restart are parts
-of it (following.py, launching.py, adoption.py); the rules live in sessions/lifecycle.py.
+What it owns does one job each and writes only through its pen (pen.py): the follower
+(a run's output, exit and log), the launcher, restarts, the completer (the exit rules), the
+adopter (after a daemon restart) and drift (driftbook.py, driftactions.py). The rules live in
+sessions/lifecycle.py.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import signal
 import time
 from typing import Any
 
 import anyio
 
-from agentherd.sessions import lifecycle, open_warnings, status_builder
+from agentherd.sessions import lifecycle, open_warnings
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
-from agentherd.sessions.durations import format_duration
+from agentherd.sessions.drift import StallClock
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
-from agentherd.sessions.records import (
-    Event,
-    RunRecord,
-    SessionRecord,
-    TaskRecord,
-)
-from agentherd.sessions.spending import task_runs_usage
+from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
-from agentherd.sessions.status import (
-    LeftRunning,
-    LogsStatus,
-    SessionStatus,
-)
-from agentherd.sessions.status_builder import StatusFacts
+from agentherd.sessions.status import LeftRunning, SessionStatus
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.checks.observe import Observer
-from agentherd.supervisor.files import logcap
-from agentherd.supervisor.files.store import Change, StoreUnavailable, Verification
-from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs, runfolder
+from agentherd.supervisor.files.store import Change, Verification
 from agentherd.supervisor.session import recovery
-from agentherd.supervisor.session.adoption import Adoption
-from agentherd.supervisor.session.budgets import BudgetCheck, budget_raised
+from agentherd.supervisor.session.adopter import Adopter
+from agentherd.supervisor.session.budgets import budget_raised
+from agentherd.supervisor.session.completer import Completer
 from agentherd.supervisor.session.context import Context
-from agentherd.supervisor.session.drifting import DriftHandling
+from agentherd.supervisor.session.desk import Desk
+from agentherd.supervisor.session.driftactions import DriftActions
+from agentherd.supervisor.session.driftbook import DriftBook, task_spent
 from agentherd.supervisor.session.errors import SessionError
-from agentherd.supervisor.session.following import RunFollowing
-from agentherd.supervisor.session.launching import Launching
+from agentherd.supervisor.session.follower import Follower
+from agentherd.supervisor.session.hold import Holder
+from agentherd.supervisor.session.launcher import Launcher
 from agentherd.supervisor.session.liverun import LiveRun
-from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
+from agentherd.supervisor.session.pen import Pen
+from agentherd.supervisor.session.refresher import Refresher
+from agentherd.supervisor.session.restarts import Restarts
+from agentherd.supervisor.session.spend import SessionSpend
+from agentherd.supervisor.session.stallkeep import StallWatch
+from agentherd.supervisor.session.statusview import live_status
 
 log = logging.getLogger("herd.session")
 
@@ -58,49 +55,77 @@ STRICT_TRANSITIONS_VAR = "HERD_STRICT_TRANSITIONS"
 """Set to 1 by the test suite: an illegal lifecycle move raises instead of being logged."""
 
 
-class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
+class SessionSupervisor:
     """Owns one session: the only writer of its record; every change goes through `_commit`."""
 
     def __init__(self, config: SessionConfig, record: SessionRecord, ctx: Context) -> None:
         self.config = config
         self.record = record
         self.ctx = ctx
-        self.run: LiveRun | None = None
         self.warnings = WarningBook(ctx.store.open_warnings(config.name))
         """The open warnings, as the store keeps them (a new daemon shows the same)."""
-        self._ended_run: RunRecord | None = None
-        """The last run's record as stored, for the status while no run is watched."""
         self._lock = anyio.Lock()
-        self.preparing: gitops.GitDeadline | None = None
-        """The rescue/reset in progress before a restart, which a stop cancels."""
-        self._pending_restart: anyio.CancelScope | None = None
-        """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
-        self.git_warned = False
-        self._refreshing: dict[str, bool] = {}
-        self.stall = self.restored_stall_clock()
-        self.task_usage = self._ended_runs_usage()
-        self.spend = SessionSpend(ctx.store, ctx.timings.spend_sample_s)
-        """Spend as budgets count it (runs guarded and priced), samples and projection."""
-        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
-        """Usage of the current task's ended runs (each run is its own process: they add)."""
-        self.observer = Observer(self)
-        self.drift = self.restored_drift()
         self.version = 0
         """Bumped on every visible change, so snapshot pushers know what is new."""
         self.output_version = 0
         """Bumped (with `version`) when output was read: the status feed then takes only the
-        output fields again (supervisor/api/statusfeed.py)."""
+        output fields again (api/statusfeed.py)."""
+        writes = (self._event, self._commit, self._transition, self._end_task, self._touch)
+        pen = Pen(record, self._lock, *writes, lambda: self.config)
+        arm_log = lambda path: self.ctx.arm_log(path)  # noqa: E731  (the daemon sets it later)
+        reads = (self._output_read, self._exited, self.run_usage)
+        self.follower = Follower(ctx, pen, arm_log, *reads)
+        self.task_usage = self.follower.ended_runs_usage()
+        """Usage of the current task's ended runs (each run is its own process: they add)."""
+        self.spend = SessionSpend(ctx.store, ctx.timings.spend_sample_s)
+        """Spend as budgets count it (runs guarded and priced), samples and projection."""
+        run = lambda: self.follower.run  # noqa: E731
+        spent = lambda: task_spent(self.task_usage, self.run, self.record)  # noqa: E731
+        self.drift = DriftBook(pen, self.warnings, spent, self._plan_passing)
+        self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning)
+        ledger = (self.spend, self.stall_watch, self.drift, lambda: self.task_usage)
+        desk = self.desk = Desk(ctx, pen, run, *ledger, lambda: self.restart_pending)
+        """What the observer, recovery and reports see of the session, and post to it."""
+        self.observer = desk.observer = Observer(desk)
+        self.spend_inputs, self.running_usage = desk.spend_inputs, desk.running_usage
+        self.take_budget_check = desk.take_budget_check  # the budget keeper's, on the session
+        self.refresher = Refresher(config.name, ctx.tg, self.observer)
+        stop_task = lambda: self._stop_locked(kill=False, reason="user")  # noqa: E731
+        held = (self.observer, run, self.stall_watch, self.warnings, stop_task)
+        self.holder = Holder(ctx, pen, *held)
+        stop_for = lambda reason: self.stop(reason=reason)  # noqa: E731
+        acts = (self.holder.hold_for_approval, stop_for)
+        self.actions = DriftActions(ctx, pen, self.drift, run, *acts)
+        watch_new = functools.partial(self._watch, launched=True)
+        self.launcher = Launcher(ctx, pen, self._plan_passing, self.stall_watch.restart, watch_new)
+        rescue = functools.partial(recovery.prepare_restart, desk)
+        self.restarts = Restarts(ctx, pen, self.launcher, rescue)
+        drift_facts = (self.actions.drift_restart_of, self.drift.crash_events)
+        self.completer = Completer(ctx, pen, self.observer, self.restarts, *drift_facts)
+        parts = (self.follower, self.launcher, self.restarts, self.completer)
+        ends = (self._watch, self._record_exit, stop_for, self.actions.resume_drift_restart)
+        self.adopter = Adopter(ctx, pen, parts, *ends)
+
+    @property
+    def run(self) -> LiveRun | None:
+        """The run being watched (or the last one, ended), if any."""
+        return self.follower.run
+
+    @property
+    def stall(self) -> StallClock:
+        """The stall clock: seconds since the last output, progress entry or commit."""
+        return self.stall_watch.clock
+
+    def _plan_passing(self) -> int | None:
+        plan = self.observer.plan_current
+        return plan.passing if plan is not None else None
 
     # ----- state changes -------------------------------------------------------------------
 
     def _event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        at = iso(utc_now()) or ""
         return Event(
-            at=iso(utc_now()) or "",
-            session=self.config.name,
-            run=run,
-            kind=kind,
-            message=message,
-            data=data,
+            at=at, session=self.config.name, run=run, kind=kind, message=message, data=data
         )
 
     def _commit(
@@ -114,7 +139,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         name = self.config.name
         # Every warning an event settles gets its `warning-closed` in the same transaction.
         events = tuple(open_warnings.with_closings(events, self.warnings.kinds()))
-        self.keep_stall_clock()  # a new daemon's stall clock goes on from here
+        self.stall_watch.keep()  # a new daemon's stall clock goes on from here
         written = self.ctx.store.commit(
             Change(
                 session=self.record,
@@ -130,170 +155,8 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.version += 1
         self.ctx.spend_changed(self)  # the budget keeper looks on change, not on a timer
         self.ctx.announce(written)
-        self._after_written(written)
+        self.actions.after_written(written)
         return written
-
-    def _ended_runs_usage(self) -> Usage:
-        handle = self.record.handle
-        return task_runs_usage(self.ctx.store.runs(self.config.name), handle) if handle else Usage()
-
-    def spend_json(self) -> dict[str, Any]:
-        """`usage_total` and `budget` as the status JSON has them (for the report)."""
-        fields = self.spend.status_fields(self.spend_inputs())
-        total = fields["usage_total"]
-        return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
-
-    def running_usage(self) -> tuple[int, Usage] | None:
-        """The watched run's number and usage so far while its end is not yet recorded."""
-        inputs = self.spend_inputs()
-        live = self.spend.unrecorded(inputs)
-        return (live.record.run, self.spend.run_usage(inputs, live)) if live is not None else None
-
-    def spend_inputs(self) -> SpendInputs:
-        """What the spend ledger counts from: this session as it is now (one way, no callback)."""
-        plan = self.observer.plan_current
-        return SpendInputs(
-            self.config,
-            self.record,
-            self.run,
-            self.task_usage,
-            plan,
-            self.ctx.prices,
-            self.restart_pending,
-        )
-
-    def take_budget_check(self, check: BudgetCheck) -> None:
-        """Write what a look at the budget found, in order: notices, warnings, a stop."""
-        for notice in check.notices:
-            self._commit(notice)
-        if check.warned is not None:
-            self.record.budget_warned = list(check.warned)
-            self.record.budget_warned_for = check.warned_for
-        if check.warnings:
-            self._commit(*check.warnings)
-        if check.stop is not None:
-            self.record.budget_stop_limit = check.stop.limit  # written with its event
-            self.record.budget_stop_scope = check.stop.scope
-            self._commit(check.stop.event)
-
-    def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
-        """An event of this session (of its current run unless `run` says another)."""
-        return self._event(
-            kind, message, run if run is not None else self.record.run or None, **data
-        )
-
-    def commit_events(self, *events: Event) -> None:
-        """Write events (and the session record) in one transaction, then announce them."""
-        self._commit(*events)
-
-    def touch(self) -> None:
-        """Something visible changed that needs no event: push a new snapshot."""
-        self.version += 1
-
-    # ----- facts posted by the observer and recovery (they never write themselves) -----------
-
-    def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool:
-        """Write a new commit and its events in one transaction; False when it was known.
-
-        Raises StoreUnavailable while the disk is full: git keeps the commit, and the observer
-        reads it again once space returns.
-        """
-        store = self.ctx.store
-        if not store.retry():
-            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint not recorded yet")
-        written = self._commit(*events, checkpoint=commit)
-        if store.unavailable:
-            raise StoreUnavailable(f"{store.path}: the disk is full; checkpoint held in memory")
-        return bool(written)
-
-    def record_verification(self, verdict: Verification, *events: Event) -> None:
-        """Write a checkpoint's verdict and its events in one transaction."""
-        self._commit(*events, verification=verdict)
-
-    def adopt_plan_baseline(self, plan_json: str, raw: str, *events: Event) -> None:
-        """Make a plan the baseline every later change is judged against, with its events."""
-        self.record.plan_baseline = plan_json
-        self.record.plan_baseline_raw = raw
-        self._commit(*events)
-
-    def mark_git_warned(self, *events: Event) -> None:
-        """Say once that the session's cwd is not a git repository."""
-        self.git_warned = True
-        self._commit(*events)
-
-    def forget_agent_session_id(self, *events: Event) -> None:
-        """Drop an agent session id that is unsafe for argv (resume refused), with its events."""
-        self.record.agent_session_id = None
-        self._commit(*events)
-
-    def note_progress(self) -> None:
-        """The agent showed progress (a progress entry or a commit)."""
-        self.stall.activity(time.monotonic())
-        self.close_warning("stalled", "the agent wrote a progress entry or a commit", "progress")
-        self.version += 1
-
-    def check_stall(self) -> None:
-        """Warn once when a running session shows no output, progress or commit for `stall`.
-
-        Also the other drift checks of the slow pass (plan progress, burn rate).
-        """
-        self.check_drift()
-        if self.record.state != State.RUNNING:
-            return
-        if self.stall.newly_stalled(time.monotonic(), self.config.budget.stall):
-            idle_s = self.stall.idle_s(time.monotonic())
-            self._commit(
-                self._event(
-                    "stalled",
-                    f"no output, progress entry or commit for {format_duration(idle_s)} "
-                    f"(stall = {format_duration(self.config.budget.stall or 0)})",
-                    self.record.run,
-                    idle_s=round(idle_s, 1),
-                )
-            )
-
-    def on_file_change(self, kind: str) -> None:
-        """The fleet watcher saw one of this session's files change."""
-        if kind == "log":
-            self.wake()
-            return
-        if self._refreshing.get(kind) is not None:
-            self._refreshing[kind] = True  # read again when the running read finishes
-            return
-        self._refreshing[kind] = False
-        self.ctx.tg.start_soon(self._refresh, kind)
-
-    def refresh_everything(self) -> None:
-        """Look at the plan, progress file and git again (start-up, slow reconcile pass)."""
-        for kind in ("plan", "progress", "git"):
-            self.on_file_change(kind)
-
-    async def refresh_now(self, kind: str) -> None:
-        """Read `kind` now and return once read (or mark it to be read again by a read under
-        way); the daemon's first git reads go a few at a time this way."""
-        if self._refreshing.get(kind) is not None:
-            self._refreshing[kind] = True
-            return
-        self._refreshing[kind] = False
-        await self._refresh(kind)
-
-    async def _refresh(self, kind: str) -> None:
-        refresh = {
-            "plan": self.observer.refresh_plan,
-            "progress": self.observer.refresh_progress,
-            "git": self.observer.refresh_git,
-        }[kind]
-        try:
-            while True:
-                try:
-                    await refresh()
-                except Exception:  # one file must never take the daemon down
-                    log.exception("refreshing %s of %s failed", kind, self.config.name)
-                if not self._refreshing.get(kind):
-                    return
-                self._refreshing[kind] = False
-        finally:
-            self._refreshing.pop(kind, None)
 
     def _transition(
         self,
@@ -315,29 +178,123 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self.record.reason = reason
         self._commit(*events, run=run, task=task)
 
-    def _cancel_pending_restart(self) -> None:
-        """Drop a scheduled restart that has not taken the session's lock yet."""
-        if self._pending_restart is not None:
-            self._pending_restart.cancel()
-            self._pending_restart = None
-
-    def _task(self) -> TaskRecord | None:
-        return self.ctx.store.task(self.record.handle) if self.record.handle else None
-
     def _end_task(
         self, state: State, reason: str | None, message: str, by: Trigger, *before: Event
     ) -> None:
         """Record how the current task ended, with its event, in one transaction."""
-        task = self._task()
+        handle = self.record.handle
+        task = self.ctx.store.task(handle) if handle else None
         if task is not None and task.ended_at is None:
             task = task.model_copy(
                 update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
             )
         kind = lifecycle.task_end_kind(state)
-        handle = self.record.handle
         ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
         self._transition(state, reason, *before, ended, by=by, task=task)
-        self.ctx.tg.start_soon(self.ctx.reports.write, self)
+        self.ctx.tg.start_soon(self.ctx.reports.write, self.desk)
+
+    def _touch(self, output: bool = False) -> None:
+        self.version += 1
+        if output:
+            self.output_version += 1
+
+    # ----- what the follower tells -----------------------------------------------------------
+
+    def _watch(self, live: LiveRun, launched: bool = False) -> None:
+        """Follow a run (a launched one's log cap is looked at too: its older logs count)."""
+        self.follower.run = live
+        self.ctx.runs_changed()
+        if self.observer.cached_git_paths is None:  # not a repository when last looked at
+            self.on_file_change("git")
+        self.follower.watch(live)
+        if launched:
+            self.follower.check_log_cap()
+
+    def _output_read(self, written_s: float, stepped: bool) -> None:
+        """Output written at `written_s` was read; `stepped`: it showed a step of the agent."""
+        self.stall_watch.written(written_s, "output", "output")
+        if stepped:  # a budget stop comes between two of the agent's steps, not a second late
+            self.ctx.check_budget(self)
+
+    async def _exited(self, live: LiveRun) -> None:
+        """The run's leader ended and its output is read: record it and apply the exit rules."""
+        async with self._lock:
+            if live.handled or self.run is not live:
+                return
+            live.handled = True
+            await self._record_exit(live)
+            await self.completer.after_exit(live)
+
+    async def _record_exit(self, live: LiveRun) -> None:
+        """Write the run's end, once, and sweep anything of it still alive."""
+        ended = await self.follower.end_of(live)
+        if ended is None:
+            return
+        event, usage = ended
+        self.task_usage = self.task_usage + usage
+        self._commit(event, run=live.record)
+        await self.follower.sweep(live)
+
+    # ----- what the follower, budgets and tests ask -----------------------------------------
+
+    def run_usage(self, live: LiveRun) -> Usage:
+        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
+        return self.desk.run_usage(live)
+
+    def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
+        """An event of this session (of its current run unless `run` says another)."""
+        return self.desk.make_event(kind, message, run, **data)
+
+    def touch(self) -> None:
+        """Something visible changed that needs no event: push a new snapshot."""
+        self._touch()
+
+    # ----- the slow pass and the watcher ------------------------------------------------------
+
+    def check_stall(self) -> None:
+        """The slow pass's drift checks: plan progress, burn rate, and silence past `stall`."""
+        self.drift.check_drift()
+        self.stall_watch.check()
+
+    def on_file_change(self, kind: str) -> None:
+        """The fleet watcher saw one of this session's files change."""
+        if kind == "log":
+            self.wake()
+        else:
+            self.refresher.changed(kind)
+
+    def refresh_everything(self) -> None:
+        """Look at the plan, progress file and git again (start-up, slow reconcile pass)."""
+        for kind in ("plan", "progress", "git"):
+            self.on_file_change(kind)
+
+    async def refresh_now(self, kind: str) -> None:
+        """Read `kind` now and return once read (the daemon's first git reads, a few at once)."""
+        await self.refresher.now(kind)
+
+    def wake(self) -> None:
+        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        self.follower.wake()
+
+    def check_log_cap(self) -> None:
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        self.follower.check_log_cap()
+
+    def log_bytes(self) -> int:
+        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
+        return self.follower.log_bytes()
+
+    async def reconcile(self) -> None:
+        """After a daemon restart: adopt a live run, or record a dead one and apply policy."""
+        await self.adopter.reconcile()
+
+    def status(self, with_fleet: bool = True) -> SessionStatus:
+        """`herd status --json` of this session (no `fleet` without `with_fleet`: sent once)."""
+        run, spent = self.run, self.spend.facts(self.spend_inputs(), time.time(), projecting=True)
+        last = self.follower.last_run_record() if run is None else None
+        fleet = self.ctx.fleet_spend() if with_fleet else None
+        view = (self.observer, self.warnings, spent, fleet, self.log_bytes())
+        return live_status(self.config, self.record, run, last, *view)
 
     # ----- commands ------------------------------------------------------------------------
 
@@ -355,7 +312,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
     @property
     def restart_pending(self) -> bool:
         """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
-        return self.record.state == State.BACKOFF and self._pending_restart is not None
+        return self.record.state == State.BACKOFF and self.restarts.pending is not None
 
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
@@ -363,68 +320,37 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
 
     async def _refuse_if_taken(self, restarting: bool = False) -> None:
-        """Refuse a start beside another session's agent, or beside processes of an old run.
-
-        A run folder whose `alive.lock` is held has live processes in this worktree: leftovers
-        of an earlier run, or a run no state remembers (state.db deleted while agents ran).
-        A restart stops the current run itself, so its own folder does not count.
-        """
-        name = self.config.name
-        other = self.ctx.worktree_user(name, self.config.cwd)
-        if other is not None:
-            raise SessionError(
-                f"cannot start {name}: session {other} is running in the same worktree "
-                f"({self.config.cwd}); stop it first (`herd stop {other}`)"
-            )
-        held = await anyio.to_thread.run_sync(runfolder.held_run_folders, self._runs_folder)
-        if restarting and self.run is not None:
-            held = [folder for folder in held if folder != self.run.folder]
-        if held:
-            users = await anyio.to_thread.run_sync(runfolder.describe_users, held[0])
-            raise SessionError(
-                f"cannot start {name}: processes of an earlier run still hold {held[0]} "
-                f"({users}); stop them, then start again"
-            )
+        """Refuse a start beside another session's agent, or beside processes of an old run."""
+        other = self.ctx.worktree_user(self.config.name, self.config.cwd)
+        own = self.run.folder if restarting and self.run is not None else None
+        await self.launcher.refuse_if_taken(other, own)
 
     async def _begin_task(
         self, env_extra: dict[str, str] | None = None, mode: str = "command"
     ) -> None:
-        first_run = self.record.run + 1
-        handle = f"{self.config.name}/{first_run}"
-        self.record.handle = handle
-        self.record.restarts = 0
-        self.record.backoff_step = 0
-        self.record.crash_times = []
-        self.record.idle_runs = 0
+        task = self.launcher.new_task()
         self.task_usage = Usage()
-        self.record.task_started_at = iso(utc_now())
-        task = TaskRecord(
-            handle=handle,
-            session=self.config.name,
-            first_run=first_run,
-            state=State.STARTING,
-            started_at=self.record.task_started_at or "",
-        )
-        self._cancel_pending_restart()
+        self.restarts.cancel()
+        begun = f"task {task.handle} started"
         self._transition(
             State.STARTING,
             None,
-            self._event("task-started", f"task {handle} started", first_run, handle=handle),
+            self._event("task-started", begun, task.first_run, handle=task.handle),
             by=Trigger.START,
             task=task,
         )
-        await self._launch(mode=mode, env_extra=env_extra or {})
+        await self.launcher.launch(mode=mode, env_extra=env_extra or {})
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
-        if self.preparing is not None:  # never wait behind a slow rescue or reset: kill its git
-            self.preparing.cancel()
+        if self.restarts.preparing is not None:  # never wait behind a slow rescue or reset
+            self.restarts.preparing.cancel()
         async with self._lock:
             await self._stop_locked(kill=kill, reason=reason)
 
     async def _stop_locked(self, kill: bool, reason: str, end_task: bool = True) -> bool:
         """Stop the current run if any; returns False when it could not be killed."""
-        self._cancel_pending_restart()
+        self.restarts.cancel()
         by = Trigger.BUDGET if reason.startswith("budget:") else Trigger.STOP
         run = self.run
         if run is not None and not run.exited.is_set():
@@ -442,18 +368,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 by=by,
                 run=run.record,
             )
-            signum = signal.SIGKILL if kill else self.config.stop_signal_number
-            gone = await procs.stop_tree(
-                run.identity,
-                signum,
-                self.config.stop_grace,
-                self.ctx.timings.kill_wait_s,
-                self.ctx.timings.stop_poll_s,
-                continue_first=run.paused,
-                leader_exited=run.exited if run.process is not None else None,
-            )
-            with anyio.move_on_after(self.ctx.timings.kill_wait_s):
-                await run.exited.wait()
+            gone = await self.follower.stop_run(run, kill)
             run.handled = True
             await self._record_exit(run)
             if not gone:
@@ -480,101 +395,37 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
             # While its task is active, the worktree to rescue and reset is the last run's.
             active = self.run is not None and self.record.state in ACTIVE_STATES
             run_config = self.run.config if self.run is not None and active else self.config
-            if from_rev not in (None, "last", "verified"):
-                # Check the target before anything stops: a bad --from changes nothing.
-                if not await anyio.to_thread.run_sync(gitops.is_git_repo, run_config.cwd):
-                    raise SessionError(
-                        f"{run_config.cwd} is not a git repository; --from needs one"
-                    )
-                from_rev = await anyio.to_thread.run_sync(
-                    gitops.resolve_commit, run_config.cwd, from_rev
-                )
+            from_rev = await self.restarts.target_of(from_rev, run_config)  # before any stop
             await self._refuse_if_taken(restarting=True)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:
                 await self._begin_task()
             else:
-                prepared = await self._prepare_restart(from_rev, self.record.run, run_config)
+                prepared = await self.restarts.prepare(from_rev, self.record.run, run_config)
                 if prepared is None:  # a stop came meanwhile
                     return self.record.handle or ""
                 await self._begin_task(*prepared)
             return self.record.handle or ""
 
-    async def _prepare_restart(
-        self, target: str | None, last_run: int, run_config: SessionConfig
-    ) -> tuple[dict[str, str], str] | None:
-        """Rescue and reset the worktree before a restart, under a deadline a stop cancels."""
-        # Set before the first await, so a stop from now on finds what to cancel.
-        deadline = self.preparing = gitops.GitDeadline(self.ctx.timings.git_write_timeout_s)
-        try:
-            return await recovery.prepare_restart(self, target, last_run, run_config, deadline)
-        finally:
-            self.preparing = None
-
     async def approve(self) -> None:
         """Adopt the current plan as the baseline; a run held at the approval gate continues."""
-        async with self._lock:
-            observer = self.observer
-            plan = observer.plan_current
-            waiting = self.record.state == State.WAITING_APPROVAL
-            if plan is None and not waiting:
-                raise SessionError(f"{self.config.name} has no plan to approve")
-            if plan is not None:
-                changes = len(observer.plan_diff.changed_items) if observer.plan_diff else 0
-                accepted = observer.accept_plan()
-                assert accepted is not None  # there is a current plan
-                self.adopt_plan_baseline(
-                    *accepted,
-                    self.make_event(
-                        "plan-approved",
-                        f"plan approved as the new baseline ({changes} change(s) accepted)",
-                        passing=plan.passing,
-                        total=plan.total,
-                    ),
-                )
-            await self.continue_after_approval("approved")
+        await self.holder.approve()
 
     async def reject(self) -> None:
-        """Write the baseline plan back (keeping items that pass now) after a forbidden change.
-
-        At the approval gate the run then continues; with no plan change to undo there, a
-        reject stops the task instead.
-        """
-        name = self.config.name
-        async with self._lock:
-            diff = self.observer.plan_diff
-            waiting = self.record.state == State.WAITING_APPROVAL
-            if diff is None or not diff.changed_items:
-                if waiting:
-                    await self._stop_locked(kill=False, reason="user")
-                    return
-                raise SessionError(f"{name}: the plan matches its baseline")
-            try:
-                await self.observer.restore_baseline()
-            except (ValueError, OSError) as exc:
-                raise SessionError(f"{name}: {exc}") from None
-            self._commit(
-                self.make_event(
-                    "plan-rejected",
-                    f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
-                )
-            )
-            await self.observer.refresh_plan()
-            await self.continue_after_approval("rejected")
+        """Write the baseline plan back after a forbidden change (at the gate: the run goes on;
+        with no plan change to undo there, the task stops)."""
+        await self.holder.reject()
 
     async def acknowledge(self, kind: str | None) -> list[str]:
         """`herd ack`: acknowledged warnings stay open (and in the report) but leave the badge."""
-        try:
-            return self.ack(kind)
-        except ValueError as exc:
-            raise SessionError(str(exc)) from None
+        return self.drift.ack(kind)
 
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
         record = self.record
-        budget, fleet_budget = self.config.budget, self.ctx.fleet_budget
-        if self.config.autostart and budget_raised(record, budget, fleet_budget):
+        fleet_budget = self.ctx.fleet_budget
+        if self.config.autostart and budget_raised(record, self.config.budget, fleet_budget):
             return True  # stopped by a budget that a person has since raised
         return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
 
@@ -585,88 +436,15 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     async def left_running(self) -> LeftRunning | None:
         """The session and the pids of its run still alive after a stop, or None."""
-        run = self.run
-        if run is None:
-            return None
-        record = self.record
-        if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
-            return None  # stopped cleanly: its stop already found nothing left
-        found = await anyio.to_thread.run_sync(procs.run_processes, run.identity)
-        pids = sorted(p.pid for p in found)
-        if not pids:
-            return None
-        return LeftRunning(session=self.config.name, state=record.state, pids=pids)
+        return await self.follower.left_running()
 
     async def pause(self) -> None:
         """SIGSTOP the whole run."""
-        async with self._lock:
-            run = self.run
-            if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
-                raise SessionError(f"{self.config.name} is {self.record.state}, not running")
-            timings = self.ctx.timings
-            if not await anyio.to_thread.run_sync(
-                procs.pause_run, run.identity, timings.pause_wait_s, timings.stop_poll_s
-            ):
-                log.warning("%s: a process of the run did not stop", self.config.name)
-            run.paused = True
-            self.stall.pause(time.monotonic())
-            self._transition(
-                State.PAUSED,
-                "user",
-                self._event("paused", "paused (SIGSTOP)", run.record.run),
-                by=Trigger.PAUSE,
-            )
+        await self.holder.pause()
 
     async def resume_run(self) -> None:
         """SIGCONT the whole run."""
-        async with self._lock:
-            run = self.run
-            if run is None or self.record.state != State.PAUSED:
-                raise SessionError(f"{self.config.name} is {self.record.state}, not paused")
-            await anyio.to_thread.run_sync(procs.signal_run, run.identity, signal.SIGCONT)
-            run.paused = False
-            self.stall.resume(time.monotonic())
-            self._transition(
-                State.RUNNING,
-                None,
-                self._event("resumed", "resumed (SIGCONT)", run.record.run),
-                by=Trigger.RESUME,
-            )
+        await self.holder.resume()
 
-    # ----- status ----------------------------------------------------------------------------
 
-    def status(self, with_fleet: bool = True) -> SessionStatus:
-        """The `herd status --json` object for this session (`fleet` left out without
-        `with_fleet`: the status feed sends it once per message)."""
-        run = self.run
-        record = run.record if run is not None else self._last_run_record()
-        observed = self.observer.status_fields()
-        plan_diff = self.observer.plan_diff
-        return status_builder.build(
-            StatusFacts(
-                name=self.config.name,
-                agent=self.config.agent,
-                record=self.record,
-                run=record,
-                alive=run is not None and not run.exited.is_set(),
-                spend=self.spend.facts(self.spend_inputs(), time.time(), projecting=True),
-                warnings=self.warnings.open(),
-                plan=observed["plan"],
-                plan_error=self.observer.plan_error is not None,
-                plan_tampered=bool(plan_diff.changed_items) if plan_diff is not None else None,
-                progress=observed["progress"],
-                checkpoint=observed["checkpoint"],
-                git_note=observed["git_note"],
-                last_line=run.last_line if run is not None else record.last_line if record else "",
-                logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
-                fleet=self.ctx.fleet_spend() if with_fleet else None,
-            )
-        )
-
-    def _last_run_record(self) -> RunRecord | None:
-        """The current run number's stored record (read once per run number, not per status)."""
-        number = self.record.run
-        cached = self._ended_run
-        if number and (cached is None or cached.run != number or cached.ended_at is None):
-            self._ended_run = self.ctx.store.run(self.config.name, number)
-        return self._ended_run if number else None
+__all__ = ["SessionError", "SessionSupervisor"]

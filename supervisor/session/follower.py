@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import functools
+import signal
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 
+from agentherd.sessions.adapters import Usage
 from agentherd.sessions.budget import limits
+from agentherd.sessions.records import Event, RunRecord
+from agentherd.sessions.spending import task_runs_usage
+from agentherd.sessions.states import State
+from agentherd.sessions.status import LeftRunning
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
 from agentherd.supervisor.process import procs, runfolder, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
+from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun, outcome_name
-from agentherd.supervisor.session.parts import SessionParts
+from agentherd.supervisor.session.pen import Pen
 
 TAIL_READS_PER_WAKE = 128
 """At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
@@ -33,17 +41,74 @@ LOG_CAPPED_EVENT_S = 60.0
 """A log that keeps being cut gets a `log-capped` event at most this often (and one at its end)."""
 
 
-class RunFollowing(SessionParts):
-    """The part of a session supervisor that watches its run: output, exit, log cap."""
+class Follower:
+    """Follows a session's run: reads its output, waits for its exit, keeps its log capped.
 
-    def _watch(self, live: LiveRun) -> None:
+    It tells the session what it read (`output_read`) and that the run ended (`exited`); the
+    run's end itself is written by the session (`end_of` gives the event and the usage).
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        pen: Pen,
+        arm_log: Callable[[Path], None],
+        output_read: Callable[[float, bool], None],
+        exited: Callable[[LiveRun], Awaitable[None]],
+        run_usage: Callable[[LiveRun], Usage],
+    ) -> None:
+        self.ctx = ctx
+        self.record = pen.record
+        self.pen = pen
+        self.arm_log = arm_log
+        """Have the fleet watcher report the next change of a run's log."""
+        self.output_read = output_read
+        """(when the newest output was written, monotonic s; True when it showed a step)."""
+        self.exited = exited
+        """The run's leader ended and its output is read: apply the exit rules (once)."""
+        self.run_usage = run_usage
+        self.run: LiveRun | None = None
+        """The run being followed (or the last one, ended)."""
+        self._read_limits: tuple[object, object, bool] | None = None
+        self._ended_run: RunRecord | None = None
+        """The last run's record as stored, for the status while no run is watched."""
+        self.older_logs_bytes = logcap.bytes_before(self.runs_folder, self.record.run)
+        """Bytes of the logs of the session's earlier runs."""
+
+    def watch(self, live: LiveRun) -> None:
+        """Follow `live` from now on: its output, its exit and its log's cap."""
         self.run = live
-        self.ctx.runs_changed()
-        if self.observer.cached_git_paths is None:  # not a repository when last looked at
-            self.on_file_change("git")
         self._follow_output(live)
         self.ctx.tg.start_soon(self._wait_exit, live)
         self.ctx.tg.start_soon(self._guard_log, live)
+
+    def ended_runs_usage(self) -> Usage:
+        """Usage of the current task's ended runs, as stored (each run is its own process)."""
+        handle = self.record.handle
+        runs = self.ctx.store.runs(self.pen.config().name) if handle else []
+        return task_runs_usage(runs, handle) if handle else Usage()
+
+    async def left_running(self) -> LeftRunning | None:
+        """The session and the pids of its run still alive after a stop, or None."""
+        run = self.run
+        if run is None:
+            return None
+        record = self.record
+        if run.exited.is_set() and record.state != State.STOPPING and record.reason != "unkillable":
+            return None  # stopped cleanly: its stop already found nothing left
+        found = await anyio.to_thread.run_sync(procs.run_processes, run.identity)
+        pids = sorted(p.pid for p in found)
+        if not pids:
+            return None
+        return LeftRunning(session=self.pen.config().name, state=record.state, pids=pids)
+
+    def last_run_record(self) -> RunRecord | None:
+        """The current run number's stored record (read once per run number, not per status)."""
+        number = self.record.run
+        cached = self._ended_run
+        if number and (cached is None or cached.run != number or cached.ended_at is None):
+            self._ended_run = self.ctx.store.run(self.pen.config().name, number)
+        return self._ended_run if number else None
 
     # ----- watching a run --------------------------------------------------------------------
 
@@ -69,16 +134,16 @@ class RunFollowing(SessionParts):
         """
         if not live.chatty:
             # Armed before the read: a write after the read raises the next wake-up.
-            self.ctx.arm_log(live.tailer.path)
+            self.arm_log(live.tailer.path)
         got = self._read_new(live)
         if not got and live.chatty:
             live.chatty = False
-            self.ctx.arm_log(live.tailer.path)
+            self.arm_log(live.tailer.path)
             got = self._read_new(live)
         if live.exited.is_set() and not live.tailer.has_more():
             tail = live.splitter.flush()
             if tail is not None:
-                self._take_line(live, tail)
+                self.take_line(live, tail)
             live.tailer.close()
             live.drained.set()
             live.log_grew.set()  # its guard makes its last check now
@@ -89,9 +154,9 @@ class RunFollowing(SessionParts):
         return False
 
     def _read_new(self, live: LiveRun) -> bool:
-        """`_read_output`; True when it read anything."""
+        """`read_output`; True when it read anything."""
         offset, skipped = live.tailer.offset, live.tailer.skipped_bytes
-        self._read_output(live)
+        self.read_output(live)
         return live.tailer.offset != offset or live.tailer.skipped_bytes != skipped
 
     def _read_gap_s(self) -> float:
@@ -101,15 +166,16 @@ class RunFollowing(SessionParts):
 
     def _read_limited(self) -> bool:
         """True when the session's or the fleet's budget sets a limit its output counts for."""
-        budgets = (self.config.budget, self.ctx.fleet_budget)
-        cached = self.__dict__.get("_read_limits")
+        budgets = (self.pen.config().budget, self.ctx.fleet_budget)
+        cached = self._read_limits
         if cached is not None and cached[0] is budgets[0] and cached[1] is budgets[1]:
-            return bool(cached[2])  # asked at every read: the limits change on a reload only
+            return cached[2]  # asked at every read: the limits change on a reload only
         limited = bool(limits(budgets[0]) or limits(budgets[1]))
-        self.__dict__["_read_limits"] = (*budgets, limited)
+        self._read_limits = (*budgets, limited)
         return limited
 
-    def _read_output(self, live: LiveRun) -> None:
+    def read_output(self, live: LiveRun) -> None:
+        """Read and parse what is new in the run's log (bounded per call)."""
         known_id = live.parser.session_id
         parsed_lines = live.parser.parsed_lines
         read_any = decoded = False
@@ -122,11 +188,11 @@ class RunFollowing(SessionParts):
             if live.tailer.skipped_bytes != skipped:  # the cap cut out the rest of that line
                 cut = live.splitter.flush()
                 if cut is not None:
-                    decoded = self._take_line(live, cut) or decoded
+                    decoded = self.take_line(live, cut) or decoded
             if not data:
                 break
             read_any = True
-            decoded = self._take_line(live, *live.splitter.feed(data)) or decoded
+            decoded = self.take_line(live, *live.splitter.feed(data)) or decoded
             if live.tailer.offset >= live.tailer.size_seen or time.monotonic() > deadline:
                 # The end of the file as it was (what came since raised the next wake-up: the
                 # watch was armed before reading): no second look, nor its replaced-file check.
@@ -135,24 +201,20 @@ class RunFollowing(SessionParts):
             return
         now_s = time.monotonic()
         written_s = now_s - max(0.0, time.time() - live.tailer.written_at)
-        self.stall.output_written(written_s, now_s, self.config.budget.stall)
-        if self.warnings.is_open("stalled") and not self.stall.warned:
-            self.close_warning("stalled", "the agent wrote output", "output")
-        if decoded or live.parser.parsed_lines != parsed_lines or self._read_limited():
-            # A stop between two of the agent's steps, not a second late. Text that moved no
-            # usage (a plain harness's lines) has nothing to check, limits or not.
-            self.ctx.check_budget(self)
+        stepped = decoded or live.parser.parsed_lines != parsed_lines or self._read_limited()
+        # A stop between two of the agent's steps, not a second late. Text that moved no
+        # usage (a plain harness's lines) has nothing to check, limits or not.
+        self.output_read(written_s, stepped)
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
             self.record.agent_session_id = new_id
             live.record.agent_session_id = new_id
-            self._commit(run=live.record)
+            self.pen.commit(run=live.record)
         else:
-            self.version += 1
-            self.output_version += 1
+            self.pen.touch(True)
 
-    def _take_line(self, live: LiveRun, *lines: bytes) -> bool:
+    def take_line(self, live: LiveRun, *lines: bytes) -> bool:
         """Parse lines, each decoded once; the summary a person reads is made when read.
         True when any of them decoded (only such a line, or a counted parse, moves usage)."""
         values = live.parser.decode_lines(lines)
@@ -180,22 +242,34 @@ class RunFollowing(SessionParts):
             live.reading.wake_now()  # its last output is read at once, not after a rest
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
-        async with self._lock:
-            if live.handled or self.run is not live:
-                return
-            live.handled = True
-            await self._record_exit(live)
-            await self._after_exit(live)
+        await self.exited(live)
 
-    async def _record_exit(self, live: LiveRun) -> None:
-        """Write the run's end, once, and sweep anything of it still alive."""
+    async def stop_run(self, live: LiveRun, kill: bool) -> bool:
+        """Stop signal + grace (or SIGKILL at once) to the whole run; False if any survived."""
+        config, timings = self.pen.config(), self.ctx.timings
+        gone = await procs.stop_tree(
+            live.identity,
+            signal.SIGKILL if kill else config.stop_signal_number,
+            config.stop_grace,
+            timings.kill_wait_s,
+            timings.stop_poll_s,
+            continue_first=live.paused,
+            leader_exited=live.exited if live.process is not None else None,
+        )
+        with anyio.move_on_after(timings.kill_wait_s):
+            await live.exited.wait()
+        return gone
+
+    async def end_of(self, live: LiveRun) -> tuple[Event, Usage] | None:
+        """The run's end as the session writes it (its record filled in), once; else None."""
         if live.record.ended_at is not None:
-            return
+            return None
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
         info = live.exit or runid.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
+        config = self.pen.config()
         # Killed before its result: its spend is in the agent's records (a plain command has none);
         # a finished Codex run's refused commands are in its rollout (stdout can miss them).
         if agentusage.reads_agent_files(live.parser):
@@ -203,28 +277,27 @@ class RunFollowing(SessionParts):
                 agentusage.read_agent_files, live.parser, live.record, live.config
             )
             outcome = live.parser.outcome
-        agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
+        agentusage.log_adapter_warnings(live.parser, live.record.run, config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
-        usage = self.spend.run_usage(
-            self.spend_inputs(), live
-        )  # never lower than seen, a missing cost estimated
+        usage = self.run_usage(live)  # never lower than seen, a missing cost estimated
         live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
-        self.task_usage = self.task_usage + usage
-        live.record.outcome = outcome_name(outcome, self.config.agent, info)
-        self._commit(
-            self._event(
-                "run-exited",
-                f"run {live.record.run} ended: {info.describe()}"
-                + ("" if live.record.outcome == info.describe() else f" ({live.record.outcome})"),
-                live.record.run,
-                exit_code=info.exit_code,
-                signal=info.signal,
-                outcome=live.record.outcome,
-            ),
-            run=live.record,
+        live.record.outcome = outcome_name(outcome, config.agent, info)
+        event = self.pen.event(
+            "run-exited",
+            f"run {live.record.run} ended: {info.describe()}"
+            + ("" if live.record.outcome == info.describe() else f" ({live.record.outcome})"),
+            live.record.run,
+            exit_code=info.exit_code,
+            signal=info.signal,
+            outcome=live.record.outcome,
         )
+        return event, usage
+
+    async def sweep(self, live: LiveRun) -> None:
+        """Stop anything of an ended run still alive, and remove its cgroup."""
+        config = self.pen.config()
         # One worker hop for the quick look and, when nothing is left, the cgroup's removal.
         if await anyio.to_thread.run_sync(
             runleftovers.settle, live.identity, not live.record.stop_requested
@@ -233,8 +306,8 @@ class RunFollowing(SessionParts):
             if leftovers:
                 await procs.stop_tree(
                     live.identity,
-                    self.config.stop_signal_number,
-                    self.config.stop_grace,
+                    config.stop_signal_number,
+                    config.stop_grace,
                     self.ctx.timings.kill_wait_s,
                     self.ctx.timings.stop_poll_s,
                 )
@@ -244,8 +317,9 @@ class RunFollowing(SessionParts):
     # ----- logs ------------------------------------------------------------------------------
 
     @property
-    def _runs_folder(self) -> Path:
-        return self.ctx.state_dir / "runs" / self.config.name
+    def runs_folder(self) -> Path:
+        """The session's run folders' parent."""
+        return self.ctx.state_dir / "runs" / self.pen.config().name
 
     def log_bytes(self) -> int:
         """Bytes of output kept on disk for this session, across runs (no disk scan)."""
@@ -263,7 +337,7 @@ class RunFollowing(SessionParts):
                 try:
                     await anyio.to_thread.run_sync(
                         live.log_cap.guard_flood,
-                        self.config.log_max_bytes,
+                        self.pen.config().log_max_bytes,
                         LOG_FLOOD_CHECK_S,
                         LOG_FLOOD_BYTES,
                         stop,
@@ -286,7 +360,7 @@ class RunFollowing(SessionParts):
             else:
                 # Arm the log's watch, then look once more: a write after that raises an event
                 # even while the reader rests with the watch fired. A quiet log waits for it.
-                self.ctx.arm_log(live.tailer.path)
+                self.arm_log(live.tailer.path)
                 grew, room = self._cap_log(live)
                 if grew:
                     continue
@@ -301,7 +375,7 @@ class RunFollowing(SessionParts):
         """Cut the running log's middle if it passed the cap; return its growth and room left."""
         cap = live.log_cap
         before = cap.dropped_bytes
-        grew, room = cap.check(self.config.log_max_bytes)
+        grew, room = cap.check(self.pen.config().log_max_bytes)
         if cap.cut_to is not None:  # cut back (no holes here): read on from the cut
             live.tailer.offset = min(live.tailer.offset, cap.cut_to)
             cap.cut_to = None
@@ -320,11 +394,12 @@ class RunFollowing(SessionParts):
             return
         live.log_capped_reported = dropped
         live.log_capped_at = now
-        self._commit(
-            self._event(
+        self.pen.commit(
+            self.pen.event(
                 "log-capped",
                 f"run {live.record.run}'s log passed log_max_bytes "
-                f"({self.config.log_max_bytes} bytes): {dropped} bytes dropped from its middle "
+                f"({self.pen.config().log_max_bytes} bytes): {dropped} bytes dropped from its "
+                "middle "
                 f"{'in all' if final else 'so far'}, its start and newest output kept",
                 live.record.run,
                 dropped_bytes=dropped,
@@ -338,13 +413,15 @@ class RunFollowing(SessionParts):
             grew, _ = self._cap_log(self.run)
             if grew:  # output the watcher did not report (inotify drops events when busy)
                 self.wake()
-        deleted = logcap.enforce_cap(self._runs_folder, self.config.log_max_bytes, self.record.run)
+        deleted = logcap.enforce_cap(
+            self.runs_folder, self.pen.config().log_max_bytes, self.record.run
+        )
         for number, size in deleted:
-            self._commit(
-                self._event(
+            self.pen.commit(
+                self.pen.event(
                     "log-capped",
                     f"deleted the log of run {number} ({size} bytes) to stay under log_max_bytes",
                     number,
                 )
             )
-        self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
+        self.older_logs_bytes = logcap.bytes_before(self.runs_folder, self.record.run)
