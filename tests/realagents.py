@@ -130,6 +130,23 @@ def rescued_and_resumed(herd: Herd, draft: Path) -> tuple[dict[str, Any], list[d
     return status, started
 
 
+def resumed_without_reset(herd: Herd) -> list[dict[str, Any]]:
+    """After a rate limit: the task completed, nothing was rescued or reset, and the second run
+    resumed the first; the `run-started` events."""
+    completed(herd)
+    assert not herd.events(MAIN, "rescue-saved")
+    assert not herd.events(MAIN, "worktree-reset")
+    started = herd.events(MAIN, "run-started")
+    assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+    return started
+
+
+def assert_hello_committed(repo: Path) -> None:
+    """The scripted work of the plain runs: hello.txt written and committed by the agent."""
+    assert (repo / "hello.txt").read_text() == "hi\n"
+    assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+
+
 def assert_cost_estimated(agent: str, usage: dict[str, Any]) -> None:
     """An agent that reports no cost: herd's price table estimates it and says so (never 0)."""
     price = prices.price_for(agent, None, prices.price_table({}))

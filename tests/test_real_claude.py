@@ -11,16 +11,18 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import FAST, Herd, git, make_repo, wait_until
+from conftest import FAST, Herd, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
 from realagents import (
     AGENT_WAIT_S,
+    assert_hello_committed,
     claude_env,
     completed,
     ended,
     kill_mid_run,
     rescued_and_resumed,
     result_lines,
+    resumed_without_reset,
     run_usages,
     session_toml,
     start_main,
@@ -48,8 +50,7 @@ def test_a_run_edits_commits_and_counts_exact_tokens_and_cost(
         start_main(herd, session_toml("main", "claude", repo, env))
         status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         usage = status["usage"]
         assert (
             usage["input_tokens"],
@@ -119,11 +120,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         (first,) = run_usages(herd, "main", 1)
         assert first == (100, 30, 20, 10)
 
-        completed(herd)
-        assert not herd.events("main", "rescue-saved")
-        assert not herd.events("main", "worktree-reset")
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        started = resumed_without_reset(herd)
         assert "draft.txt" in repr(server.requests[-1]["messages"])
         # Nothing was rescued nor reset: the resume prompt says so instead of empty words.
         assert "edits on none and reset the tree to none" in " ".join(started[1]["data"]["argv"])

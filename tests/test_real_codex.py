@@ -15,6 +15,7 @@ from model_servers import OpenAIResponsesServer, Tokens, fail, hang, text, tool
 from realagents import (
     AGENT_WAIT_S,
     assert_cost_estimated,
+    assert_hello_committed,
     codex_env,
     completed,
     ended,
@@ -45,8 +46,7 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
         )
         status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         usage = status["usage"]
         # Three requests of 100 input (20 of them cached) and 30 output: Codex's thread total
         # is 300 input of which 60 cached; the cached part is cache read, not input.

@@ -10,17 +10,19 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import FAST, Herd, git
+from conftest import FAST, Herd
 from model_servers import GeminiServer, fail, hang, text, tool
 from realagents import (
     AGENT_WAIT_S,
     assert_cost_estimated,
+    assert_hello_committed,
     completed,
     ended,
     gemini_env,
     kill_mid_run,
     repo_with_identity,
     rescued_and_resumed,
+    resumed_without_reset,
     run_usages,
     session_toml,
     start_main,
@@ -43,8 +45,7 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: s
         start_main(herd, session_toml("main", "gemini", repo, env))
         status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         assert status["agent_session_id"]  # from its `init` line
         usage = status["usage"]
         # Four requests (the routing call and three answers) of 100 prompt tokens (20 of them
@@ -115,11 +116,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         (first,) = run_usages(herd, "main", 1)
         assert first == (160, 60, 40, 0)
 
-        completed(herd)
-        assert not herd.events("main", "rescue-saved")
-        assert not herd.events("main", "worktree-reset")
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        resumed_without_reset(herd)
         assert "draft.txt" in repr(server.requests[-1]["contents"])
         assert (repo / "draft.txt").read_text() == "keep me\n"
 

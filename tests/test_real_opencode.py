@@ -9,9 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Herd, git
+from conftest import Herd
 from model_servers import OpenAIChatServer, text, tool
-from realagents import completed, opencode_env, repo_with_identity, session_toml, start_main
+from realagents import (
+    assert_hello_committed,
+    completed,
+    opencode_env,
+    repo_with_identity,
+    session_toml,
+    start_main,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(240)]
 
@@ -37,8 +44,7 @@ def test_a_run_edits_commits_and_counts_exact_tokens(
         start_main(herd, session_toml("main", "opencode", repo, env))
         status = completed(herd, AGENT_WAIT_S)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         assert str(status["agent_session_id"]).startswith("ses_")
         usage = status["usage"]
         # Three answers of 100 prompt tokens (20 cached) and 30 output, as OpenCode's steps
