@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs, runleftovers
+from agentherd.supervisor.git import gitops, gitrun
+from agentherd.supervisor.process import execwait, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.supervisor import SessionSupervisor
 
@@ -67,7 +67,7 @@ def _wrap_function(owner: Any, name: str, label: str | None = None) -> None:
 
 def _wrap_git() -> None:
     """Note each git command by its subcommand."""
-    original = gitops.run_bounded
+    original = gitrun.run_bounded
 
     def timed(argv: list[str], *args: Any, **kwargs: Any) -> Any:
         began = time.time()
@@ -76,7 +76,7 @@ def _wrap_git() -> None:
         finally:
             SPANS.append((f"git {procs_subcommand(argv)}", began, time.time()))
 
-    gitops.run_bounded = timed  # type: ignore[assignment]
+    gitrun.run_bounded = timed  # type: ignore[assignment]
 
 
 def procs_subcommand(argv: list[str]) -> str:
@@ -124,11 +124,11 @@ def install() -> None:
     """Wrap every step of a crash's relaunch."""
     for method in ("_record_exit", "_after_exit", "_prepare_restart", "_launch", "_commit"):
         _wrap_session_method(method)
-    _wrap_function(procs, "decode_status", "exit seen (decode_status)")
-    _wrap_function(procs, "launch", "procs.launch")
-    _wrap_function(procs, "_wait_agent_exec", "wait agent exec")
-    _wrap_function(procs, "new_cgroup")
-    _wrap_function(procs, "remove_cgroup")
+    _wrap_function(runid, "decode_status", "exit seen (decode_status)")
+    _wrap_function(spawn, "launch", "spawn.launch")
+    _wrap_function(execwait, "wait_agent_exec", "wait agent exec")
+    _wrap_function(spawn, "new_cgroup")
+    _wrap_function(spawn, "remove_cgroup")
     _wrap_function(runleftovers, "maybe_left")
     _wrap_function(agentusage, "recover_killed_run")
     for name in ("is_git_repo", "save_rescue", "head_sha", "reset_worktree", "keep_head"):
@@ -165,7 +165,7 @@ def main() -> None:
         offsets["next agent's first line"].append((b[1] - a[1]) * 1000)
         durations["next agent's first line"].append(0.0)
         seen_at = next((s[1] for s in inside if s[0] == "exit seen (decode_status)"), None)
-        spawn_at = next((s[1] for s in inside if s[0] == "procs.launch"), None)
+        spawn_at = next((s[1] for s in inside if s[0] == "spawn.launch"), None)
         if seen_at is not None and spawn_at is not None:
             herd_part.append((spawn_at - seen_at) * 1000)
     print(f"{len(gaps)} crashes beside {args.running} busy sessions; ms from the agent's last line")

@@ -1,22 +1,18 @@
 """`[cluster]` in herd.toml: one fleet across hosts on PostgreSQL (README "Across hosts").
 
 The Postgres URL holds a password, so the file names only the environment variable that holds
-it; `cluster_problems` says in one line what is missing on this machine.
+it; `configchecks.cluster_problems` says in one line what is missing on this machine.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
 
 from agentherd.sessions.durations import parse_duration
-
-if TYPE_CHECKING:
-    from agentherd.sessions.config import HerdConfig, Problem
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -101,46 +97,3 @@ def check_host_value(value: str | list[str] | None) -> str | list[str] | None:
         if not HOST_NAME.match(name):
             raise ValueError(f"{name!r} is not a host name (letters, digits, . - _)")
     return value
-
-
-def cluster_problems(config: HerdConfig) -> list[Problem]:
-    """What keeps this machine from joining the cluster herd.toml names, one line each."""
-    from agentherd.sessions.config import Problem
-
-    file = config.path.name
-    cluster = config.cluster
-    if cluster is None:
-        return [
-            Problem(file, "runs on a host of a cluster; add a [cluster] table", s.name, "host")
-            for s in config.sessions
-            if s.host is not None
-        ]
-    field = "cluster.database_url_env"
-    name = cluster.database_url_env
-    url = cluster.database_url()
-    if url is None:
-        return [
-            Problem(
-                file,
-                f"${name} is not set; export it with the PostgreSQL URL, like "
-                f"export {name}=postgresql://USER:PASSWORD@HOST:5432/herd",
-                field=field,
-            )
-        ]
-    if not url.startswith(POSTGRES_SCHEMES):
-        return [
-            Problem(
-                file,
-                f"${name} does not hold a PostgreSQL URL (it should begin with postgresql://)",
-                field=field,
-            )
-        ]
-    if importlib.util.find_spec("dbos") is None:
-        return [
-            Problem(
-                file,
-                "the cluster needs the cluster extra: pip install 'agentherd[cluster]'",
-                field="cluster",
-            )
-        ]
-    return []

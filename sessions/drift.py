@@ -1,10 +1,82 @@
-"""Pure drift evaluators: stall time (paused time excluded), repeated failures, burn rate."""
+"""The drift kinds (one declaration) and their pure evaluators: stall time, repeated failures,
+burn rate.
+
+`DRIFT_KINDS` is the registry: herd.toml's `on_drift` keys, the warning event kinds, their
+meanings and what closes them are derived from it. A new kind is declared here, raised where
+the supervisor sees it, and tested.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DriftKind:
+    """One kind of drift: what it means, whether it opens a warning, and what settles it."""
+
+    name: str
+    meaning: str
+    """One line, as `herd events` and docs/reference.md describe its event."""
+    warning: bool = True
+    """It is a warning event (crash-loop is not: it ends the task, so only `notify` applies)."""
+    closed_by: frozenset[str] = frozenset()
+    """Event kinds whose arrival means its cause is gone."""
+    closed_by_progress: bool = False
+    """Its cause is gone once a plan item flips to passing."""
+
+
+DRIFT_KINDS: tuple[DriftKind, ...] = (
+    DriftKind(
+        "plan-tampered",
+        "the plan changed in a way its rules forbid; data: changed_items",
+        closed_by=frozenset({"plan-approved", "plan-rejected"}),
+    ),
+    DriftKind(
+        "claims-done-but-fails",
+        "a checkpoint marks plan items passing but fails `verify`; data: sha, items",
+        closed_by=frozenset({"verify-passed"}),
+    ),
+    DriftKind(
+        "stalled",
+        "no output, progress entry or commit for `budget.stall`; data: idle_s",
+        closed_by=frozenset({"checkpoint", "run-started", "stopped"}),
+    ),
+    DriftKind(
+        "crash-loop",
+        "max_crashes crashes within crash_window: the task ends failed",
+        warning=False,
+    ),
+    DriftKind(
+        "repeated-failure",
+        "the same failure N times in a row (`drift.repeated_failure`): the same failing tests "
+        "or last lines at checkpoints, or the same crash; data: streak, source",
+        closed_by=frozenset({"verify-passed"}),
+    ),
+    DriftKind(
+        "out-of-scope",
+        "a checkpoint changes files outside `scope`; data: sha, files",
+    ),
+    DriftKind(
+        "burn-without-progress",
+        "a share of a budget dimension (`drift.burn_without_progress`) was spent since a plan "
+        "item last flipped to passing; data: dimension, share",
+        closed_by_progress=True,
+    ),
+    DriftKind(
+        "early-exit",
+        "a run exited cleanly while plan items still fail (until-done: and no new item passes)",
+        closed_by_progress=True,
+    ),
+)
+"""Every kind `on_drift` can name, in the order herd.toml's messages list them."""
+
+DRIFT_KIND_NAMES: tuple[str, ...] = tuple(kind.name for kind in DRIFT_KINDS)
+
+DRIFT_WARNINGS: dict[str, DriftKind] = {kind.name: kind for kind in DRIFT_KINDS if kind.warning}
+"""The drift kinds that are warning events, by name."""
 
 
 @dataclass

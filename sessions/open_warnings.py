@@ -11,15 +11,13 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
+from agentherd.sessions.drift import DRIFT_WARNINGS
 from agentherd.sessions.records import WARNING_KINDS, Event
 
 CLOSED_BY: dict[str, frozenset[str]] = {
     "verify-failed": frozenset({"verify-passed"}),
-    "claims-done-but-fails": frozenset({"verify-passed"}),
-    "repeated-failure": frozenset({"verify-passed"}),
-    "stalled": frozenset({"checkpoint", "run-started", "stopped"}),
     "rate-limited": frozenset({"run-started"}),
-    "plan-tampered": frozenset({"plan-approved", "plan-rejected"}),
+    **{kind.name: kind.closed_by for kind in DRIFT_WARNINGS.values() if kind.closed_by},
 }
 """A warning closes when a later event of one of these kinds arrives (the report's rule too)."""
 

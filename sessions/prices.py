@@ -1,21 +1,25 @@
-"""Prices for an estimated cost where an agent reports none, overridable in herd.toml.
+"""Prices for an estimated cost where an agent reports none: the one table and cost formula.
 
-The adapters estimate Claude and Gemini runs by the model they name (adapters/prices.py);
-this table adds what they lack (OpenAI's models), herd.toml adds or overrides entries under
-`[prices.NAME]`, and a session picks one with `price = "NAME"` (which then prices every
-estimate of that session), else its agent's usual model. An estimate is always marked
-(`cost_estimated: true`, `~$` on screen, "(estimated)" in the report).
+Models are priced by name: herd.toml's `[prices.NAME]` entries first, then the named entries
+shipped here, then the list prices of the model id patterns below (Anthropic, Google). A session
+picks one with `price = "NAME"` (which then prices every estimate of that session), else its
+agent's usual model (its adapter's `AGENT.price`). An estimate is always marked
+(`cost_estimated: true`, `~$` on screen, "(estimated)" in the report); a model herd does not
+know gives no estimate (None), never an invented 0. Prices are USD per million tokens, as the
+vendors list them (read 2026-11); a long-context surcharge is not modelled.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, replace
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from agentherd.sessions.adapters.prices import price_of
-from agentherd.sessions.adapters.usage import Usage
+if TYPE_CHECKING:  # a type only: importing the adapters package runs every adapter, which prices
+    from agentherd.sessions.adapters.usage import Usage
 
 PER_TOKENS = 1_000_000
 """Prices are quoted in US dollars per million tokens, as the vendors list them."""
@@ -38,14 +42,25 @@ class Price(BaseModel):
             raise ValueError("must be a price of 0 or more (dollars per million tokens)")
         return value
 
+    def tokens_cost_usd(
+        self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int
+    ) -> float:
+        """What these tokens cost at these prices: herd's one cost formula."""
+        return (
+            input_tokens * self.input_usd_per_mtok
+            + output_tokens * self.output_usd_per_mtok
+            + cache_read_tokens * self.cache_read_usd_per_mtok
+            + cache_write_tokens * self.cache_write_usd_per_mtok
+        ) / PER_TOKENS
+
     def cost_usd(self, usage: Usage) -> float:
         """What the usage's tokens cost at these prices."""
-        return (
-            usage.input_tokens * self.input_usd_per_mtok
-            + usage.output_tokens * self.output_usd_per_mtok
-            + usage.cache_read_tokens * self.cache_read_usd_per_mtok
-            + usage.cache_write_tokens * self.cache_write_usd_per_mtok
-        ) / PER_TOKENS
+        return self.tokens_cost_usd(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        )
 
 
 def _price(inp: float, out: float, read: float = 0.0, write: float = 0.0) -> Price:
@@ -62,40 +77,64 @@ SHIPPED_PRICES: dict[str, Price] = {
     "gpt-5-codex": _price(1.25, 10.0, 0.125),
     "gpt-5-mini": _price(0.25, 2.0, 0.025),
 }
-"""List prices the adapters' table lacks (USD per million tokens, late 2025)."""
+"""List prices by exact name, for models the patterns below do not cover (OpenAI's)."""
 
-AGENT_DEFAULT_PRICE: dict[str, str] = {
-    "claude": "claude-sonnet-4-5",
-    "amp": "claude-sonnet-4-5",
-    "codex": "gpt-5-codex",
-    "gemini": "gemini-2.5-pro",
-}
-"""The entry used for an agent's estimate when its session names no `price`."""
+_OPUS_4_0 = _price(15.0, 75.0, 1.5, 18.75)
+_OPUS_4_5 = _price(5.0, 25.0, 0.5, 6.25)
+_SONNET_4 = _price(3.0, 15.0, 0.3, 3.75)
+_HAIKU_4_5 = _price(1.0, 5.0, 0.1, 1.25)
+_HAIKU_3_5 = _price(0.8, 4.0, 0.08, 1.0)
+_GEMINI_25_PRO = _price(1.25, 10.0, 0.31, 0.0)
+_GEMINI_25_FLASH = _price(0.3, 2.5, 0.075, 0.0)
+_GEMINI_25_FLASH_LITE = _price(0.1, 0.4, 0.025, 0.0)
 
+PRICE_TABLE: tuple[tuple[re.Pattern[str], Price], ...] = (
+    # Opus 4 and 4.1 (dated ids such as claude-opus-4-20250514) kept the old price.
+    (re.compile(r"claude-opus-4(-1)?(-\d{8})?$"), _OPUS_4_0),
+    (re.compile(r"claude-opus-4-\d+(-\d{8})?$"), _OPUS_4_5),
+    (re.compile(r"claude-sonnet-4(-\d+)?(-\d{8})?$"), _SONNET_4),
+    (re.compile(r"claude-3-7-sonnet(-\d{8}|-latest)?$"), _SONNET_4),
+    (re.compile(r"claude-haiku-4-\d+(-\d{8})?$"), _HAIKU_4_5),
+    (re.compile(r"claude-3-5-haiku(-\d{8}|-latest)?$"), _HAIKU_3_5),
+    (re.compile(r"gemini-2\.5-pro(-[\w.-]+)?$"), _GEMINI_25_PRO),
+    (re.compile(r"gemini-2\.5-flash-lite(-[\w.-]+)?$"), _GEMINI_25_FLASH_LITE),
+    (re.compile(r"gemini-2\.5-flash(-(?!lite)[\w.-]+)?$"), _GEMINI_25_FLASH),
+)
+"""Model id pattern (whole id, lower case, without a "[1m]"-style suffix) -> list price."""
 
-AGENTS_REPORTING_COST = frozenset({"claude", "amp", "gemini", "opencode", "plain"})
-"""Agents whose adapter gives a cost (reported, or estimated by the model it names; plain:
-when the harness prints `cost_usd`). Aider prints none for a model it has no price for."""
-
-
-def lookup(name: str, table: dict[str, Price]) -> Price | None:
-    """A price by model name: herd.toml's and this table's entries, then the adapters' list."""
-    if name in table:
-        return table[name]
-    return _listed(name)
+_SUFFIX = re.compile(r"\[[^\]]*\]$")
 
 
 @functools.lru_cache(maxsize=256)
-def _listed(name: str) -> Price | None:
-    """The adapters' list price as a `Price` (made once: every budget check asks for it)."""
-    listed = price_of(name)
-    return Price(**asdict(listed)) if listed is not None else None
+def price_of(model: str) -> Price | None:
+    """The list price of a model id by its pattern, or None when herd does not know it
+    (remembered: a run's usage is priced by its one model on every read of its output)."""
+    name = _SUFFIX.sub("", model.strip().lower())
+    for pattern, price in PRICE_TABLE:
+        if pattern.match(name):
+            return price
+    return None
 
 
-def price_for(agent: str, name: str | None, table: dict[str, Price]) -> Price | None:
-    """The price a session's estimate uses: its `price`, else its agent's usual model."""
-    chosen = name or AGENT_DEFAULT_PRICE.get(agent)
-    return lookup(chosen, table) if chosen else None
+def estimate_cost_usd(
+    model: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int,
+    cache_write_tokens: int,
+) -> float | None:
+    """Cost at list price of the given tokens, or None when the model is unknown."""
+    price = price_of(model) if model else None
+    if price is None:
+        return None
+    return price.tokens_cost_usd(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+
+
+def lookup(name: str, table: dict[str, Price]) -> Price | None:
+    """A price by model name: herd.toml's and the shipped entries, then the list patterns."""
+    if name in table:
+        return table[name]
+    return price_of(name)
 
 
 def price_table(overrides: dict[str, Price]) -> dict[str, Price]:

@@ -6,19 +6,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentherd.sessions.drift import DRIFT_WARNINGS
 from agentherd.sessions.states import State
 
 WARNING_KINDS = frozenset(
     {
-        # drift, verification and budgets: what a person should look at
+        # drift (sessions/drift.py), verification and budgets: what a person should look at
+        *DRIFT_WARNINGS,
         "plan-invalid",
-        "plan-tampered",
-        "claims-done-but-fails",
-        "stalled",
-        "repeated-failure",
-        "out-of-scope",
-        "burn-without-progress",
-        "early-exit",
         "budget-warning",
         "usage-backwards",
         "rate-limited",
@@ -76,17 +71,7 @@ EVENT_KINDS: dict[str, str] = {
     "plan-kept": "a restart's worktree reset brought back a plan copy older than the baseline "
     "(approved or restored since): herd wrote the baseline back, with the checkpoint's passes",
     "plan-invalid": "the plan file cannot be read; the last good plan is kept",
-    "plan-tampered": "the plan changed in a way its rules forbid; data: changed_items",
-    "claims-done-but-fails": "a checkpoint marks plan items passing but fails `verify`; "
-    "data: sha, items",
-    "stalled": "no output, progress entry or commit for `budget.stall`; data: idle_s",
-    "out-of-scope": "a checkpoint changes files outside `scope`; data: sha, files",
-    "early-exit": "a run exited cleanly while plan items still fail (until-done: and no new "
-    "item passes)",
-    "repeated-failure": "the same failure N times in a row (`drift.repeated_failure`): the "
-    "same failing tests or last lines at checkpoints, or the same crash; data: streak, source",
-    "burn-without-progress": "a share of a budget dimension (`drift.burn_without_progress`) "
-    "was spent since a plan item last flipped to passing; data: dimension, share",
+    **{kind.name: kind.meaning for kind in DRIFT_WARNINGS.values()},
     "claim-unchecked": "git could not show the plan at a failing checkpoint, so its claims were "
     "not checked; data: sha, error",
     "warning-closed": "an open warning's cause is gone; data: kind, by",

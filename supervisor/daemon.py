@@ -17,7 +17,6 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
-from agentherd.sessions.prices import price_table
 from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import (
     ACTIVE_STATES,
@@ -31,24 +30,15 @@ from agentherd.supervisor.checks import leftovers
 from agentherd.supervisor.checks.verify import VerificationQueue
 from agentherd.supervisor.files.paths import prepare_state_dir, socket_path_for
 from agentherd.supervisor.files.store import Change, Store
-from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind, WatchTarget
-from agentherd.supervisor.git import worktree
-from agentherd.supervisor.process import cgroups, childwatch, procs
+from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind
+from agentherd.supervisor.process import cgroups, childwatch, spawn
 from agentherd.supervisor.session import fleetstart
-from agentherd.supervisor.session.budgets import BudgetKeeper
 from agentherd.supervisor.session.context import Context, Timings
+from agentherd.supervisor.session.news import News
 from agentherd.supervisor.session.stalltimer import watch_stalls
 from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 log = logging.getLogger("herd.daemon")
-
-WATCH_UPDATE_DELAY_S = 0.05
-"""New runs' logs join the watch after this pause, so fifty starts cost one watcher restart."""
-
-WATCH_UPDATE_COST_RATIO = 4.0
-"""After a watch update that took T, the next waits until 4 T have passed: while a fleet
-starts, updating the watch costs at most a fifth of the time (each update resolves and watches
-every folder of the fleet again, and reads every session's log once)."""
 
 FIRST_GIT_READ_DELAY_S = 0.2
 """The boot's git reads wait this long for the `herd up` that started the daemon to ask."""
@@ -82,20 +72,22 @@ class Daemon:
         self._shutdown = anyio.Event()
         self.reconciled = anyio.Event()
         """Set once every session has reconciled its stored state with what still runs."""
-        self.changed = anyio.Event()
+        self.news = News()
+        """Told of every event written; clients that wait for a change wait on it."""
         self._lock_fd: int | None = None
         self.task_group: TaskGroup | None = None
         self.watcher: FleetWatcher | None = None
         self.ctx: Context | None = None
         self.queue: VerificationQueue | None = None
         self.reconcile_passes = 0
-        self._targets_update_pending = False
-        self._next_watch_update = 0.0
         self.started_at = iso(utc_now())
-        self.budgets = BudgetKeeper(self)
-        self.trees = worktree.Trees()
         self.fleet_starts = fleetstart.InFlight()
         """`herd up`s under way; the boot's git reads wait for them."""
+
+    @property
+    def changed(self) -> anyio.Event:
+        """Set at the next event written (then replaced): what `wait` and `events` wait on."""
+        return self.news.changed
 
     # ----- life --------------------------------------------------------------------------
 
@@ -127,31 +119,26 @@ class Daemon:
             await anyio.to_thread.run_sync(cgroups.sweep_stale)
             async with anyio.create_task_group() as tg:
                 self.task_group = tg
-                self.ctx = Context(
+                self.watcher = FleetWatcher(
+                    self._on_file_change, self.timings.watch_debounce_ms, self.timings.watch_step_ms
+                )
+                self.ctx = ctx = Context(
                     self.store,
                     self.state_dir,
                     tg,
                     self.timings,
-                    self._announce,
                     self.config.path,
-                    self._runs_changed,
-                    self.worktree_user,
+                    news=self.news,
+                    sessions=self.sessions,
+                    watcher=self.watcher,
                 )
-                self.ctx.use_notify(self.config.notify, self.config.notify_on)
-                self.ctx.prices = price_table(self.config.prices)
-                self.ctx.fleet_budget = self.config.fleet.budget
-                self.ctx.fleet_spend = self.budgets.fleet_json
-                self.ctx.check_budget = self.budgets.check_one
-                self.ctx.spend_changed = self.budgets.mark
+                assert ctx.watch is not None
+                ctx.use_config(self.config)
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
                     self._add_session(session_config, records.get(session_config.name))
-                self.watcher = FleetWatcher(
-                    self._on_file_change, self.timings.watch_debounce_ms, self.timings.watch_step_ms
-                )
-                self.ctx.arm_log = self.watcher.arm
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, ControlApi(self).handle)
                 await self._clean_verify_leftovers()
@@ -160,7 +147,7 @@ class Daemon:
                 self.reconciled.set()
                 # Plans, progress files, logs (git folders later), resolved off the loop: a
                 # fleet's realpath walks on it hold `herd up`'s first requests back.
-                await self.watcher.set_targets_off_loop(self.watch_targets())
+                await ctx.watch.update_off_loop()
                 await tg.start(self.watcher.run)
                 for supervisor in list(self.sessions.values()):
                     supervisor.on_file_change("plan")
@@ -174,19 +161,19 @@ class Daemon:
                 tg.start_soon(
                     watch_stalls, lambda: list(self.sessions.values()), self.timings.reconcile_s
                 )
-                tg.start_soon(self.budgets.run)
+                tg.start_soon(ctx.budgets.run)
                 tg.start_soon(self._tick_loop)
                 if (trace_dir := memtrace.wanted()) is not None:
                     tg.start_soon(memtrace.run, trace_dir)  # bench/soak.py --trace
                 log.info("daemon ready on %s", self.socket_path)
                 task_status.started()
                 await self._shutdown.wait()
-                await self.ctx.reports.drain(self.timings.report_drain_s)
+                await ctx.reports.drain(self.timings.report_drain_s)
                 tg.cancel_scope.cancel()
         finally:
             for session in self.sessions.values():  # agents outlive the daemon: re-adopted later
                 if session.run is not None and session.run.process is not None:
-                    procs.disown(session.run.process)
+                    spawn.disown(session.run.process)
             if self.store is not None:
                 if not self.store.retry():
                     log.error("the disk is still full: changes held in memory are lost")
@@ -211,8 +198,9 @@ class Daemon:
         async with anyio.create_task_group() as lookups:  # git folders, for the watcher
             for supervisor in self.sessions.values():
                 lookups.start_soon(each, supervisor.observer.git_paths)
-        if self.watcher is not None:  # off the loop: on it, this held a fleet's starts 0.3-0.8 s
-            await self.watcher.set_targets_off_loop(self.watch_targets())
+        if self.ctx is not None and self.ctx.watch is not None:
+            # Off the loop: on it, this held a fleet's starts 0.3-0.8 s.
+            await self.ctx.watch.update_off_loop()
         async with anyio.create_task_group() as reads:
             for supervisor in list(self.sessions.values()):
                 reads.start_soon(each, functools.partial(supervisor.refresh_now, "git"))
@@ -268,74 +256,20 @@ class Daemon:
                 del self.sessions[name]
                 removed.append(name)
         self.config = config
-        if self.ctx is not None:
-            self.ctx.use_notify(config.notify, config.notify_on)
-            self.ctx.prices = price_table(config.prices)
-            self.ctx.fleet_budget = config.fleet.budget
-        self.budgets.mark_all()  # limits may have changed
-        self.update_watch_targets()
+        assert self.ctx is not None and self.ctx.watch is not None
+        self.ctx.use_config(config)
+        self.ctx.budgets.mark_all()  # limits may have changed
+        self.ctx.watch.update()
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:
             parts = [f"{k.replace('_', ' ')}: {', '.join(v)}" for k, v in summary.items() if v]
             self.commit_daemon_event("config-reloaded", "herd.toml read again; " + "; ".join(parts))
         return summary
 
-    def worktree_user(self, name: str, cwd: Path) -> str | None:
-        """The session other than `name` whose agent may be at work in the worktree of `cwd`."""
-        tree = self.trees.fresh(name, cwd)
-        for other in self.sessions.values():
-            busy = other.config.name != name and other.holds_worktree()
-            if busy and self.trees.known(other.config.name, other.config.cwd) == tree:
-                return other.config.name
-        return None
-
     def _on_file_change(self, session: str, kind: WatchKind) -> None:
         supervisor = self.sessions.get(session)
         if supervisor is not None:
             supervisor.on_file_change(kind)
-
-    def _runs_changed(self) -> None:
-        """A run started: update the watch once the burst is over (a fleet starts at once)."""
-        if self._targets_update_pending or self.task_group is None:
-            return
-        self._targets_update_pending = True
-
-        async def later() -> None:
-            # A storm of starts updates the watch a few times, not once per 50 ms: each update
-            # re-resolves and re-watches every folder of the fleet and wakes every session.
-            await anyio.sleep(max(WATCH_UPDATE_DELAY_S, self._next_watch_update - time.monotonic()))
-            self._targets_update_pending = False
-            if self.watcher is not None:
-                began = time.monotonic()
-                await self.watcher.set_targets_off_loop(self.watch_targets())
-                await self.watcher.wait_watching()
-                # What a new run printed before its folder was watched raised no event.
-                for supervisor in list(self.sessions.values()):
-                    supervisor.wake()
-                ended = time.monotonic()
-                self._next_watch_update = ended + WATCH_UPDATE_COST_RATIO * (ended - began)
-
-        self.task_group.start_soon(later)
-
-    def update_watch_targets(self) -> None:
-        """Tell the one fleet watcher which files matter now (called when a run starts)."""
-        if self.watcher is not None:
-            self.watcher.set_targets(self.watch_targets())
-
-    def watch_targets(self) -> list[WatchTarget]:
-        """The files and git folders every session wants watched now."""
-        targets: list[WatchTarget] = []
-        for name, supervisor in self.sessions.items():
-            observer = supervisor.observer
-            for kind, path in (("plan", observer.plan_path), ("progress", observer.progress_path)):
-                if path is not None:
-                    targets.append(WatchTarget(name, kind, path))  # type: ignore[arg-type]
-            if supervisor.run is not None:
-                targets.append(WatchTarget(name, "log", supervisor.run.tailer.path))
-            paths = observer.cached_git_paths
-            if paths is not None:
-                targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)
-        return targets
 
     async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run background work whose failure must be logged, never take the daemon down."""
@@ -355,6 +289,8 @@ class Daemon:
         worth of stats at once held the loop over 100 ms on a busy machine; 200 idle sessions
         cost four looks a second instead of 200 every few seconds.
         """
+        assert self.ctx is not None
+        budgets = self.ctx.budgets
         while True:
             sessions = list(self.sessions.values())
             # A few sessions a wake-up, at most one wake-up a RECONCILE_STEP_S: one a session
@@ -370,7 +306,7 @@ class Daemon:
                     supervisor.check_log_cap()
                     supervisor.check_stall()
                     supervisor.refresh_everything()
-                    self.budgets.revisit(supervisor)
+                    budgets.revisit(supervisor)
             if not sessions:
                 await anyio.sleep(self.timings.reconcile_s)
             self.reconcile_passes += 1
@@ -408,20 +344,10 @@ class Daemon:
             supervisor.observer.reread()  # checkpoints the store could not take come from git
             supervisor.refresh_everything()
 
-    def announce(self, events: list[Event]) -> None:
-        """Tell the log and every waiting client that these events were written."""
-        self._announce(events)
-
-    def _announce(self, events: list[Event]) -> None:
-        for event in events:
-            log.info("%s %s: %s", event.session or "-", event.kind, event.message)
-        self.changed.set()
-        self.changed = anyio.Event()
-
     def commit_daemon_event(self, kind: str, message: str) -> None:
         assert self.store is not None
         event = Event(at=iso(utc_now()) or "", kind=kind, message=message)
-        self._announce(self.store.commit(Change(events=(event,))))
+        self.news.announce(self.store.commit(Change(events=(event,))))
 
     # ----- the API ----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import pytest
 from conftest import Herd, git, make_repo, wait_until
 
 from agentherd.sessions import prices
+from agentherd.sessions.adapters import price_for
 from agentherd.sessions.adapters.usage import Usage
 from agentherd.tui.cli.templates import init_text
 
@@ -149,7 +150,7 @@ def assert_hello_committed(repo: Path) -> None:
 
 def assert_cost_estimated(agent: str, usage: dict[str, Any]) -> None:
     """An agent that reports no cost: herd's price table estimates it and says so (never 0)."""
-    price = prices.price_for(agent, None, prices.price_table({}))
+    price = price_for(agent, None, prices.price_table({}))
     expected = prices.with_estimate(Usage.from_json(usage), price)
     assert usage["cost_estimated"] is True
     assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agentherd.sessions.adapters import (
+    AGENTS,
     OUTCOME_KINDS,
     PARSERS,
     AiderParser,
@@ -19,13 +20,16 @@ from agentherd.sessions.adapters import (
     OutputParser,
     Usage,
     make_parser,
+    price_for,
 )
 from agentherd.sessions.adapters.claude_transcript import (
     claude_config_dir,
     read_transcript,
     transcript_path,
 )
-from agentherd.sessions.adapters.prices import estimate_cost_usd
+from agentherd.sessions.prices import estimate_cost_usd, lookup, price_table
+
+PACKAGE = "agentherd.sessions.adapters"
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents"
 CLAUDE_HOME = FIXTURES / "claude-home"
@@ -935,3 +939,49 @@ def test_claude_zero_cost_after_a_served_message_is_not_taken_as_spend() -> None
 def test_claude_zero_cost_with_nothing_served_stays_zero() -> None:
     parser = run("claude", "real/claude-limit.jsonl")
     assert (parser.usage.cost_usd, parser.usage.cost_estimated) == (0, False)
+
+
+# ----- the registry: what each adapter module declares ----------------------------------------
+
+
+def _parser_classes(base: type[OutputParser]) -> list[type[OutputParser]]:
+    """Every adapter class defined under `base`, however deep."""
+    found = []
+    for sub in base.__subclasses__():
+        found += [sub, *_parser_classes(sub)]
+    return found
+
+
+def test_every_adapter_class_is_registered_under_its_own_agent_name() -> None:
+    adapters = [c for c in _parser_classes(OutputParser) if c.__module__.startswith(PACKAGE)]
+    assert adapters, "the adapters were found"
+    for parser_class in adapters:
+        assert AGENTS[parser_class.agent].parser is parser_class, parser_class
+    assert list(PARSERS) == list(AGENTS)
+    assert [agent.name for agent in AGENTS.values()] == list(AGENTS)
+
+
+@pytest.mark.parametrize("agent", ALL_AGENTS)
+def test_an_agents_usual_price_is_in_the_prices_module(agent: str) -> None:
+    declared = AGENTS[agent]
+    if declared.price is not None:
+        assert lookup(declared.price, price_table({})) is not None, declared.price
+        assert price_for(agent, None, price_table({})) == lookup(declared.price, price_table({}))
+
+
+def test_the_registry_says_which_agents_report_a_cost_and_price_them_by_default() -> None:
+    # The figures herd shipped before the registry: a new agent adds its own, never changes these.
+    reporting = {name for name, agent in AGENTS.items() if agent.reports_cost}
+    assert reporting >= {"claude", "amp", "gemini", "opencode", "plain"}
+    assert not reporting & {"codex", "aider"}
+    usual = {name: agent.price for name, agent in AGENTS.items() if agent.price}
+    assert (
+        usual.items()
+        >= {
+            "claude": "claude-sonnet-4-5",
+            "amp": "claude-sonnet-4-5",
+            "codex": "gpt-5-codex",
+            "gemini": "gemini-2.5-pro",
+        }.items()
+    )
+    assert {n for n, a in AGENTS.items() if a.ends_with_result} >= {"claude", "amp"}

@@ -521,7 +521,7 @@ def test_make_parser_mapping() -> None:
     assert type(make_parser("claude")) is ClaudeParser
     assert isinstance(make_parser("amp"), ClaudeParser)
     assert type(make_parser("plain")) is PlainParser
-    for name in ("codex", "gemini", "opencode", "aider", "amp"):
+    for name in PARSERS:  # every agent the registry holds
         assert make_parser(name).agent == name
     assert set(PARSERS) >= {"claude", "amp", "plain", "codex", "gemini", "opencode", "aider"}
     with pytest.raises(ValueError, match="unknown agent"):

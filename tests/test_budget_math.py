@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions.adapters import Usage, price_for
 from agentherd.sessions.budget import (
     CostGuard,
     Sample,
@@ -20,7 +20,7 @@ from agentherd.sessions.budget import (
     raised_since_stop,
 )
 from agentherd.sessions.config import Budget, ConfigError, environment_problems, parse_config
-from agentherd.sessions.prices import SHIPPED_PRICES, Price, price_for, price_table, with_estimate
+from agentherd.sessions.prices import SHIPPED_PRICES, Price, price_table, with_estimate
 
 
 def spend(tokens: int = 0, cost: float | None = None, turns: int = 0, **more: float) -> Spend:

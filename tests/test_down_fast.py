@@ -15,7 +15,8 @@ from test_cgroups import needs_cgroups
 
 from agentherd.supervisor.git.gitops import changes, changes_from_before
 from agentherd.supervisor.process import ancestry, cgroups, gonecheck, proctable
-from agentherd.supervisor.process.procs import RunIdentity, leader_alive
+from agentherd.supervisor.process.procs import leader_alive
+from agentherd.supervisor.process.runid import RunIdentity
 
 SLEEPER = script('print("ready", flush=True); import time; time.sleep(60)')
 
@@ -102,7 +103,7 @@ def test_the_daemons_ancestors_are_read_again_under_a_new_parent() -> None:
     assert set(ancestry.ancestor_pids()) >= {p.pid for p in psutil.Process().parents()}
     code = (
         "import os, sys\n"
-        "from agentherd.supervisor import ancestry\n"
+        "from agentherd.supervisor.process import ancestry\n"
         "first = ancestry.ancestor_pids()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"

@@ -8,15 +8,10 @@ from typing import Any
 
 from conftest import PY, SIMAGENT, Herd, make_repo, script, sim_repo, wait_until
 
-DRIFT_KINDS = (
-    "plan-tampered",
-    "claims-done-but-fails",
-    "stalled",
-    "repeated-failure",
-    "out-of-scope",
-    "burn-without-progress",
-    "early-exit",
-)
+from agentherd.sessions.drift import DRIFT_WARNINGS
+
+DRIFT_KINDS = tuple(DRIFT_WARNINGS)
+"""The drift kinds that open a warning, from the registry (sessions/drift.py)."""
 
 FAILING_VERIFY = json.dumps(
     [PY, "-c", "print('FAILED tests/test_app.py::test_it - assert 0'); raise SystemExit(1)"]

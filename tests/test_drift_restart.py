@@ -25,7 +25,8 @@ from conftest import HERD, PY, SIMAGENT, sim_repo, wait_until
 from agentherd.sessions.records import SessionRecord
 from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.files.paths import socket_path_for
-from agentherd.supervisor.files.store import SCHEMA_VERSION, Change, Store
+from agentherd.supervisor.files.store import Change, Store
+from agentherd.supervisor.files.storeschema import SCHEMA_VERSION
 
 PASS_FILE = "pass"
 

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import sqlite3
+import typing
 from pathlib import Path
 
 import pytest
 
 from agentherd.sessions import completion, notify
-from agentherd.sessions.config import ConfigError, load_config
-from agentherd.sessions.drift import FailureStreak, burn_without_progress, failure_signature
+from agentherd.sessions.config import ConfigError, SessionConfig, load_config
+from agentherd.sessions.drift import (
+    DRIFT_KIND_NAMES,
+    DRIFT_KINDS,
+    FailureStreak,
+    burn_without_progress,
+    failure_signature,
+)
 from agentherd.sessions.lifecycle import Action, ExitFacts, after_exit
-from agentherd.sessions.open_warnings import WarningBook, fold, shown, with_closings
-from agentherd.sessions.records import Event
+from agentherd.sessions.open_warnings import CLOSED_BY, WarningBook, fold, shown, with_closings
+from agentherd.sessions.records import EVENT_KINDS, WARNING_KINDS, Event
 from agentherd.supervisor.files.store import Change, Store
+from agentherd.supervisor.session.drifting import CLOSED_BY_PROGRESS
 
 
 def event(event_kind: str, seq: int = 0, **data: object) -> Event:
@@ -232,3 +240,17 @@ def test_notify_runs_for_the_kinds_asked_once_per_opening() -> None:
     assert notify.wanted("stalled", on, "notify", opening=True)
     assert not notify.wanted("stalled", on, "warn", opening=True)
     assert not notify.wanted("notify-failed", ["notify-failed"], None, opening=True)
+
+
+# ----- the registry: one declaration of the drift kinds ---------------------------------------
+
+
+def test_every_list_of_drift_kinds_comes_from_the_registry() -> None:
+    on_drift = SessionConfig.model_fields["on_drift"].annotation
+    assert typing.get_args(typing.get_args(on_drift)[0]) == DRIFT_KIND_NAMES
+    for kind in DRIFT_KINDS:
+        assert (kind.name in WARNING_KINDS) is kind.warning, kind.name
+        assert (EVENT_KINDS.get(kind.name) == kind.meaning) is kind.warning, kind.name
+        assert CLOSED_BY.get(kind.name, frozenset()) == kind.closed_by, kind.name
+        assert (kind.name in CLOSED_BY_PROGRESS) is kind.closed_by_progress, kind.name
+    assert len(set(DRIFT_KIND_NAMES)) == len(DRIFT_KINDS) == 8

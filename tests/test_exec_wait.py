@@ -10,7 +10,7 @@ import anyio
 import psutil
 import pytest
 
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import execwait
 
 PARENT = (
     "import subprocess, sys; sys.stdin.readline(); "
@@ -27,7 +27,7 @@ def _parent(mode: str) -> subprocess.Popen[bytes]:
 def _stop(parent: subprocess.Popen[bytes]) -> None:
     """Kill the parent and its child and wait until both are gone (a SIGKILL sent is not yet a
     process ended: under load the leftover check once still found `sleep 600` running)."""
-    listed = procs._read_proc(f"/proc/{parent.pid}/task/{parent.pid}/children") or b""
+    listed = execwait._read_proc(f"/proc/{parent.pid}/task/{parent.pid}/children") or b""
     children = []
     for child in listed.split():
         try:
@@ -44,7 +44,7 @@ def _stop(parent: subprocess.Popen[bytes]) -> None:
 @pytest.mark.pidns
 @pytest.mark.parametrize("by_scan", [False, True], ids=["children-list", "pid-scan"])
 def test_the_wait_ends_at_the_childs_exec_not_before(by_scan: bool) -> None:
-    wait = procs._wait_agent_exec_by_scan if by_scan else procs._wait_agent_exec
+    wait = execwait._wait_agent_exec_by_scan if by_scan else execwait.wait_agent_exec
     parent = _parent("fork")
     assert parent.stdin is not None
     try:
@@ -55,11 +55,11 @@ def test_the_wait_ends_at_the_childs_exec_not_before(by_scan: bool) -> None:
             assert waiting.cancelled_caught, "returned before the parent had any child"
             parent.stdin.write(b"go\n")  # type: ignore[union-attr]
             parent.stdin.flush()  # type: ignore[union-attr]
-            with anyio.fail_after(procs.AGENT_EXEC_WAIT_S - 1):
+            with anyio.fail_after(execwait.AGENT_EXEC_WAIT_S - 1):
                 await wait(parent.pid)
-            listed = procs._read_proc(f"/proc/{parent.pid}/task/{parent.pid}/children")
+            listed = execwait._read_proc(f"/proc/{parent.pid}/task/{parent.pid}/children")
             assert listed, "returned, but the parent has no child"
-            child_argv = procs._read_proc(f"/proc/{int(listed.split()[0])}/cmdline")
+            child_argv = execwait._read_proc(f"/proc/{int(listed.split()[0])}/cmdline")
             assert child_argv == b"sleep\x00600\x00"
 
         anyio.run(main)
@@ -76,10 +76,10 @@ def test_the_wait_ends_when_the_wrapper_has_ended() -> None:
     try:
 
         async def main() -> None:
-            with anyio.fail_after(procs.AGENT_EXEC_WAIT_S - 1):
-                while not procs._zombie_or_gone(parent.pid):
+            with anyio.fail_after(execwait.AGENT_EXEC_WAIT_S - 1):
+                while not execwait._zombie_or_gone(parent.pid):
                     await anyio.sleep(0.01)
-                await procs._wait_agent_exec(parent.pid)
+                await execwait.wait_agent_exec(parent.pid)
 
         anyio.run(main)
     finally:

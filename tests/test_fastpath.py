@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import make_repo
 
 from agentherd.supervisor.api import protocol
-from agentherd.tui.cli import fastpath
+from agentherd.tui.cli import fastcall, fastpath
 
 HERD = [sys.executable, "-c", "from agentherd.tui.cli.fastpath import main; main()"]
 INSTALLED = str(Path(sys.executable).parent / "herd")
@@ -20,8 +21,8 @@ FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 
 
 def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
-    assert fastpath.PROTOCOL == protocol.PROTOCOL
-    assert fastpath.installed_version() == protocol.HERD_VERSION
+    assert fastcall.PROTOCOL == protocol.PROTOCOL
+    assert fastcall.installed_version() == protocol.HERD_VERSION
 
 
 def test_only_json_status_and_ls_take_the_fast_path() -> None:
@@ -45,8 +46,8 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
             assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
             assert json.loads(fast.stdout) == json.loads(full.stdout)
             assert fast.stdout == full.stdout
-        # The installed command (bin/herd) prints the same, without importing `re` or `enum`:
-        # pip's wrapper for a [project.scripts] entry imported `re` on every verb.
+        # The installed command (bin/herd) prints the same, without importing socket, click or
+        # pydantic (JSON is the stdlib's `json`, which brings `re`).
         timed = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
         installed = subprocess.run(
             [INSTALLED, "status", "api", "--json"],
@@ -63,7 +64,8 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
             if line.startswith("import time:")
         }
         assert "agentherd.tui.cli.fastpath" in imported
-        assert not imported & {"re", "enum", "json", "socket", "click", "pydantic"}
+        assert "json" in imported
+        assert not imported & {"socket", "hashlib", "click", "pydantic"}
         missing = run([*HERD, "status", "nope", "--json"])  # errors are the full CLI's own
         assert missing.returncode == 2 and "nope" in missing.stderr
     finally:
@@ -110,6 +112,26 @@ def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path
     assert again.returncode == 2 and "no herd daemon is running" in again.stderr
 
 
+class _ReapedStat:
+    """/proc/<pid>/stat of a process reaped after the open: the read fails with ESRCH."""
+
+    def __enter__(self) -> _ReapedStat:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def read(self) -> bytes:
+        raise ProcessLookupError(3, "No such process")
+
+
+def test_a_daemon_reaped_while_its_stat_is_read_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under load: `herd down` died with a traceback when the daemon was reaped between
+    opening its /proc stat file and reading it; it has ended, so `down` goes on."""
+    monkeypatch.setattr(fastpath, "open", lambda *_: _ReapedStat(), raising=False)
+    assert fastpath._process_gone(12345)
+
+
 def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) -> None:
     """Its own copy of `socket_path_for` (pathlib and typing cost a verb ~10 ms of CPU)."""
     from agentherd.supervisor.files.paths import socket_path_for
@@ -117,8 +139,8 @@ def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) 
     config = tmp_path / "herd.toml"
     config.write_text("")
     expected = socket_path_for(tmp_path / ".herd")  # makes the runtime folder, as a daemon does
-    assert fastpath._socket_path(str(config)) == str(expected)
-    assert fastpath._config_path(str(config)) == str(config.resolve())
+    assert fastcall.socket_path_of(str(config)) == str(expected)
+    assert fastcall.config_path(str(config)) == str(config.resolve())
     loaded = subprocess.run(
         [
             sys.executable,

@@ -19,10 +19,11 @@ from agentherd.sessions.lifecycle import (
     Trigger,
     after_exit,
 )
-from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.records import Event, SessionRecord
 from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session.context import Context
+from agentherd.supervisor.session.news import News
 
 ROWS = [(row.source, row.target, trigger) for row in TABLE for trigger in sorted(row.triggers)]
 
@@ -305,6 +306,18 @@ def test_task_end_kinds() -> None:
 # ----- the supervisor's one door ---------------------------------------------------------------
 
 
+class KindsHeard(News):
+    """News that keeps the kinds of the events it is told of, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: list[str] = []
+
+    def announce(self, events: list[Event]) -> None:
+        self.kinds.extend(e.kind for e in events)
+        super().announce(events)
+
+
 def test_the_supervisor_refuses_an_illegal_move_and_commits_a_legal_one_with_its_event(
     tmp_path: Path,
 ) -> None:
@@ -313,14 +326,15 @@ def test_the_supervisor_refuses_an_illegal_move_and_commits_a_legal_one_with_its
     herd_toml = tmp_path / "herd.toml"
     config = parse_config('[[session]]\nname = "api"\ncommand = ["true"]\n', herd_toml)
     store = Store(tmp_path / "state.db")
-    announced: list[str] = []
+    heard = KindsHeard()
+    announced = heard.kinds
     ctx = Context(
         store,
         tmp_path,
         None,  # type: ignore[arg-type]  # no task group: nothing here starts a task
         FAST,
-        lambda events: announced.extend(e.kind for e in events),
         herd_toml,
+        news=heard,
     )
     supervisor = SessionSupervisor(config.sessions[0], SessionRecord(name="api"), ctx)
     with pytest.raises(IllegalTransition, match="idle -> completed"):
@@ -359,13 +373,12 @@ def test_a_run_that_exits_just_as_a_stop_takes_the_lock_is_recorded_by_the_stop(
         herd_toml,
     )
     store = Store(tmp_path / "state.db")
-    kinds: list[str] = []
+    heard = KindsHeard()
+    kinds = heard.kinds
 
     async def scenario() -> None:
         async with anyio.create_task_group() as tg:
-            ctx = Context(
-                store, tmp_path, tg, FAST, lambda es: kinds.extend(e.kind for e in es), herd_toml
-            )
+            ctx = Context(store, tmp_path, tg, FAST, herd_toml, news=heard)
             supervisor = SessionSupervisor(config.sessions[0], SessionRecord(name="api"), ctx)
             await supervisor.start()
             run = supervisor.run

@@ -26,7 +26,7 @@ from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.states import State
 from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.files.store import Change, Store
-from agentherd.supervisor.process import cgroups, procs
+from agentherd.supervisor.process import cgroups, procs, runfolder, runid, spawn
 
 SLEEPER = script("""
     import time
@@ -86,10 +86,10 @@ def test_an_identity_naming_pid_0_group_1_or_our_own_group_signals_nothing(
     which: str, bystander: Bystander, caplog: pytest.LogCaptureFixture
 ) -> None:
     identity = {
-        "pid 0, group 0": procs.RunIdentity(0, 0, 0.0, "no-such-tag"),
-        "pid 1, group 1": procs.RunIdentity(1, 1, 0.0, "no-such-tag"),
-        "the test's own group": procs.RunIdentity(os.getpid(), os.getpgrp(), 0.0, "no-such-tag"),
-        "a bystander's group": procs.RunIdentity(
+        "pid 0, group 0": runid.RunIdentity(0, 0, 0.0, "no-such-tag"),
+        "pid 1, group 1": runid.RunIdentity(1, 1, 0.0, "no-such-tag"),
+        "the test's own group": runid.RunIdentity(os.getpid(), os.getpgrp(), 0.0, "no-such-tag"),
+        "a bystander's group": runid.RunIdentity(
             bystander.process.pid, os.getpgrp(), 0.0, "no-such-tag"
         ),
     }[which]
@@ -256,12 +256,12 @@ def test_a_pidless_run_whose_lock_is_held_is_adopted_and_stopped_by_its_tag_only
         [
             "/bin/sh",
             "-c",
-            f'{procs.TAG_VAR}={tag} "$@"; :',
+            f'{runid.TAG_VAR}={tag} "$@"; :',
             "sh",
             PY,
             "-c",
             _LOCK_HOLDER,
-            str(folder / procs.LOCK_FILE),
+            str(folder / runfolder.LOCK_FILE),
             str(ready),
         ],
         start_new_session=True,
@@ -274,7 +274,7 @@ def test_a_pidless_run_whose_lock_is_held_is_adopted_and_stopped_by_its_tag_only
         stopped = herd.client.call("stop", name="a", socket_timeout_s=None)
         assert stopped["state"] == "stopped"
         holder.wait(10)  # its shell ends once its tagged process is gone
-        assert not procs.lock_held(folder)
+        assert not runfolder.lock_held(folder)
         bystander.assert_untouched()
     finally:
         holder.kill()
@@ -300,7 +300,7 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
     run_1 = herd.root / ".herd" / "runs" / "a" / "1"
 
     def kill_run_1() -> None:
-        users = procs.folder_users(run_1)
+        users = runfolder.folder_users(run_1)
         for proc in users:
             proc.kill()
         psutil.wait_procs(users, timeout=10)
@@ -318,7 +318,7 @@ def test_a_held_run_lock_refuses_a_start_at_once_and_never_launches_beside_it(
         assert client.ping(), "the daemon still answers"
         assert herd.status("a")["state"] == "idle"
         old_tree = {old_pid, *(p.pid for p in old_agent.children(recursive=True))}
-        assert {p.pid for p in procs.folder_users(run_1)} == old_tree, "no second agent"
+        assert {p.pid for p in runfolder.folder_users(run_1)} == old_tree, "no second agent"
         # `herd restart` is refused the same way, at once.
         with pytest.raises(ApiError, match="of an earlier run still hold"):
             client.call("restart", name="a", socket_timeout_s=20)
@@ -343,17 +343,19 @@ def test_launch_never_blocks_on_a_held_lock(tmp_path: Path) -> None:
     folder = tmp_path / "run"
     folder.mkdir()
     ready = tmp_path / "ready"
-    holder = subprocess.Popen([PY, "-c", _LOCK_HOLDER, str(folder / procs.LOCK_FILE), str(ready)])
+    holder = subprocess.Popen(
+        [PY, "-c", _LOCK_HOLDER, str(folder / runfolder.LOCK_FILE), str(ready)]
+    )
     try:
         wait_until(ready.exists, what="the lock holder")
 
         async def launch() -> None:
             with anyio.fail_after(5):
-                await procs.launch(
+                await spawn.launch(
                     [sys.executable, "-c", "pass"], tmp_path, os.environ, folder, "t"
                 )
 
-        with pytest.raises(procs.RunFolderBusy, match="of an earlier run still hold"):
+        with pytest.raises(spawn.RunFolderBusy, match="of an earlier run still hold"):
             anyio.run(launch)
     finally:
         holder.kill()

@@ -10,16 +10,16 @@ import time
 
 import pytest
 
-from agentherd.supervisor.process import procs, proctable
-from agentherd.supervisor.process.procs import RunIdentity
+from agentherd.supervisor.process import procs, proctable, runid
+from agentherd.supervisor.process.runid import RunIdentity
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
 
 def spawn(tag: str | None) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != procs.TAG_VAR}
+    env = {k: v for k, v in os.environ.items() if k != runid.TAG_VAR}
     if tag is not None:
-        env[procs.TAG_VAR] = tag
+        env[runid.TAG_VAR] = tag
     return subprocess.Popen(SLEEPER, env=env, start_new_session=True)
 
 

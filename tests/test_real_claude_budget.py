@@ -16,7 +16,7 @@ from conftest import FAST, Herd, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, text, tool
 from realagents import AGENT_WAIT_S, claude_env, session_toml, start_main
 
-from agentherd.sessions.adapters.prices import estimate_cost_usd
+from agentherd.sessions.prices import estimate_cost_usd
 from agentherd.supervisor.session.context import Timings
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]

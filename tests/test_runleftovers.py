@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 
 from agentherd.supervisor.process import cgroups
-from agentherd.supervisor.process.procs import RunIdentity
+from agentherd.supervisor.process.runid import RunIdentity
 from agentherd.supervisor.process.runleftovers import maybe_left, settle
 
 

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from conftest import Herd, make_repo, script, wait_until
 
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import execwait
 
 SLEEPER = script("""
     import time
@@ -94,7 +94,7 @@ def test_the_exec_wait_finds_a_child_among_the_newer_pids() -> None:
     try:
         wrapper = psutil.Process(parent.pid)
         children = wait_until(lambda: wrapper.children(), what="the child to be forked")
-        found = procs._newer_children(wrapper)
+        found = execwait._newer_children(wrapper)
         assert [p.pid for p in found] == [p.pid for p in children]
     finally:
         for proc in psutil.Process(parent.pid).children():

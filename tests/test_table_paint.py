@@ -1,10 +1,11 @@
-"""The session table draws its cells without Rich's pipeline and looks exactly as DataTable.
+"""The session table draws its cells without Rich's pipeline and shows no stale line.
 
 Each cell of the table is one line of plain text; tui/dashboard/fastcell.py builds its segments
 directly
 (Rich's measure-wrap-crop pipeline per cell was most of the dashboard's CPU under a busy
-fleet). These tests hold every cell, with and without the cursor or the hover on it, to the
-segments DataTable's own rendering gives, and cells that are not plain to DataTable's path.
+fleet). These tests hold every cell to the segments Rich's pipeline gives, and the running
+dashboard's kept lines to a draw from nothing (tests/test_table_look.py holds the table's
+lines to DataTable's).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from rich.style import Style
 from rich.text import Text
 from snapshot_fleet import ReplayClient, write_logs
 from test_dashboard import until
+from textual.geometry import Region
 from textual.renderables.styled import Styled
-from textual.widgets import DataTable
 
 from agentherd.tui.dashboard.app import HerdApp
 from agentherd.tui.dashboard.fastcell import plain_cell_line
@@ -60,41 +61,31 @@ def test_text_that_is_not_plain_is_left_to_rich() -> None:
 
 
 @pytest.mark.anyio
-async def test_every_cell_of_the_table_is_what_datatable_draws(tmp_path: Path) -> None:
-    """In the running dashboard, every cell (header included), under the cursor, the hover and
-    neither, is the segments DataTable's own `_render_cell` gives: a fast path that drew a
-    colour or a width differently fails here."""
+async def test_every_cell_of_the_dashboards_table_is_plain(tmp_path: Path) -> None:
+    """In the running dashboard every cell (header included) is one line of plain text, so the
+    fast path (the one compared with Rich above) is the one taken for each of them."""
     app = HerdApp(client=ReplayClient(write_logs(tmp_path)))
     async with app.run_test(size=(160, 40)) as pilot:
         table = app.query_one(SessionTable)
         await until(pilot, lambda: table.row_count == 6, "rows")
-        await pilot.press("j")
-        await pilot.pause()
+        style = Style(color="red")
         checked = 0
-        for row in range(-1, table.row_count):
-            row_style = table._get_row_style(row, table.rich_style)
-            for column, found in enumerate(table.ordered_columns):
-                for cursor, hover in ((False, False), (True, False), (False, True)):
-                    if row >= 0:  # the fast path is the one taken: the table's cells are plain
-                        cell = table._get_row_renderables(row).cells[column]
-                        assert plain_cell_line(cell, 20, 1, row_style, row_style) is not None
-                    args = (row, column, row_style, found.get_render_width(table), cursor, hover)
-                    table._cell_render_cache.clear()
-                    ours = table._render_cell(*args)
-                    table._cell_render_cache.clear()
-                    theirs = DataTable._render_cell(table, *args)
-                    assert ours == theirs, (row, found.key.value, cursor, hover)
-                    checked += 1
-        assert checked == 7 * len(table.ordered_columns) * 3
+        for row in range(table.row_count):
+            for cell in table.get_row_at(row):
+                assert plain_cell_line(cell, 20, 1, style, style) is not None, cell
+                checked += 1
+        for column in table.columns.values():
+            assert plain_cell_line(column.label, 20, 1, style, style) is not None
+        assert checked == 6 * len(table.columns)
 
 
 @pytest.mark.anyio
 async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
     tmp_path: Path,
 ) -> None:
-    """New last outputs and states for some rows, painted: every line the table serves from
-    its caches is the line DataTable builds from nothing, so a cached rendering of an old
-    cell (a row, a line) that was not dropped fails here; the new text is on screen."""
+    """New last outputs for some rows, painted: every line the table serves from what it kept
+    is the line it builds from nothing, so a kept line of an old cell that was not dropped
+    fails here; the new text is on screen."""
     from snapshot_fleet import statuses
 
     from agentherd.tui.dashboard.messages import Snapshot
@@ -114,16 +105,15 @@ async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
             want = f"fresh {round_} {names[0]}"
             await until(
                 pilot,
-                lambda want=want: (
-                    str(table.get_cell(names[0], "last")) == want and not table._stale_cells
-                ),
+                lambda want=want: str(table.get_cell(names[0], "last")) == want,
                 "painted",
             )
-            style, width = table.rich_style, table.size.width
-            served = [table._render_line(y, 0, width, style) for y in range(table.row_count + 1)]
-            for cache in (table._line_cache, table._row_render_cache, table._cell_render_cache):
-                cache.clear()
-            for y, line in enumerate(served):
-                assert line == DataTable._render_line(table, y, 0, width, style), y
+            await pilot.pause()
+            region = Region(0, 0, table.size.width, table.row_count + 1)
+            served = table.render_lines(region)
+            table._lines.clear()
+            table.refresh()
+            for y, line in enumerate(table.render_lines(region)):
+                assert line == served[y], y
             text = "".join(line.text for line in served)
             assert all(f"fresh {round_} {name}" in text for name in names)

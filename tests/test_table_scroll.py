@@ -1,15 +1,15 @@
-"""A scrolled table draws only the rows the scroll uncovered, and looks as if drawn afresh.
+"""A scrolled table builds only the rows the scroll changed, and looks as if drawn afresh.
 
-Its scrollbar likewise repaints only the lines its thumb moved on (tui/dashboard/linescrollbar.py).
-
-The session table keeps the styled lines that a scroll only moved
-(tui/dashboard/scrollshift.py): a `j`
-at the bottom of the screen used to draw every visible row again (the slowest keys under a
-busy fleet). These tests hold every scrolled picture to the same table drawn from scratch,
-through cell updates, cursor moves, single-row and page scrolls both ways.
+The session table keeps each row's line (tui/dashboard/linetable.py): a `j` at the bottom of
+the screen used to build every visible row again (the slowest keys under a busy fleet); now the
+rows that only moved come from what was kept. These tests hold every scrolled picture to the
+same table drawn from scratch, through cell updates, cursor moves, single-row and page scrolls
+both ways.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from rich.text import Text
@@ -19,8 +19,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from agentherd.tui.dashboard.linescrollbar import LineScrollBar
-from agentherd.tui.dashboard.rowtable import RowCachedTable
+from agentherd.tui.dashboard.linetable import LineTable
 
 ROWS = 60
 
@@ -34,10 +33,10 @@ class TableApp(App[None]):
     """One table of ROWS rows, more than fit on screen."""
 
     def compose(self) -> ComposeResult:
-        yield RowCachedTable(cursor_type="row", zebra_stripes=True, id="t")
+        yield LineTable(id="t")
 
     def on_mount(self) -> None:
-        table = self.query_one(RowCachedTable)
+        table = self.query_one(LineTable)
         for key in ("name", "state", "last"):
             table.add_column(key.upper(), key=key)
         for index in range(ROWS):
@@ -52,6 +51,8 @@ def painted(widget: Widget) -> list[Strip]:
 
 def afresh(widget: Widget) -> list[Strip]:
     """The widget's lines drawn from scratch (nothing kept)."""
+    if isinstance(widget, LineTable):
+        widget._lines.clear()
     widget.refresh()
     return painted(widget)
 
@@ -63,7 +64,7 @@ async def test_scrolled_table_is_what_a_fresh_draw_shows() -> None:
     the wrong place, a stale cell or a cursor left behind fail here)."""
     app = TableApp()
     async with app.run_test(size=(50, 12)) as pilot:
-        table = app.query_one(RowCachedTable)
+        table = app.query_one(LineTable)
         keys = ["down"] * 14 + ["pagedown", "down", "up"] + ["up"] * 12 + ["pagedown"] * 3
         keys += ["pageup", "end", "up", "home"]
         offsets = set()
@@ -73,40 +74,40 @@ async def test_scrolled_table_is_what_a_fresh_draw_shows() -> None:
             if step % 2 == 0:
                 first = table.scroll_offset.y
                 row = first + step % (table.size.height - 1)
-                table.update_cell(f"s{row:03d}", "last", Text(f"changed at {step}"))
+                table.set_cell(f"s{row:03d}", "last", f"changed at {step}")
             app.post_message(events.Key(key, None))  # as the terminal driver does
             await pilot.pause()
             shown = painted(table)
             assert shown == afresh(table), (step, key, table.scroll_offset)
             bar = table.vertical_scrollbar
-            assert isinstance(bar, LineScrollBar)
             assert painted(bar) == afresh(bar), (step, key, bar.position)
             offsets.add(table.scroll_offset.y)
         assert len(offsets) > 10  # it did scroll, by one row and by pages
 
 
 @pytest.mark.anyio
-async def test_a_one_row_scroll_draws_two_rows_not_the_screen() -> None:
-    """A `down` at the bottom of the screen scrolls by one row and draws the two rows the
-    cursor left and reached (one of them the row it uncovered), not every row on screen."""
+async def test_a_one_row_scroll_builds_two_rows_not_the_screen() -> None:
+    """A `down` at the bottom of the screen scrolls by one row and builds the two rows the
+    cursor left and reached (one of them the row it uncovered); the rows that only moved come
+    from their kept lines, not from their cells again."""
     app = TableApp()
     async with app.run_test(size=(50, 12)) as pilot:
-        table = app.query_one(RowCachedTable)
+        table = app.query_one(LineTable)
         visible = table.size.height - 1  # the header takes a line
         for _ in range(visible - 1):
             await pilot.press("down")
         await pilot.pause()
         assert table.scroll_offset.y == 0
-        drawn: list[int] = []
-        render_line = table.render_line
+        built: list[int] = []
+        draw = table._draw
 
-        def counting(y: int) -> Strip:
-            drawn.append(y)
-            return render_line(y)
+        def counting(index: int, *args: Any) -> Strip:
+            built.append(index)
+            return draw(index, *args)
 
-        table.render_line = counting  # type: ignore[method-assign]
+        table._draw = counting  # type: ignore[method-assign]
         await pilot.press("down")
         await pilot.pause()
         assert table.scroll_offset.y == 1
-        assert len(drawn) <= 2, drawn
+        assert len(built) <= 2, built
         assert painted(table) == afresh(table)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from agentherd.sessions.adapters.agent import Agent, Preset
 from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
 from agentherd.sessions.adapters.usage import Usage
 
@@ -97,3 +98,19 @@ class AiderParser(OutputParser):
                 self.warn("aider session cost went backwards: the larger figure is kept")
             else:
                 self._session_cost_usd = session_usd
+
+
+AGENT = Agent(
+    name="aider",
+    parser=AiderParser,
+    order=6,
+    preset=Preset(
+        command=(
+            "aider",
+            "--yes-always",
+            "--message",
+            "Implement the next failing feature in feature_list.json.",
+        )
+    ),
+)
+"""Aider prints no cost for a model it has no price for, and no session id to resume."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from agentherd.sessions.adapters.agent import Agent, Preset
 from agentherd.sessions.adapters.claude import ClaudeParser
 
 
@@ -17,3 +18,22 @@ class AmpParser(ClaudeParser):
 
     agent: ClassVar[str] = "amp"
     estimates_cost: ClassVar[bool] = False
+
+
+AGENT = Agent(
+    name="amp",
+    parser=AmpParser,
+    order=4,
+    preset=Preset(
+        command=(
+            "amp",
+            "-x",
+            "Implement the next failing feature in feature_list.json.",
+            "--stream-json",
+        ),
+        resume=("amp", "threads", "continue", "{session_id}", "-x", "Continue.", "--stream-json"),
+    ),
+    price="claude-sonnet-4-5",
+    reports_cost=True,
+    ends_with_result=True,
+)

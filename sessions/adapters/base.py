@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from agentherd.sessions.adapters.eventwords import is_quiet
 from agentherd.sessions.adapters.summary import load_json, summarize_decoded
@@ -60,6 +60,12 @@ class OutputParser:
         """What was odd in the output (refused ids, totals going backwards); MAX_WARNINGS kept."""
         self.warning_count = 0
         self._rate_limited = False
+
+    @classmethod
+    def for_run(cls, session_id: str | None, thread_usage: Usage | None) -> Self:
+        """A fresh adapter for one run; thread_usage (what earlier runs of the resumed thread
+        used) matters only to agents whose counters are cumulative over a thread (Codex)."""
+        return cls(session_id)
 
     @property
     def usage(self) -> Usage:

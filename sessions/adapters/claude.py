@@ -24,7 +24,6 @@ a ``result`` line (it covers every message before it), or the transcript after a
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import OrderedDict
@@ -32,10 +31,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
 from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
-from agentherd.sessions.adapters.prices import estimate_cost_usd
+from agentherd.sessions.adapters.claude_tokens import (
+    ZERO,
+    Tokens,
+    claude_tokens,
+    content_chars,
+    model_usage_tokens,
+    transcript_messages,
+    unpriced_tokens,
+)
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
-from agentherd.sessions.times import parse_iso
+from agentherd.sessions.prices import estimate_cost_usd
 
 MAX_TRACKED_MESSAGE_IDS = 4096
 """Repeated copies of one message are adjacent; older ids can be forgotten to bound memory."""
@@ -46,11 +54,6 @@ tokenizer gives 3.5 to 4.5); used only until the message's true output count arr
 
 _NO_CONVERSATION = "No conversation found"
 _MODEL_NAME = re.compile(r"[A-Za-z0-9._:\[\]-]{1,80}")
-
-_Tokens = tuple[int, int, int, int]
-"""input, output, cache read, cache write."""
-
-_ZERO: _Tokens = (0, 0, 0, 0)
 
 
 @dataclass(slots=True)
@@ -77,20 +80,20 @@ class ClaudeParser(OutputParser):
         """Start empty; session_id is the id this process resumes, if any."""
         super().__init__(session_id)
         self.api_retries = 0
-        self._by_message_id: dict[str, _Tokens] = {}
+        self._by_message_id: dict[str, Tokens] = {}
         """Per message id, oldest first; an OrderedDict once full (see `_forget_oldest`)."""
         self._estimates: dict[str, _Estimate] = {}
         """Per message id (same keys as _by_message_id): its output estimate."""
         self._estimate_extra = 0
         """The sum of the unsettled estimates' extra output tokens."""
         self._message_sum: list[int] = [0, 0, 0, 0]
-        self._result_base: _Tokens | None = None
-        self._message_sum_at_result: _Tokens = _ZERO
+        self._result_base: Tokens | None = None
+        self._message_sum_at_result: Tokens = ZERO
         self._messages = 0
         self._messages_at_result = 0
         self._result_turns: int | None = None
         self._cost_usd: float | None = None
-        self._unpriced_at_result: _Tokens = _ZERO
+        self._unpriced_at_result: Tokens = ZERO
         """Tokens the last result's cost does not cover (a 0 cost for a served message)."""
         self.model: str | None = None
         """The main model's id, from ``system/init`` or an assistant message (for estimates)."""
@@ -191,12 +194,12 @@ class ClaudeParser(OutputParser):
     ) -> bool:
         """`recover_from_transcript` once it has begun."""
         changed = False
-        found = claude_transcript_messages(transcript, self.message_ids, since, until)
+        found = transcript_messages(transcript, self.message_ids, since, until)
         for message_id, tokens in found:
             previous = self._by_message_id.get(message_id)
             if previous is None:
                 self._messages += 1
-                previous = _ZERO
+                previous = ZERO
             better = (
                 max(tokens[0], previous[0]),
                 max(tokens[1], previous[1]),
@@ -264,15 +267,15 @@ class ClaudeParser(OutputParser):
                         chars += len(text)
                         self.last_text = text if len(text) <= MAX_TEXT_CHARS else display_text(text)
                 else:
-                    chars += _content_chars(block)
+                    chars += content_chars(block)
         usage = message.get("usage")
-        tokens = _claude_tokens(usage) if isinstance(usage, dict) else None
+        tokens = claude_tokens(usage) if isinstance(usage, dict) else None
         message_id = message.get("id")
         if isinstance(message_id, str) and message_id:
             previous = self._by_message_id.pop(message_id, None)
             if previous is None:
                 self._messages += 1
-                previous = _ZERO
+                previous = ZERO
             if tokens is None:
                 tokens = previous
             self._by_message_id[message_id] = tokens
@@ -285,7 +288,7 @@ class ClaudeParser(OutputParser):
         else:
             self._messages += 1
             if tokens is not None:
-                self._add_tokens(tokens, _ZERO)
+                self._add_tokens(tokens, ZERO)
 
     def _forget_oldest(self) -> str:
         """Forget the oldest message id (the bound is reached); return it.
@@ -317,7 +320,7 @@ class ClaudeParser(OutputParser):
         self._estimate_extra += extra - estimate.extra
         estimate.extra = extra
 
-    def _add_tokens(self, tokens: _Tokens, replaced: _Tokens) -> None:
+    def _add_tokens(self, tokens: Tokens, replaced: Tokens) -> None:
         """Add tokens to the message sum in place of an earlier copy."""
         total = self._message_sum
         total[0] += tokens[0] - replaced[0]
@@ -375,9 +378,9 @@ class ClaudeParser(OutputParser):
             self._result_turns = turns
             self._messages_at_result = self._messages
 
-        totals = _model_usage_tokens(obj.get("modelUsage"))
+        totals = model_usage_tokens(obj.get("modelUsage"))
         if totals is None and isinstance(obj.get("usage"), dict):
-            totals = _claude_tokens(obj["usage"])
+            totals = claude_tokens(obj["usage"])
         if totals is not None:
             message_sum = tuple(self._message_sum)
             self._result_base = (
@@ -400,7 +403,7 @@ class ClaudeParser(OutputParser):
                 self._message_sum[3],
             )
             self._message_sum_at_result = self._result_base
-        self._unpriced_at_result = _unpriced(totals, self._result_base, self._cost_usd)
+        self._unpriced_at_result = unpriced_tokens(totals, self._result_base, self._cost_usd)
         for message_id, estimate in self._estimates.items():  # the result covers them all
             if not estimate.settled:
                 self._settle(message_id)
@@ -431,107 +434,21 @@ class ClaudeParser(OutputParser):
             self.last_text = self.result_text = display_text(result_text)
 
 
-def _content_chars(block: object) -> int:
-    """Characters of one content block the model wrote: text, thinking, tool name and input."""
-    if not isinstance(block, dict):
-        return 0
-    kind = block.get("type")
-    if kind == "text":
-        value = block.get("text")
-    elif kind == "thinking":
-        value = block.get("thinking")
-    elif kind in ("tool_use", "server_tool_use"):
-        name = block.get("name")
-        given = block.get("input")
-        try:
-            value = (name if isinstance(name, str) else "") + json.dumps(given)
-        except (TypeError, ValueError):
-            return 0
-    else:
-        return 0
-    return len(value) if isinstance(value, str) else 0
+TOOLS = "Bash,Read,Edit,Write,Glob,Grep"
+"""What the preset allows without asking: edit files and run any shell command."""
 
+_STREAM = ("--output-format", "stream-json", "--verbose", "--allowedTools", TOOLS)
+"""After the prompt: --allowedTools takes several values."""
 
-def _unpriced(totals: _Tokens | None, counted: _Tokens, cost_usd: float | None) -> _Tokens:
-    """Tokens a result's cost does not cover: what its totals lack, or all at a 0 USD cost."""
-    if cost_usd == 0 and any(counted):
-        return counted  # 0 USD for tokens the run counted: not believed
-    if totals is None:
-        return _ZERO
-    return (
-        max(0, counted[0] - totals[0]),
-        max(0, counted[1] - totals[1]),
-        max(0, counted[2] - totals[2]),
-        max(0, counted[3] - totals[3]),
-    )
-
-
-def _claude_tokens(usage: dict[str, Any]) -> _Tokens | None:
-    """Read an Anthropic API usage object; None when it has no token field."""
-    read, write = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
-    given, output = usage.get("input_tokens"), usage.get("output_tokens")
-    # A plain non-negative int (every line Claude prints) is its own count: no call for it.
-    given = given if type(given) is int and given >= 0 else as_count(given)
-    output = output if type(output) is int and output >= 0 else as_count(output)
-    read = read if type(read) is int and read >= 0 else as_count(read)
-    write = write if type(write) is int and write >= 0 else as_count(write)
-    if given is None and output is None and read is None and write is None:
-        return None
-    return (given or 0, output or 0, read or 0, write or 0)
-
-
-def _model_usage_tokens(model_usage: object) -> _Tokens | None:
-    """Sum a result's ``modelUsage`` (camelCase, keyed by model); None when absent or empty."""
-    if not isinstance(model_usage, dict):
-        return None
-    sums = [0, 0, 0, 0]
-    seen = False
-    for entry in model_usage.values():
-        if not isinstance(entry, dict):
-            continue
-        keys = ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
-        for index, key in enumerate(keys):
-            value = as_count(entry.get(key))
-            if value is not None:
-                sums[index] += value
-                seen = True
-    return (sums[0], sums[1], sums[2], sums[3]) if seen else None
-
-
-def claude_transcript_messages(
-    entries: list[dict[str, Any]],
-    message_ids: tuple[str, ...],
-    since: str | None,
-    until: str | None = None,
-) -> list[tuple[str, _Tokens]]:
-    """Per-message usage (the last copy of each id) of transcript entries that belong to a run.
-
-    An entry belongs when its message id was printed by the run, or when it was written
-    between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
-    """
-    wanted = set(message_ids)
-    start = parse_iso(since) if since else None
-    end = parse_iso(until) if until else None
-    found: dict[str, _Tokens] = {}
-    for entry in entries:
-        if entry.get("type") != "assistant":
-            continue
-        message = entry.get("message")
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-            continue
-        message_id = message.get("id")
-        usage = message.get("usage")
-        if not isinstance(message_id, str) or not message_id or not isinstance(usage, dict):
-            continue
-        if message_id not in wanted:
-            stamp = entry.get("timestamp")
-            moment = parse_iso(stamp) if isinstance(stamp, str) else None
-            if start is None or moment is None or moment < start:
-                continue
-            if end is not None and moment > end:
-                continue
-        tokens = _claude_tokens(usage)
-        if tokens is not None:
-            found.pop(message_id, None)
-            found[message_id] = tokens
-    return list(found.items())
+AGENT = Agent(
+    name="claude",
+    parser=ClaudeParser,
+    order=1,
+    preset=Preset(
+        command=("claude", "-p", WORK_PROMPT, *_STREAM),
+        resume=("claude", "-p", CONTINUE_PROMPT, "--resume", "{session_id}", *_STREAM),
+    ),
+    price="claude-sonnet-4-5",
+    reports_cost=True,
+    ends_with_result=True,
+)

@@ -25,9 +25,10 @@ never a refusal).
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.codex_refusals import command_name
 from agentherd.sessions.adapters.usage import Usage, as_count
@@ -61,6 +62,11 @@ class CodexParser(OutputParser):
         self._ended_as: dict[str, Any] | None = None
         """How the turn ended (all but the denials), to decide the outcome again from them."""
         self._error: str | None = None
+
+    @classmethod
+    def for_run(cls, session_id: str | None, thread_usage: Usage | None) -> Self:
+        """A fresh adapter for one run, counting from the thread's earlier totals."""
+        return cls(session_id, thread_usage=thread_usage)
 
     @property
     def cumulative(self) -> Usage:
@@ -225,3 +231,18 @@ def _reset_in_text(text: str) -> str | None:
     """An ISO reset time written in a limit message, if any."""
     found = _ISO_IN_TEXT.search(text)
     return outcomes.reset_time_iso(found.group(0)) if found else None
+
+
+_SANDBOX = ("--sandbox", "danger-full-access")
+"""workspace-write leaves .git read-only (no commit): the session's worktree is the sandbox."""
+
+AGENT = Agent(
+    name="codex",
+    parser=CodexParser,
+    order=2,
+    preset=Preset(
+        command=("codex", "exec", "--json", *_SANDBOX, WORK_PROMPT),
+        resume=("codex", "exec", "--json", *_SANDBOX, "resume", "{session_id}", CONTINUE_PROMPT),
+    ),
+    price="gpt-5-codex",
+)

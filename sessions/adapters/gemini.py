@@ -21,10 +21,11 @@ import re
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.document import DocumentBuffer, Step
-from agentherd.sessions.adapters.prices import estimate_cost_usd
 from agentherd.sessions.adapters.usage import Usage, as_count
+from agentherd.sessions.prices import estimate_cost_usd
 from agentherd.sessions.times import parse_iso
 
 _Tokens = tuple[int, int, int, int]
@@ -314,3 +315,20 @@ def _estimate(models: object, read: Any) -> float | None:
             return None
         cost_usd += cost
     return cost_usd
+
+
+_STREAM = ("--output-format", "stream-json", "--yolo")
+
+AGENT = Agent(
+    name="gemini",
+    parser=GeminiParser,
+    order=3,
+    preset=Preset(
+        command=("gemini", "-p", WORK_PROMPT, *_STREAM),
+        resume=("gemini", "--resume", "{session_id}", "-p", CONTINUE_PROMPT, *_STREAM),
+        # Without it Gemini CLI exits 55 in a folder it was never told to trust.
+        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+    ),
+    price="gemini-2.5-pro",
+    reports_cost=True,
+)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
@@ -117,3 +118,23 @@ class OpenCodeParser(OutputParser):
             or outcomes.RATE_LIMIT_TEXT.search(f"{name} {message}") is not None,
             denials=self._denials,
         )
+
+
+AGENT = Agent(
+    name="opencode",
+    parser=OpenCodeParser,
+    order=5,
+    preset=Preset(
+        command=("opencode", "run", "--format", "json", WORK_PROMPT),
+        resume=(
+            "opencode",
+            "run",
+            "--format",
+            "json",
+            "--session",
+            "{session_id}",
+            CONTINUE_PROMPT,
+        ),
+    ),
+    reports_cost=True,
+)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
+from agentherd.sessions.adapters.agent import Agent, Preset
 from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
 
@@ -122,3 +123,13 @@ class PlainParser(OutputParser):
             self.last_text = display_text(
                 text[: MAX_TEXT_CHARS * 4].decode("utf-8", errors="replace")
             )
+
+
+AGENT = Agent(
+    name="plain",
+    parser=PlainParser,
+    order=99,
+    preset=Preset(command=("./run-agent.sh",)),
+    reports_cost=True,
+)
+"""A custom harness: it reports a cost when it prints `cost_usd`."""

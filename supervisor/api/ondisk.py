@@ -9,6 +9,7 @@ or writes a byte.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,13 +17,14 @@ from typing import Any
 
 import anyio
 
-from agentherd.sessions import open_warnings
+from agentherd.sessions import status_builder
 from agentherd.sessions.config import HerdConfig, SessionConfig
 from agentherd.sessions.plan import Plan, PlanError, diff_plan, parse_plan
 from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.report import ReportInput, build, render_markdown
-from agentherd.sessions.states import task_state
+from agentherd.sessions.spending import SpendFacts, fleet_member, spends
+from agentherd.sessions.states import ACTIVE_STATES, task_state
 from agentherd.sessions.status import (
     CheckpointStatus,
     LogInfoReply,
@@ -31,12 +33,12 @@ from agentherd.sessions.status import (
     ProgressStatus,
     SessionStatus,
     TaskStatus,
-    UsageStatus,
     VerificationStatus,
-    WarningStatus,
 )
+from agentherd.sessions.status_builder import StatusFacts
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.api.protocol import ApiError
+from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.files.store import Store
 
@@ -154,7 +156,22 @@ class DiskFleet:
     def _record(self, name: str) -> SessionRecord:
         return self.store.sessions().get(name) or SessionRecord(name=name)
 
-    def status(self, config: SessionConfig, record: SessionRecord) -> SessionStatus:
+    def spend_facts(self, config: SessionConfig, record: SessionRecord, now: float) -> SpendFacts:
+        """What the session spent, as its stored runs say (no run is watched)."""
+        ended_at = None
+        if record.handle and record.state not in ACTIVE_STATES:
+            task = self.store.task(record.handle)
+            ended_at = task.ended_at if task is not None else None
+        runs = self.store.runs(config.name)
+        return SpendFacts.from_runs(config.budget, record, runs, ended_at, now)
+
+    def status(
+        self,
+        config: SessionConfig,
+        record: SessionRecord,
+        spend: SpendFacts,
+        fleet: dict[str, Any] | None,
+    ) -> SessionStatus:
         """One session's status as the daemon would give it, with no run alive."""
         name = config.name
         last = self.store.run(name, record.run) if record.run else None
@@ -170,60 +187,44 @@ class DiskFleet:
                     "verification": VerificationStatus.from_result(verdict) if verdict else None,
                 }
             )
-        warnings = open_warnings.shown(
-            self.store.open_warnings(name),
-            plan_error=bool(plan_error),
-            plan_tampered=bool(plan.changed_items) if plan is not None else None,
-        )
-        usage = None
-        if record.run:
-            runs = [r for r in self.store.runs(name) if r.handle == record.handle]
-            usage = UsageStatus.model_validate(_sum_usage([r.usage for r in runs]))
-        log = run_dir(self.config.state_dir, name, record.run) / OUTPUT_FILE if record.run else None
-        return SessionStatus(
-            session=name,
-            handle=record.handle,
-            run=record.run or None,
-            state=record.state,
-            task_state=task_state(record.state),
-            reason=record.reason,
-            pid=None,
-            exit_code=last.exit_code if last else None,
-            signal=last.signal if last else None,
-            restarts=record.restarts,
-            started_at=last.started_at if last else None,
-            ended_at=last.ended_at if last else None,
-            agent_session_id=record.agent_session_id,
-            plan=plan,
-            progress=_progress(config),
-            checkpoint=checkpoint,
-            usage=usage,
-            logs=LogsStatus(
-                bytes=log.stat().st_size if log and log.exists() else 0,
-                cap_bytes=config.log_max_bytes,
-            ),
-            warnings=[
-                WarningStatus(
-                    seq=w.last_seq,
-                    kind=w.kind,
-                    message=w.message,
-                    at=w.last_at,
-                    count=w.count,
-                    opened_seq=w.opened_seq,
-                    opened_at=w.opened_at,
-                )
-                for w in warnings
-            ],
-            last_line=last.last_line if last else "",
-            agent=config.agent,
+        logs = logcap.run_logs(self.config.state_dir / "runs" / name)
+        return status_builder.build(
+            StatusFacts(
+                name=name,
+                agent=config.agent,
+                record=record,
+                run=last,
+                alive=False,
+                spend=spend,
+                warnings=self.store.open_warnings(name),
+                plan=plan,
+                plan_error=bool(plan_error),
+                plan_tampered=bool(plan.changed_items) if plan is not None else None,
+                progress=_progress(config),
+                checkpoint=checkpoint,
+                last_line=last.last_line if last else "",
+                logs=LogsStatus(
+                    bytes=sum(size for _, _, size in logs), cap_bytes=config.log_max_bytes
+                ),
+                fleet=fleet,
+            )
         )
 
-    def statuses(self) -> list[SessionStatus]:
-        """Every session of herd.toml, in its order."""
+    def statuses(self, only: str | None = None) -> list[SessionStatus]:
+        """Every session of herd.toml in its order (or only one), the fleet's spend summed
+        over all of them as the daemon sums it."""
         records = self.store.sessions()
+        now = time.time()
+        found = []
+        for config in self.config.sessions:
+            record = records.get(config.name) or SessionRecord(name=config.name)
+            found.append((config, record, self.spend_facts(config, record, now)))
+        members = [fleet_member(r, *spends(r, facts)) for _, r, facts in found]
+        fleet = status_builder.fleet_json(self.config.fleet.budget, members)
         return [
-            self.status(s, records.get(s.name) or SessionRecord(name=s.name))
-            for s in self.config.sessions
+            self.status(config, record, facts, fleet)
+            for config, record, facts in found
+            if only is None or config.name == only
         ]
 
     def target_status(self, target: str) -> SessionStatus | TaskStatus:
@@ -232,7 +233,7 @@ class DiskFleet:
         config = self._session(name)
         record = self._record(config.name)
         if not number or record.handle == target:
-            return self.status(config, record)
+            return self.statuses(only=config.name)[0]
         task = self.store.task(target)
         if task is None:
             raise ApiError(
@@ -271,6 +272,8 @@ class DiskFleet:
         baseline, current, plan_error = _plan(config, record)
         progress = _progress(config)
         runs = [r for r in self.store.runs(config.name) if r.handle == record.handle]
+        spent = status_builder.spend_fields(record, self.spend_facts(config, record, time.time()))
+        life = spent["usage_total"]
         data = ReportInput(
             session=config.name,
             state=str(record.state),
@@ -289,6 +292,8 @@ class DiskFleet:
             progress_updated_at=progress.updated_at if progress else None,
             agent=config.agent,
             cwd=str(config.cwd),
+            usage_total=life.to_json() if life is not None else None,
+            budget=spent["budget"],
         )
         report = build(data)
         return {"report": report.model_dump(mode="json"), "markdown": render_markdown(report)}
@@ -320,18 +325,6 @@ class DiskFleet:
         if op == "log_info":
             return self.log_info(args.get("name"), args.get("run")).to_json()
         return self.report(args.get("name"))
-
-
-def _sum_usage(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The usage of a task's runs added up, field by field (cost stays None when unknown)."""
-    total: dict[str, Any] = {}
-    for usage in items:
-        for key, value in usage.items():
-            if isinstance(value, bool):
-                total[key] = total.get(key, False) or value
-            elif isinstance(value, int | float):
-                total[key] = (total.get(key) or 0) + value
-    return total
 
 
 class DiskClient:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
 
 import anyio
+from anyio.abc import TaskGroup
 
+from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.states import (
     TERMINAL_STATES,
     WAIT_EXIT_CODES,
@@ -36,21 +40,90 @@ from agentherd.supervisor.api.opargs import checked
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.checks.reporting import session_report
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
+from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session import fleetstart
-from agentherd.supervisor.session.context import Timings
-from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
-
-if TYPE_CHECKING:
-    from agentherd.supervisor.daemon import Daemon
+from agentherd.supervisor.session.context import Context, Timings
+from agentherd.supervisor.session.errors import SessionError
+from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
 
 
+class Host(Protocol):
+    """What the control API needs of the daemon that serves it (supervisor/daemon.py)."""
+
+    @property
+    def sessions(self) -> Mapping[str, SessionSupervisor]:
+        """The fleet's sessions by name, in herd.toml's order."""
+        ...
+
+    @property
+    def store(self) -> Store | None:
+        """The state store (None before the daemon serves)."""
+        ...
+
+    @property
+    def ctx(self) -> Context | None:
+        """What the sessions share (None before the daemon serves)."""
+        ...
+
+    @property
+    def changed(self) -> anyio.Event:
+        """Set at the next event written."""
+        ...
+
+    @property
+    def reconciled(self) -> anyio.Event:
+        """Set once every session has reconciled its stored state with what still runs."""
+        ...
+
+    @property
+    def fleet_starts(self) -> fleetstart.InFlight:
+        """`herd up`s under way."""
+        ...
+
+    @property
+    def task_group(self) -> TaskGroup | None:
+        """The daemon's task group, for work that outlives a request."""
+        ...
+
+    @property
+    def timings(self) -> Timings: ...
+
+    @property
+    def state_dir(self) -> Path: ...
+
+    @property
+    def config(self) -> HerdConfig: ...
+
+    @property
+    def started_at(self) -> str | None: ...
+
+    @property
+    def reconcile_passes(self) -> int: ...
+
+    async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run background work whose failure is logged."""
+        ...
+
+    async def reload(self) -> dict[str, list[str]]:
+        """Read herd.toml again."""
+        ...
+
+    def commit_daemon_event(self, kind: str, message: str) -> None:
+        """Write a daemon event (no session) and announce it."""
+        ...
+
+    def request_shutdown(self) -> None:
+        """Leave the serve loop; agents keep running."""
+        ...
+
+
 class ControlApi:
     """One method per operation (`op_<name>`); the daemon's server calls `handle`."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Host) -> None:
         self.daemon = daemon
         self.status_cache = statusfeed.StatusCache()
         """Status JSON per session for `subscribe` with `changes`, shared by subscribers."""
@@ -225,7 +298,9 @@ class ControlApi:
         """
         if request.get("changes"):
             patches = bool(request.get("patches"))
-            await statusfeed.stream_changes(self.daemon, self.status_cache, send, patches)
+            assert self.daemon.ctx is not None  # served only once the daemon has its context
+            fleet, budgets = self.daemon.sessions, self.daemon.ctx.budgets
+            await statusfeed.stream_changes(fleet, budgets, self.status_cache, send, patches)
             return
         last_version = -1
         while True:

@@ -18,6 +18,7 @@ differ (`patched`), so neither side encodes nor decodes the rest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +27,11 @@ import anyio
 from agentherd.sessions.adapters.usage import Usage
 from agentherd.sessions.status import LogsStatus, SessionStatus
 from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.session.spend import has_limits
 
 if TYPE_CHECKING:
     from agentherd.supervisor.api.server import Sender
-    from agentherd.supervisor.daemon import Daemon
+    from agentherd.supervisor.session.budgets import BudgetKeeper
     from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 CHANGES_INTERVAL_S = 0.1
@@ -108,8 +110,8 @@ class StatusCache:
             ),
         }
         usage = _reported_usage(supervisor)
-        if usage != entry.usage or supervisor.spend.limited():
-            fields.update(supervisor.spend.status_fields())
+        if usage != entry.usage or has_limits(supervisor.config.budget):
+            fields.update(supervisor.spend.status_fields(supervisor.spend_inputs()))
         dumped = SessionStatus(session=supervisor.config.name, **fields).to_json()
         status = {**entry.status, **{key: dumped[key] for key in fields}}
         if status == entry.status:
@@ -208,14 +210,19 @@ class Subscriber:
 
 
 async def stream_changes(
-    daemon: Daemon, cache: StatusCache, send: Sender, patches: bool = False
+    sessions: Mapping[str, SessionSupervisor],
+    budgets: BudgetKeeper,
+    cache: StatusCache,
+    send: Sender,
+    patches: bool = False,
 ) -> None:
-    """Serve one `subscribe` with `changes` (and `patches`) until the client goes away."""
-    ctx = daemon.ctx
-    assert ctx is not None  # the socket is served only once the daemon has its context
+    """Serve one `subscribe` with `changes` (and `patches`) until the client goes away.
+
+    `sessions` is the daemon's own mapping (a reload changes it); `budgets` sums the fleet's spend.
+    """
     subscriber = Subscriber(cache, patches)
-    fleet = ctx.fleet_spend()
-    await send(stream=subscriber.full(dict(daemon.sessions), fleet))
+    fleet = budgets.fleet_json()
+    await send(stream=subscriber.full(dict(sessions), fleet))
     now = anyio.current_time()
     next_sweep, next_fleet = now + SWEEP_INTERVAL_S, now + FLEET_INTERVAL_S
     while True:
@@ -224,10 +231,10 @@ async def stream_changes(
         sweep = now >= next_sweep
         if sweep:
             next_sweep = now + SWEEP_INTERVAL_S
-            cache.forget_removed(set(daemon.sessions))
+            cache.forget_removed(set(sessions))
         if now >= next_fleet:
             next_fleet = now + FLEET_INTERVAL_S
-            fleet = ctx.fleet_spend()
-        message = subscriber.changes(dict(daemon.sessions), fleet, sweep)
+            fleet = budgets.fleet_json()
+        message = subscriber.changes(dict(sessions), fleet, sweep)
         if message is not None:
             await send(stream=message)

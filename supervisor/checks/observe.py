@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +21,6 @@ from agentherd.sessions.plan import (
     restore_plan,
 )
 from agentherd.sessions.progress import read_progress_tail
-from agentherd.sessions.sanitize import inert
-from agentherd.sessions.scope import outside
 from agentherd.sessions.status import (
     CheckpointStatus,
     PlanStatus,
@@ -32,28 +28,25 @@ from agentherd.sessions.status import (
     VerificationStatus,
 )
 from agentherd.sessions.times import iso
-from agentherd.supervisor.files import agentfiles
-from agentherd.supervisor.files.store import StoreUnavailable, Verification
-from agentherd.supervisor.git import gitfiles, gitops
+from agentherd.supervisor.checks import verdicts, watchedfile
+from agentherd.supervisor.checks.checkpoints import CheckpointWatch
+from agentherd.supervisor.files.store import Verification
 
 if TYPE_CHECKING:
-    from agentherd.sessions.records import Event
     from agentherd.supervisor.checks.port import SessionPort
     from agentherd.supervisor.checks.verify import VerifyResult
 
 log = logging.getLogger("herd.observe")
 
-MAX_NEW_CHECKPOINTS = 50
-"""At most this many commits are recorded from one ref move (a rebase can bring hundreds)."""
-
 PLAN_SETTLE_S = 0.15
 """A plan that fails to parse is re-read after this pause; only a settled problem is reported."""
 
-VERIFY_TAIL_LINES = 5
-"""`herd status` shows this many last lines of a verification's output (the report, 20)."""
-
 PROGRESS_ENTRIES = 5
 """How many of the latest progress entries the status carries."""
+
+PROGRESS_LOOP_READ_BYTES = 64 * 1024
+"""A progress file up to this size is read on the event loop (open_regular never blocks on a
+FIFO); a larger one in a worker thread."""
 
 Submit = Callable[
     [
@@ -64,28 +57,6 @@ Submit = Callable[
     ],
     object,
 ]
-
-
-@dataclass(frozen=True)
-class FileSignature:
-    """Enough of a file's stat to know it did not change since the last read."""
-
-    inode: int
-    size: int
-    mtime_ns: int
-
-
-def _signature(path: Path) -> FileSignature | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return FileSignature(info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _read(path: Path) -> bytes:
-    """The plan's bytes: a regular file within the size bound (an agent may plant a FIFO)."""
-    return agentfiles.read_regular(path, DEFAULT_MAX_PLAN_BYTES)
 
 
 class Observer:
@@ -101,20 +72,14 @@ class Observer:
         self.plan_error: str | None = None
         self.plan_raw = b""
         """The bytes of the last plan file that parsed (what approve adopts as the baseline)."""
-        self._plan_sig: FileSignature | None = None
+        self._plan_sig: watchedfile.FileSignature | None = None
         self._reported_changes: tuple[Any, ...] = ()
         self.progress_latest: tuple[str, ...] = ()
         self.progress_updated_at: str | None = None
         self.progress_error: str | None = None
-        self._progress_sig: FileSignature | None = None
-        self.checkpoint: Checkpoint | None = None
-        self.git_error: str | None = None
-        self._git_paths: GitPaths | None = None
-        self._git_missing = False
-        """The last look found no repository (so finding one changes what is watched)."""
-        self._head_log_sig: FileSignature | None = None
-        self._git_look: anyio.Lock | None = None
-        """Held by the look at git under way (made on first use, inside the event loop)."""
+        self._progress_sig: watchedfile.FileSignature | None = None
+        self.git = CheckpointWatch(session, self._submit_verification)
+        """The session's commits: its checkpoints and their verification."""
         self._plan_read: anyio.Lock | None = None
         """Held by the read of the plan under way (made on first use)."""
         self._verify_submit: Submit | None = None
@@ -142,7 +107,8 @@ class Observer:
 
     def reread(self) -> None:
         """Forget what was read, so the next refresh reads every file and git again."""
-        self._plan_sig = self._progress_sig = self._head_log_sig = None
+        self._plan_sig = self._progress_sig = None
+        self.git.reread()
 
     def use_verifier(self, submit: Submit) -> None:
         """Where to send new checkpoints for verification (the daemon's fleet-wide queue)."""
@@ -171,7 +137,7 @@ class Observer:
         path = self.plan_path
         if path is None:
             return
-        signature = _signature(path)
+        signature = watchedfile.signature(path)
         if signature is not None and signature == self._plan_sig:
             return
         self._plan_sig = signature
@@ -215,7 +181,9 @@ class Observer:
             )
         self.session.touch()
 
-    async def _read_settled_plan(self, path: Path, signature: FileSignature | None) -> Plan | None:
+    async def _read_settled_plan(
+        self, path: Path, signature: watchedfile.FileSignature | None
+    ) -> Plan | None:
         """Parse the plan; report a problem only once the file stopped changing.
 
         An agent's write is often truncate-then-write: the half-written moment is not news.
@@ -231,7 +199,7 @@ class Observer:
                 problem = f"too large: over the {DEFAULT_MAX_PLAN_BYTES} byte limit"
             else:
                 try:
-                    data = await anyio.to_thread.run_sync(_read, path)
+                    data = await anyio.to_thread.run_sync(watchedfile.read_plan, path)
                     plan = parse_plan(data)
                     self.plan_raw = data
                 except (OSError, PlanError) as exc:
@@ -239,7 +207,7 @@ class Observer:
             if plan is not None:
                 return plan
             await anyio.sleep(PLAN_SETTLE_S)
-            now = _signature(path)
+            now = watchedfile.signature(path)
             if now == signature:
                 self._plan_invalid(f"{self.config.plan}: {problem}; keeping the last good plan")
                 return None
@@ -258,7 +226,7 @@ class Observer:
         if raw is None or path is None or self.plan_current is None:
             raise ValueError("no baseline plan to restore")
         data = restore_plan(raw.encode(), self.plan_current)
-        await anyio.to_thread.run_sync(_write_atomically, path, data)
+        await anyio.to_thread.run_sync(watchedfile.write_atomically, path, data)
         # The caller reads the plan again once `plan-rejected` is written: that event, not
         # the re-read, is what closes `plan-tampered`.
 
@@ -278,7 +246,7 @@ class Observer:
         path = self.progress_path
         if path is None:
             return
-        signature = _signature(path)
+        signature = watchedfile.signature(path)
         if signature == self._progress_sig:
             return
         self._progress_sig = signature
@@ -286,9 +254,11 @@ class Observer:
             return
         try:
             if signature.size <= PROGRESS_LOOP_READ_BYTES:
-                data = _read_tail(path)  # a small read: a worker's hand-off costs more
+                data = watchedfile.read_progress_tail(
+                    path
+                )  # a small read: a worker's hand-off costs more
             else:
-                data = await anyio.to_thread.run_sync(_read_tail, path)
+                data = await anyio.to_thread.run_sync(watchedfile.read_progress_tail, path)
         except OSError as exc:
             self._progress_invalid(f"{self.config.progress}: {exc}; keeping the last entries")
             return
@@ -301,7 +271,7 @@ class Observer:
             return
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
-        self.progress_updated_at = iso(_mtime(signature))
+        self.progress_updated_at = iso(watchedfile.modified_at(signature))
         self.session.progress_written(signature.mtime_ns / 1e9)
 
     def _progress_invalid(self, message: str) -> None:
@@ -313,162 +283,29 @@ class Observer:
     # ----- git ------------------------------------------------------------------------------
 
     @property
-    def _git_limiter(self) -> anyio.CapacityLimiter:
-        return self.session.ctx.git_reads
+    def checkpoint(self) -> Checkpoint | None:
+        """The commit HEAD points at, as last recorded."""
+        return self.git.checkpoint
+
+    @property
+    def git_error(self) -> str | None:
+        """Why git could not be read at the last look, or None."""
+        return self.git.git_error
 
     @property
     def cached_git_paths(self) -> GitPaths | None:
         """The git folders found by the last look, without looking again."""
-        return self._git_paths
+        return self.git.cached_git_paths
 
     async def git_paths(self) -> GitPaths | None:
         """The session's git folders (cached), or None when cwd is not a git worktree."""
-        if self._git_paths is None:
-            try:
-                self._git_paths = await anyio.to_thread.run_sync(
-                    gitops.git_paths, self.config.cwd, limiter=self._git_limiter
-                )
-            except (gitops.NotAGitRepo, OSError):
-                self._git_missing = True
-                return None
-            if self._git_missing:  # the folder became a repository (a moved session's host
-                self.session.ctx.runs_changed()  # made it from the remote): watch its git too
-        return self._git_paths
+        return await self.git.git_paths()
 
     async def refresh_git(self) -> None:
-        """Record commits that appeared since the last look, and verify the newest.
+        """Record commits that appeared since the last look, and verify the newest."""
+        await self.git.refresh()
 
-        `logs/HEAD` is appended on every commit and reset, so an unchanged stat of it means
-        nothing moved: the slow reconcile pass costs one stat per session. One look at a time:
-        a second look that found the stat unchanged while the first was still reading HEAD
-        returned with the older checkpoint (a clean end then waited for a superseded verdict).
-        """
-        if self._git_look is None:
-            self._git_look = anyio.Lock()
-        async with self._git_look:
-            await self._refresh_git()
-
-    async def _refresh_git(self) -> None:
-        cwd = self.config.cwd
-        paths = await self.git_paths()
-        if paths is not None:
-            signature = _signature(paths.head_log)
-            if signature is not None and signature == self._head_log_sig:
-                return
-            self._head_log_sig = signature
-        # HEAD from the files (a few small reads): the commits are then read in one git
-        # process, not three; anything unusual (or no commit yet) is asked of git as before.
-        head_sha = gitfiles.head_sha(paths) if paths is not None else None
-        if head_sha is not None and head_sha != gitfiles.UNKNOWN:
-            await self._record_new_head(head_sha, None, paths)
-            return
-        try:
-            head = await anyio.to_thread.run_sync(
-                gitops.head_checkpoint, cwd, limiter=self._git_limiter
-            )
-        except gitops.NotAGitRepo:
-            self._git_problem(
-                f"{cwd} is not a git repository: no checkpoints, verification, rescue or reset",
-                kind="not-a-git-repo",
-            )
-            return
-        except Exception as exc:  # git can fail in many ways; the session goes on
-            self._git_problem(f"cannot read git in {cwd}: {exc}")
-            return
-        if head is None:
-            self._git_problem(f"{cwd} has no commits yet: no checkpoint")
-            return
-        await self._record_new_head(head.sha, head, paths)
-
-    async def _record_new_head(
-        self, head_sha: str, head: Checkpoint | None, paths: GitPaths | None
-    ) -> None:
-        """Record the commits up to `head_sha` that are new since the last checkpoint."""
-        cwd = self.config.cwd
-        if head is not None:
-            self.git_error = None
-        previous = self.checkpoint.sha if self.checkpoint else None
-        if head_sha == previous:
-            self.git_error = None
-            return
-        store = self.session.ctx.store
-        known = store.checkpoints(self.config.name, limit=1)
-        since = known[-1].sha if known else None
-        if since == head_sha:
-            self.checkpoint = known[-1]
-            self.session.touch()
-            if self.checkpoint.verified is None:  # its verification died with a daemon
-                self._submit_verification(head_sha)
-            return
-        try:
-            new = await anyio.to_thread.run_sync(
-                gitops.new_commits,
-                cwd,
-                since,
-                head_sha,
-                MAX_NEW_CHECKPOINTS,
-                paths,
-                limiter=self._git_limiter,
-            )
-        except Exception:
-            if head is None:  # HEAD was read from the files: git says what it is, as before
-                try:
-                    head = await anyio.to_thread.run_sync(
-                        gitops.head_checkpoint, cwd, limiter=self._git_limiter
-                    )
-                except Exception as exc:
-                    self._git_problem(f"cannot read git in {cwd}: {exc}")
-                    return
-                if head is None:
-                    self._git_problem(f"{cwd} has no commits yet: no checkpoint")
-                    return
-            new = [head]
-        self.git_error = None
-        for commit in new:
-            event = self.session.make_event(
-                "checkpoint",
-                f"checkpoint {commit.short_sha} {inert(commit.subject)[:120]}",
-                sha=commit.sha,
-                subject=commit.subject,
-                files=list(commit.files[:50]),
-            )
-            # History from before herd watched is not this session's drift.
-            stray = self._scope_event(commit) if known else None
-            try:
-                self.session.record_checkpoint(commit, event, *([stray] if stray else []))
-            except StoreUnavailable:
-                self._head_log_sig = None  # the disk is full: read git again next time
-                return
-        # HEAD, not the newest recorded: a restart from an earlier checkpoint moved it back.
-        newest = store.checkpoints(self.config.name, limit=1)[-1]
-        self.checkpoint = store.checkpoint(self.config.name, head_sha) or newest
-        self.session.note_progress()
-        if self.checkpoint.sha == newest.sha or self.checkpoint.verified is None:
-            self._submit_verification(self.checkpoint.sha)
-
-    def _scope_event(self, commit: Checkpoint) -> Event | None:
-        """A warning when a commit touches files outside `scope` (plan and progress file aside)."""
-        if not self.config.scope or self._git_paths is None:
-            return None
-        top = self._git_paths.worktree
-        own = [self.plan_path, self.progress_path]
-        always = [str(p.resolve().relative_to(top)) for p in own if p and _under(p, top)]
-        stray = outside(commit.files, self.config.scope, always)
-        if not stray:
-            return None
-        shown = ", ".join(stray[:5]) + (f" and {len(stray) - 5} more" if len(stray) > 5 else "")
-        return self.session.make_event(
-            "out-of-scope",
-            f"checkpoint {commit.short_sha} changes files outside scope: {inert(shown)}",
-            sha=commit.sha,
-            files=stray[:50],
-        )
-
-    def _git_problem(self, message: str, kind: str = "git-unavailable") -> None:
-        if message == self.git_error:
-            return
-        self.git_error = message
-        self.session.commit_events(self.session.make_event(kind, message))
+    # ----- verification ---------------------------------------------------------------------
 
     def _submit_verification(self, sha: str) -> None:
         if self.config.verify is None or self._verify_submit is None:
@@ -494,99 +331,20 @@ class Observer:
 
     async def _verified(self, result: VerifyResult) -> None:
         verdict = Verification(result.sha, result.passed, result.to_json())
-        if self.checkpoint is not None and self.checkpoint.sha == result.sha:
-            self.checkpoint = self.checkpoint.model_copy(update={"verified": result.passed})
-        tail = result.output_tail.splitlines()[-VERIFY_TAIL_LINES:]
-        self.verification = {
-            "sha": result.sha,
-            "passed": result.passed,
-            "duration_s": round(result.duration_s, 2),
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "error": result.error,
-            "output_tail": "\n".join(tail),
-        }
+        self.git.verified(result.sha, result.passed)
+        self.verification = verdicts.shown(result)
         if result.passed:
-            event = self.session.make_event(
-                "verify-passed",
-                f"checkpoint {result.sha[:7]} verified in {result.duration_s:.1f}s",
-                sha=result.sha,
-                duration_s=result.duration_s,
-            )
+            event = verdicts.passed_event(self.session.make_event, result)
             self.session.verdict_events(result.sha, True, "")
             self.session.record_verification(verdict, event)
             return
-        why = result.error or ("timed out" if result.timed_out else f"exit {result.exit_code}")
-        events = [
-            self.session.make_event(
-                "verify-failed",
-                f"checkpoint {result.sha[:7]} fails verification ({why})",
-                sha=result.sha,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                output_tail=result.output_tail[-2000:],
-            )
-        ]
-        claimed, claim_error = await self._claimed_at(result.sha)
-        if claim_error is not None:
-            events.append(
-                self.session.make_event(
-                    "claim-unchecked",
-                    f"checkpoint {result.sha[:7]} fails verification, but its plan claims "
-                    f"could not be checked: {inert(claim_error)[:200]}",
-                    sha=result.sha,
-                    error=claim_error[:500],
-                )
-            )
-        if claimed:
-            events.append(
-                self.session.make_event(
-                    "claims-done-but-fails",
-                    f"checkpoint {result.sha[:7]} marks "
-                    f"{len(claimed)} item(s) passing but fails verification: "
-                    + "; ".join(inert(c)[:80] for c in claimed[:3]),
-                    sha=result.sha,
-                    items=claimed,
-                )
-            )
+        events = [verdicts.failed_event(self.session.make_event, result)]
+        claimed, claim_error = await verdicts.claimed_at(
+            self.config, result.sha, self.session.ctx.git_reads
+        )
+        events += verdicts.claim_events(self.session.make_event, result.sha, claimed, claim_error)
         events += self.session.verdict_events(result.sha, False, result.output_tail)
         self.session.record_verification(verdict, *events)
-
-    async def _claimed_at(self, sha: str) -> tuple[list[str], str | None]:
-        """Plan items that the commit `sha` flipped to passing (against its parent), or why
-        git could not tell (a git error is reported, never taken for "no claim")."""
-        if not self.config.plan:
-            return [], None
-        plan_file = self.config.plan
-        try:
-            now_data = await anyio.to_thread.run_sync(
-                gitops.read_at,
-                self.config.cwd,
-                sha,
-                plan_file,
-                DEFAULT_MAX_PLAN_BYTES,
-                limiter=self._git_limiter,
-            )
-            before_data = await anyio.to_thread.run_sync(
-                gitops.read_at,
-                self.config.cwd,
-                f"{sha}~1",
-                plan_file,
-                DEFAULT_MAX_PLAN_BYTES,
-                limiter=self._git_limiter,
-            )
-        except Exception as exc:  # git fails in many ways: say so
-            return [], f"git cannot show {plan_file} at {sha[:7]}: {exc}"
-        if now_data is None:
-            return [], None
-        try:
-            now = parse_plan(now_data)
-            before = parse_plan(before_data) if before_data is not None else None
-        except PlanError:
-            return [], None  # no readable plan at that commit: it claims nothing
-        passing_before = {i.key for i in before.items if i.passes} if before else set()
-        claimed = [i.description for i in now.items if i.passes and i.key not in passing_before]
-        return claimed, None
 
     # ----- status ---------------------------------------------------------------------------
 
@@ -643,37 +401,3 @@ class Observer:
             self._status_cache["verification"] = cached
         found: VerificationStatus | None = cached[1]
         return found
-
-
-PROGRESS_LOOP_READ_BYTES = 64 * 1024
-"""A progress file up to this size is read on the event loop (open_regular never blocks on a
-FIFO); a larger one in a worker thread."""
-PROGRESS_TAIL_BYTES = 256 * 1024
-"""Only the end of a long progress file is read: the latest entries live there."""
-
-
-def _under(path: Path, top: Path) -> bool:
-    """True when `path` lies inside the folder `top`."""
-    return path.resolve().is_relative_to(top)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Replace a file in one rename, so its reader never sees it half written."""
-    temporary = path.with_name(f".{path.name}.herd-tmp")
-    temporary.unlink(missing_ok=True)  # whatever the agent left there (a FIFO would block)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temporary, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
-
-
-def _read_tail(path: Path) -> bytes:
-    """The end of the progress file: a regular file, read from its tail."""
-    return agentfiles.read_regular_tail(path, PROGRESS_TAIL_BYTES)
-
-
-def _mtime(signature: FileSignature) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(signature.mtime_ns / 1e9, UTC)

@@ -7,18 +7,77 @@ importing the supervisor itself).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.plan import Plan
 from agentherd.sessions.records import Event, SessionRecord
-from agentherd.supervisor.files.store import Verification
-from agentherd.supervisor.session.context import Context
+from agentherd.supervisor.files.store import Store, Verification
 
-if TYPE_CHECKING:
-    from agentherd.supervisor.checks.observe import Observer
-    from agentherd.supervisor.session.liverun import LiveRun
+
+class Shared(Protocol):
+    """What the daemon shares with a session's helpers (the session wing's `Context`)."""
+
+    @property
+    def store(self) -> Store:
+        """The state store, for reads."""
+        ...
+
+    @property
+    def state_dir(self) -> Path:
+        """The `.herd` folder."""
+        ...
+
+    @property
+    def config_path(self) -> Path:
+        """herd.toml, which a rescue never commits."""
+        ...
+
+    @property
+    def git_reads(self) -> anyio.CapacityLimiter:
+        """The fleet's git reads run in at most this many worker threads at once."""
+        ...
+
+    def spend_changed(self, session: Any) -> None:
+        """What a session's spend samples show changed: its budget is looked at."""
+        ...
+
+    def runs_changed(self) -> None:
+        """What the fleet watcher should watch changed."""
+        ...
+
+
+class FilesView(Protocol):
+    """What a session's files say, as its report and recovery read it (the observer)."""
+
+    @property
+    def plan_baseline(self) -> Plan | None:
+        """The approved plan every later change is judged against."""
+        ...
+
+    @property
+    def plan_current(self) -> Plan | None: ...
+
+    @property
+    def plan_error(self) -> str | None: ...
+
+    @property
+    def progress_latest(self) -> tuple[str, ...]: ...
+
+    @property
+    def progress_updated_at(self) -> str | None: ...
+
+    @property
+    def git_error(self) -> str | None: ...
+
+    def plan_reads(self) -> anyio.Lock:
+        """Held while the plan is read, so a reset does not change it underneath."""
+        ...
 
 
 class SessionPort(Protocol):
@@ -35,17 +94,12 @@ class SessionPort(Protocol):
         ...
 
     @property
-    def ctx(self) -> Context:
-        """The daemon's store (for reads), timings, limiters and folders."""
+    def ctx(self) -> Shared:
+        """The daemon's store (for reads), limiters and folders."""
         ...
 
     @property
-    def run(self) -> LiveRun | None:
-        """The run being watched, if any (its usage so far counts in reports)."""
-        ...
-
-    @property
-    def observer(self) -> Observer:
+    def observer(self) -> FilesView:
         """What the session's files say."""
         ...
 
@@ -58,8 +112,8 @@ class SessionPort(Protocol):
         """`usage_total` and `budget` as the status JSON has them."""
         ...
 
-    def run_usage(self, live: LiveRun) -> Usage:
-        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
+    def running_usage(self) -> tuple[int, Usage] | None:
+        """The watched run's number and usage so far while its end is not yet recorded."""
         ...
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:

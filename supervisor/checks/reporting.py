@@ -85,10 +85,9 @@ async def _report_input(session: SessionPort) -> ReportInput:
     )
     observer = session.observer
     runs = [r for r in stored.runs if handle is None or r.handle == handle]
-    live = session.run
-    if live is not None and not live.record.usage:  # its usage so far, as status shows
-        usage = session.run_usage(live).to_json()
-        number = live.record.run
+    running = session.running_usage()
+    if running is not None:  # its usage so far, as status shows
+        number, usage = running[0], running[1].to_json()
         runs = [r.model_copy(update={"usage": usage}) if r.run == number else r for r in runs]
     # Imported here: the report's models cost the daemon ~1 MB for a verb few sessions see.
     from agentherd.sessions.report import ReportInput

@@ -24,7 +24,7 @@ from anyio.abc import Process, TaskGroup, TaskStatus
 
 from agentherd.sessions.config import command_argv
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import procs, runid
 
 log = logging.getLogger("herd.verify")
 
@@ -121,7 +121,7 @@ async def _run_step(
     env: Mapping[str, str],
     log_fd: int,
     deadline: float,
-    started: list[tuple[procs.RunIdentity, Process]],
+    started: list[tuple[runid.RunIdentity, Process]],
 ) -> _Step:
     """Run one command in its own process group until it exits or `deadline` passes."""
     argv = command_argv(command)
@@ -144,8 +144,8 @@ async def _run_step(
         create_time = psutil.Process(process.pid).create_time()
     except psutil.Error:
         create_time = before
-    tag = env[procs.TAG_VAR]
-    started.append((procs.RunIdentity(process.pid, process.pid, create_time, tag), process))
+    tag = env[runid.TAG_VAR]
+    started.append((runid.RunIdentity(process.pid, process.pid, create_time, tag), process))
     with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
         code = await process.wait()
         if isinstance(command, str) and code == SHELL_NOT_FOUND:
@@ -155,7 +155,7 @@ async def _run_step(
 
 
 async def _stop_all(
-    started: list[tuple[procs.RunIdentity, Process]], stop_grace_s: float = STOP_GRACE_S
+    started: list[tuple[runid.RunIdentity, Process]], stop_grace_s: float = STOP_GRACE_S
 ) -> None:
     """Stop whatever is left of every step's tree and reap each step's leader."""
     for identity, process in started:
@@ -304,9 +304,9 @@ async def _run_steps(
     """
     full_env = {k: v for k, v in os.environ.items() if k not in _GIT_REPOINT_VARS}
     full_env.update(env or {})
-    full_env.update({"HERD_VERIFY_SHA": sha, VERIFY_TAG_VAR: tag, procs.TAG_VAR: tag})
+    full_env.update({"HERD_VERIFY_SHA": sha, VERIFY_TAG_VAR: tag, runid.TAG_VAR: tag})
     deadline = anyio.current_time() + left_s
-    started: list[tuple[procs.RunIdentity, Process]] = []
+    started: list[tuple[runid.RunIdentity, Process]] = []
     try:
         if setup is not None:
             step = await _run_step(setup, where, full_env, log_fd, deadline, started)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from agentherd.sessions import status_builder
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.records import Event
@@ -197,8 +198,8 @@ class ClusterFleet:
         args = {"kill": kill, "no_wait": no_wait}
         replies = [view.send_command(self.url, h, name, "stop", args) for h in hosts]
         if replies and replies[-1]:
-            return SessionStatus.model_validate({**replies[-1], "host": hosts[-1]})
-        status = view.speaking(row) if row else SessionStatus(session=name)
+            return status_builder.on_host(replies[-1], hosts[-1])
+        status = view.speaking(row) if row else status_builder.never_seen(name)
         if active:
             number = int(active[-1].workflow_id.rsplit(":", 1)[1])
             return status.model_copy(
@@ -228,7 +229,7 @@ class ClusterFleet:
         """pause, resume, approve, reject or ack, done by the host that holds the session."""
         host = self._owner(name)
         reply = view.send_command(self.url, host, name, verb, args)
-        return SessionStatus.model_validate({**reply, "host": host})
+        return status_builder.on_host(reply, host)
 
     def status(self, target: str | None = None) -> list[SessionStatus] | SessionStatus | TaskStatus:
         """Every session, one session (the row that speaks for it), or one task NAME/N."""
@@ -238,7 +239,7 @@ class ClusterFleet:
         self._known(name)
         if not slash:
             row = self._row(name)
-            return view.speaking(row) if row else SessionStatus(session=name)
+            return view.speaking(row) if row else status_builder.never_seen(name)
         return self._task_status(name, int(number) if number.isdigit() else 0, target)
 
     def _task_status(self, name: str, number: int, target: str) -> TaskStatus:
@@ -279,7 +280,9 @@ class ClusterFleet:
             best = view.merged(view.rows(conn))
         names = [s.name for s in self.config.sessions]
         names += sorted(n for n in best if n not in names)
-        return [view.speaking(best[n]) if n in best else SessionStatus(session=n) for n in names]
+        return [
+            view.speaking(best[n]) if n in best else status_builder.never_seen(n) for n in names
+        ]
 
     def events(self, since: int = 0, session: str | None = None) -> Iterator[Event]:
         """Every host's events after the fleet-wide `since`, page by page."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from agentherd.sessions import status_builder
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import SessionStatus
@@ -54,10 +55,7 @@ def rows(conn: psycopg.Connection, session: str | None = None) -> list[Row]:
         """,
         {"session": session},
     ).fetchall()
-    return [
-        Row(r[0], SessionStatus.model_validate({**r[1], "host": r[0]}), bool(r[2]), float(r[3]))
-        for r in found
-    ]
+    return [Row(r[0], status_builder.on_host(r[1], r[0]), bool(r[2]), float(r[3])) for r in found]
 
 
 def _rank(row: Row) -> tuple[bool, str, float]:
@@ -76,13 +74,8 @@ def merged(found: list[Row]) -> dict[str, Row]:
 
 
 def speaking(row: Row) -> SessionStatus:
-    """The row's status as a viewer shows it: no host for a session that never ran; reason
-    `host-lost` while its host's lease has lapsed with the session active there."""
-    if row.status.started_at is None and row.status.handle is None:
-        return row.status.model_copy(update={"host": None})
-    if not row.alive and row.status.state in ACTIVE_STATES:
-        return row.status.model_copy(update={"reason": "host-lost"})
-    return row.status
+    """The row's status as a viewer shows it (status_builder.across_hosts)."""
+    return status_builder.across_hosts(row.status, row.alive)
 
 
 def events(conn: psycopg.Connection, since: int, session: str | None, limit: int) -> list[Event]:

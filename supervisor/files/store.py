@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentherd.sessions import open_warnings
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.open_warnings import WarningRecord
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.supervisor.files.storeschema import StoreError, Transaction, migrate
+from agentherd.supervisor.files.storewarnings import fold_warnings, open_records
 
 log = logging.getLogger("herd.store")
 
@@ -24,47 +25,6 @@ MAX_PENDING_EVENTS = 10_000
 
 _WRITE_FAILURES = frozenset({"SQLITE_FULL", "SQLITE_IOERR"})
 """sqlite error names (extended ones start with these) that mean "the disk refused the write"."""
-
-SCHEMA_VERSION = 3
-"""Bump with a migration in `_MIGRATIONS` whenever the tables change."""
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions(name TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tasks(
-    handle TEXT PRIMARY KEY, session TEXT NOT NULL, first_run INTEGER NOT NULL,
-    data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs(
-    session TEXT NOT NULL, run INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY(session, run));
-CREATE TABLE IF NOT EXISTS events(
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, session TEXT, run INTEGER,
-    kind TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS events_session ON events(session, seq);
-CREATE TABLE IF NOT EXISTS checkpoints(
-    id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, sha TEXT NOT NULL,
-    data TEXT NOT NULL, verified INTEGER, verification TEXT, UNIQUE(session, sha));
-"""
-
-_MIGRATIONS: dict[int, str] = {
-    2: """
-CREATE TABLE IF NOT EXISTS warnings(
-    session TEXT NOT NULL, kind TEXT NOT NULL, opened_seq INTEGER NOT NULL,
-    opened_at TEXT NOT NULL, last_seq INTEGER NOT NULL, last_at TEXT NOT NULL,
-    message TEXT NOT NULL, count INTEGER NOT NULL, closed_seq INTEGER, closed_at TEXT,
-    PRIMARY KEY(session, kind, opened_seq));
-CREATE INDEX IF NOT EXISTS warnings_open ON warnings(session, closed_seq);
-""",
-    3: """
-ALTER TABLE warnings ADD COLUMN acked_seq INTEGER;
-ALTER TABLE warnings ADD COLUMN acked_at TEXT;
-""",
-}
-"""Statements that take the schema from version N-1 to N."""
-
-
-class StoreError(Exception):
-    """The database cannot be used (newer schema, corruption); the message says what to do."""
 
 
 class StoreUnavailable(StoreError):
@@ -125,61 +85,10 @@ class Store:
         """Changes the disk refused, oldest first, written before any newer one."""
         self.outage: Outage | None = None
         self.recovered: Outage | None = None
-        self._migrate()
+        migrate(self._db, path)
 
-    def _migrate(self) -> None:
-        with self._transaction():
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} was written by a newer herd (schema {version}, this herd knows "
-                    f"{SCHEMA_VERSION}); upgrade herd or move .herd/ aside"
-                )
-            if version == 0:
-                for statement in _SCHEMA_V1.strip().split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                version = 1
-            backfill = False
-            while version < SCHEMA_VERSION:
-                version += 1
-                for statement in _MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                backfill = backfill or version == 2
-            if backfill:  # once the warnings table has all its columns
-                self._backfill_warnings()
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-
-    def _backfill_warnings(self) -> None:
-        """Fold the event log of an older herd into warning records (once, at the upgrade)."""
-        rows = self._db.execute(
-            "SELECT seq, at, session, run, kind, message, data FROM events "
-            "WHERE session IS NOT NULL ORDER BY seq"
-        )
-        for seq, at, session, run, kind, message, data in rows.fetchall():
-            if open_warnings.concerns(kind):
-                self._fold_warnings(
-                    Event(
-                        seq=seq,
-                        at=at,
-                        session=session,
-                        run=run,
-                        kind=kind,
-                        message=message,
-                        data=json.loads(data),
-                    )
-                )
-
-    def _transaction(self) -> _Tx:
-        return _Tx(self._db)
+    def _transaction(self) -> Transaction:
+        return Transaction(self._db)
 
     def close(self) -> None:
         """Close the database file."""
@@ -332,50 +241,13 @@ class Store:
                 ),
             )
             stored = event.model_copy(update={"seq": cursor.lastrowid})
-            self._fold_warnings(stored)
+            fold_warnings(self._db, stored)
             written.append(stored)
         return written
 
-    def _fold_warnings(self, event: Event) -> None:
-        """Open, count or close the session's warning records for a written event (same tx)."""
-        if event.session is None or not open_warnings.concerns(event.kind):
-            return
-        current = {record.kind: record for record in self._open_warnings(event.session)}
-        for record in open_warnings.fold(current, event):
-            self._db.execute(
-                "INSERT OR REPLACE INTO warnings(session, kind, opened_seq, opened_at, "
-                "last_seq, last_at, message, count, closed_seq, closed_at, acked_seq, acked_at) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.session,
-                    record.kind,
-                    record.opened_seq,
-                    record.opened_at,
-                    record.last_seq,
-                    record.last_at,
-                    record.message,
-                    record.count,
-                    record.closed_seq,
-                    record.closed_at,
-                    record.acked_seq,
-                    record.acked_at,
-                ),
-            )
-
-    def _open_warnings(self, session: str) -> list[WarningRecord]:
-        rows = self._db.execute(
-            "SELECT session, kind, opened_seq, opened_at, last_seq, last_at, message, count, "
-            "closed_seq, closed_at, acked_seq, acked_at FROM warnings "
-            "WHERE session=? AND closed_seq IS NULL "
-            "ORDER BY last_seq",
-            (session,),
-        ).fetchall()
-        names = tuple(WarningRecord.model_fields)
-        return [WarningRecord.model_validate(dict(zip(names, row, strict=True))) for row in rows]
-
     def open_warnings(self, session: str) -> list[WarningRecord]:
         """The session's open warnings, oldest latest-occurrence first (a new daemon loads them)."""
-        return self._open_warnings(session)
+        return open_records(self._db, session)
 
     def sessions(self) -> dict[str, SessionRecord]:
         """Every session record, by name."""
@@ -517,30 +389,3 @@ class Store:
             (session,),
         ).fetchone()
         return str(row[0]) if row else None
-
-
-class _Tx:
-    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK when the body raised."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
-            self._rollback()
-            return
-        try:
-            self._db.execute("COMMIT")
-        except sqlite3.Error:
-            self._rollback()  # a failed COMMIT leaves the transaction open: end it, keep nothing
-            raise
-
-    def _rollback(self) -> None:
-        if self._db.in_transaction:
-            try:
-                self._db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # sqlite rolled back already (it does on some I/O errors)

@@ -14,8 +14,8 @@ import os
 import psutil
 
 from agentherd.supervisor.process import cgroups
-from agentherd.supervisor.process.procs import RunIdentity
 from agentherd.supervisor.process.proctable import TAG_VAR
+from agentherd.supervisor.process.runid import RunIdentity
 
 START_MARGIN_S = 2.0
 """Processes started up to this long before the leader are looked at too: start times are

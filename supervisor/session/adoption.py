@@ -16,7 +16,7 @@ from agentherd.sessions.records import RunRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import parse_iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import procs, runfolder, runid
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.parts import SessionParts
@@ -55,7 +55,7 @@ class Adoption(SessionParts):
                     else None,
                 )
                 live = LiveRun(last, identity, folder, parser, None, self._config_of(last))
-                alive = await anyio.to_thread.run_sync(procs.lock_held, folder)
+                alive = await anyio.to_thread.run_sync(runfolder.lock_held, folder)
                 if alive and (
                     identity.pid is None  # a held lock is a live run, even with no leader known
                     or await anyio.to_thread.run_sync(procs.leader_alive, identity)
@@ -80,7 +80,7 @@ class Adoption(SessionParts):
                         self.resume_drift_restart(last)
                     return
                 # It ended while no daemon watched: read what it wrote, then apply policy.
-                live.exit = procs.read_exit_file(folder) or procs.ExitInfo(None, None)
+                live.exit = runfolder.read_exit_file(folder) or runid.ExitInfo(None, None)
                 self.run = live
                 self._read_output(live)
                 while live.tailer.has_more():  # all of it: the outcome is on its last lines
@@ -144,7 +144,7 @@ class Adoption(SessionParts):
         folder = run_dir(self.ctx.state_dir, self.config.name, last.run)
         parser = make_parser(self.config.agent, session_id=last.agent_session_id)
         live = LiveRun(last, self._identity_of(last), folder, parser, None, self._config_of(last))
-        live.exit = procs.ExitInfo(last.exit_code, last.signal)
+        live.exit = runid.ExitInfo(last.exit_code, last.signal)
         began, ended = parse_iso(last.started_at), parse_iso(last.ended_at)
         if began is not None and ended is not None:  # how long it ran, for the crash rules
             live.started_monotonic -= max(0.0, (ended - began).total_seconds())

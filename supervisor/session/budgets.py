@@ -1,75 +1,99 @@
-"""Budgets applied: each session's spend, the fleet's, the warnings and the stops.
+"""Budgets applied: each session's warnings and stops, and the fleet's.
 
-The arithmetic is sessions/budget.py's; this module reads the figures from the live runs and
-the store, and acts: a `budget-warning` once per dimension, a graceful stop at 100 %.
+The arithmetic is sessions/budget.py's and sessions/spending.py's; a session's ledger
+(spend.py) gathers its inputs. The keeper decides from the spend, the budgets and the clock
+which warnings to open and which stops to make, and hands them back as values: a session
+commits its `BudgetCheck`; the fleet's events go to the store as daemon events.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from dataclasses import replace
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import anyio
+from anyio.abc import TaskGroup
 
-from agentherd.sessions.adapters import Usage
+from agentherd.sessions import status_builder
 from agentherd.sessions.budget import (
-    DIMENSIONS,
-    PROJECTION_WINDOW_S,
-    CostGuard,
     DimensionUse,
-    Sample,
     Spend,
-    SpendHistory,
-    budget_json,
     crossings,
     evaluate,
-    project,
     raised_since_stop,
 )
 from agentherd.sessions.config import Budget
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.prices import Price, price_for, with_estimate
-from agentherd.sessions.records import Event, RunRecord
-from agentherd.sessions.states import ACTIVE_STATES, State
-from agentherd.sessions.status import UsageStatus
-from agentherd.sessions.times import iso, parse_iso, utc_now
-from agentherd.supervisor.files.store import Change
-
-if TYPE_CHECKING:
-    from agentherd.supervisor.daemon import Daemon
-    from agentherd.supervisor.session.liverun import LiveRun
-    from agentherd.supervisor.session.supervisor import SessionSupervisor
+from agentherd.sessions.records import Event, SessionRecord
+from agentherd.sessions.spending import STOPPABLE, fleet_counted, fleet_member
+from agentherd.sessions.states import State
+from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.files.store import Change, Store
+from agentherd.supervisor.session.news import News
+from agentherd.supervisor.session.spend import SessionSpend, SpendInputs, has_limits
 
 log = logging.getLogger("herd.budgets")
 
-STOPPABLE = ACTIVE_STATES - {State.STOPPING}
-"""States a budget stop applies to (a stopping session is already on its way out)."""
+WALL_SLACK_S = 0.001
+"""A wall-time check wakes this long after the crossing: a hair early would find none yet."""
 
 
-@functools.lru_cache(maxsize=1024)
-def _unix_s(moment: str | None) -> float | None:
-    """An ISO time as unix seconds (remembered: every check reads the same task starts)."""
-    parsed = parse_iso(moment)
-    return parsed.timestamp() if parsed is not None else None
+@dataclass(frozen=True)
+class BudgetStop:
+    """A budget that ran out: the session records its limit with the event, then stops."""
+
+    event: Event
+    limit: float
+    scope: str
+    """`session` or `fleet`: whose budget ran out."""
+    reason: str
+    """The stop's reason, `budget:<dimension>`."""
 
 
-def _seconds_between(start: str | None, end: str | None, now_unix_s: float) -> float:
-    """Seconds from an ISO start to an ISO end (or to now when the end is unknown)."""
-    began = _unix_s(start)
-    if began is None:
-        return 0.0
-    ended = _unix_s(end)
-    end_s = ended if ended is not None else now_unix_s
-    return max(end_s - began, 0.0)
+@dataclass(frozen=True)
+class BudgetCheck:
+    """What a look at a session's budget found, for the session to write and do, in order."""
+
+    notices: tuple[Event, ...] = ()
+    """`usage-backwards` events, each written on its own."""
+    warned: tuple[str, ...] | None = None
+    """The dimensions warned of so far for `warned_for` (None: leave the record's as it is)."""
+    warned_for: str | None = None
+    warnings: tuple[Event, ...] = ()
+    """`budget-warning` events, written together."""
+    stop: BudgetStop | None = None
 
 
-def _has_limits(budget: Budget) -> bool:
-    """True when the budget sets any limit (most sessions set none)."""
-    return any(getattr(budget, dimension) is not None for dimension in DIMENSIONS)
+class Budgeted(Protocol):
+    """A session as the keeper sees it: its ledger, its inputs, and how it takes a check."""
+
+    @property
+    def spend(self) -> SessionSpend:
+        """The session's spend ledger."""
+        ...
+
+    def spend_inputs(self) -> SpendInputs:
+        """What the session's spend is counted from, now."""
+        ...
+
+    def take_budget_check(self, check: BudgetCheck) -> None:
+        """Write what a look at its budget found (events, warned dimensions, a stop's limit)."""
+        ...
+
+    async def stop(self, kill: bool = False, reason: str = "user") -> None:
+        """End the task gracefully."""
+        ...
+
+
+def budget_raised(record: SessionRecord, budget: Budget, fleet_budget: Budget) -> bool:
+    """A session stopped by a budget whose limit now leaves room (`herd up` starts it)."""
+    if record.state != State.STOPPED:
+        return False
+    stopped_by = fleet_budget if record.budget_stop_scope == "fleet" else budget
+    return raised_since_stop(stopped_by, record.reason, record.budget_stop_limit)
 
 
 def _dimension_text(use: DimensionUse) -> str:
@@ -83,224 +107,26 @@ def _dimension_text(use: DimensionUse) -> str:
     return f"{use.dimension} {int(spent):,} of {int(limit):,}"
 
 
-class SessionSpend:
-    """One session's spend as its budget counts it: runs guarded, priced, summed."""
-
-    def __init__(self, session: SessionSupervisor) -> None:
-        self.session = session
-        self.guards: dict[int, CostGuard] = {}
-        """The current run's guard, by run number: its figures never go down."""
-        self.warned_backwards: set[int] = set()
-        self.backwards_unsaid: set[int] = set()
-        """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
-        self.history = SpendHistory(every_s=session.ctx.timings.spend_sample_s)
-        self._ended: tuple[tuple[int, bool], Usage, float, int, int] | None = None
-        """(current run, its usage recorded) -> usage, wall s, runs, tasks of recorded runs."""
-        self._ended_task: tuple[str, str] | None = None
-        self._priced: tuple[tuple[Any, ...], Usage] | None = None
-        """(run, the parser's usage, the price's inputs) -> run_usage's answer: a status, a
-        budget check and a sample ask it many times between two changes of the output."""
-        self._sampled: tuple[str | None, int] = (None, 0)
-        """The task and run of the last sample: a new one is sampled at once (it starts afresh)."""
-        self.changed = True
-        """Something the samples show may have changed since the last one: the next is taken
-        for real at its time. Otherwise the points in between repeat the last (`fill`)."""
-        self._wall_moving = False
-        """Whether the wall time was moving at the last sample (an active task's)."""
-
-    # ----- figures --------------------------------------------------------------------------
-
-    def limited(self) -> bool:
-        """True when the session's budget sets a limit (its status then moves with the clock)."""
-        return _has_limits(self.session.config.budget)
-
-    def price(self) -> Price | None:
-        """The price for this session's estimates."""
-        session = self.session
-        return price_for(session.config.agent, session.config.price, session.ctx.prices)
-
-    def run_usage(self, live: LiveRun) -> Usage:
-        """A run's usage as budgets and status count it: never lower, a missing cost estimated."""
-        if live.record.run not in self.guards:
-            self.guards = {}  # only the current run's figures are still moving
-            self._priced = None
-        reported = live.parser.usage
-        config, ctx = self.session.config, self.session.ctx
-        key = (live.record.run, reported, config.agent, config.price, ctx.prices)
-        if self._priced is not None and self._priced[0] == key:
-            return self._priced[1]  # the guard would take the same figures to the same answer
-        guard = self.guards.setdefault(live.record.run, CostGuard())
-        raw = guard.take(reported)
-        if guard.went_backwards and live.record.run not in self.warned_backwards:
-            self.warned_backwards.add(live.record.run)
-            self.backwards_unsaid.add(live.record.run)  # the next budget check says so
-            self.session.ctx.spend_changed(self.session)
-        if raw.cost_estimated and self.session.config.price is not None:
-            raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
-        priced = with_estimate(raw, self.price())
-        self._priced = (key, priced)
-        return priced
-
-    def _unrecorded(self) -> LiveRun | None:
-        """The watched run while its usage is not yet written with its end (it counts live).
-
-        Not `ended_at`: the end is set first, and the usage only after the run's transcript
-        was read, off the event loop; in between, the run must count neither twice nor not at all.
-        """
-        live = self.session.run
-        return live if live is not None and not live.record.usage else None
-
-    def _live_usage(self) -> Usage:
-        live = self._unrecorded()
-        return self.run_usage(live) if live is not None else Usage()
-
-    def task_usage(self) -> Usage:
-        """The current task's usage: its ended runs (stored) and the running one."""
-        return self.session.task_usage + self._live_usage()
-
-    def task_spend(self, now_unix_s: float) -> Spend:
-        """The current task's spend: usage, wall time since it began, automatic restarts."""
-        record = self.session.record
-        if not record.handle:
-            return Spend()
-        end = self._task_end(record.handle) if record.state not in ACTIVE_STATES else None
-        wall_s = _seconds_between(record.task_started_at, end, now_unix_s)
-        if end is None and record.state not in ACTIVE_STATES:
-            wall_s = 0.0  # an ended task whose end is unknown counts no time
-        return Spend(self.task_usage(), wall_s, record.restarts)
-
-    def _task_end(self, handle: str) -> str | None:
-        """When an ended task ended (read once per task, not per status)."""
-        if self._ended_task is None or self._ended_task[0] != handle:
-            task = self.session.ctx.store.task(handle)
-            end = task.ended_at if task is not None else None
-            if end is None:
-                return None
-            self._ended_task = (handle, end)
-        return self._ended_task[1]
-
-    def life_spend(self, now_unix_s: float, task: Spend | None = None) -> Spend:
-        """Every run the session ever had: usage, the sum of its tasks' wall time, restarts."""
-        usage, wall_s, runs, tasks = self._ended_runs()
-        usage = usage + self._live_usage()
-        task_wall = (task or self.task_spend(now_unix_s)).wall_time_s
-        return Spend(usage, wall_s + task_wall, max(runs - tasks, 0))
-
-    def spend(self, covers: str, now_unix_s: float) -> Spend:
-        """The spend a budget with this `covers` counts."""
-        if covers == "life":
-            return self.life_spend(now_unix_s)
-        return self.task_spend(now_unix_s)
-
-    def _ended_runs(self) -> tuple[Usage, float, int, int]:
-        """Usage of every ended run, wall time of every task but the current one, counts."""
-        session = self.session
-        key = (session.record.run, self._unrecorded() is None)
-        if self._ended is not None and self._ended[0] == key:
-            return self._ended[1:]
-        runs = session.ctx.store.runs(session.config.name)
-        usage = Usage()
-        live = self._unrecorded()
-        counted_live = live.record.run if live is not None else None
-        for run in runs:
-            if run.ended_at is not None and run.usage and run.run != counted_live:
-                usage = usage + Usage.from_json(run.usage)
-        wall_s = _older_tasks_wall_s(runs, session.record.handle)
-        handles = {r.handle for r in runs}
-        self._ended = (key, usage, wall_s, len(runs), len(handles))
-        return usage, wall_s, len(runs), len(handles)
-
-    # ----- status ---------------------------------------------------------------------------
-
-    def status_fields(self, now_unix_s: float | None = None) -> dict[str, Any]:
-        """`usage`, `usage_total` and `budget` of the status JSON."""
-        now = time.time() if now_unix_s is None else now_unix_s
-        session = self.session
-        budget = session.config.budget
-        task = self.task_spend(now)
-        life = self.life_spend(now, task)
-        chosen = life if budget.covers == "life" else task
-        projection = self.projection(budget, chosen, now)
-        return {
-            "usage": UsageStatus(**task.usage.to_json()) if session.record.run else None,
-            "usage_total": UsageStatus(**life.usage.to_json()) if session.record.run else None,
-            "budget": budget_json(budget, chosen, projection, budget.covers),
-        }
-
-    def projection(self, budget: Budget, spend: Spend, now_unix_s: float) -> dict[str, Any] | None:
-        """Where the spend is heading at the recent rate, as the status JSON's object."""
-        if self.session.record.state not in ACTIVE_STATES:
-            return None
-        plan = self.session.observer.plan_current
-        now_s = time.monotonic()
-        self.fill(now_s)
-        found = project(
-            budget,
-            self.history.since(now_s - PROJECTION_WINDOW_S),
-            now_s,
-            spend,
-            plan.passing if plan is not None else None,
-            plan.total if plan is not None else None,
-        )
-        if found is None:
-            return None
-        return found.to_json(now_unix_s, lambda s: iso(datetime.fromtimestamp(s, UTC)))
-
-    def fill(self, now_s: float) -> None:
-        """Write the samples a quiet stretch would have had, up to `now_s` (monotonic).
-
-        Not while a change waits for its sample: those points are taken for real.
-        """
-        if not self.changed:
-            self.history.repeat_last(now_s, self._wall_moving)
-
-    def note_change(self, now_s: float) -> None:
-        """The spend (or what a sample shows) may have changed: the quiet stretch before ends."""
-        self.fill(now_s)
-        self.changed = True
-
-    def samples_json(self) -> list[list[Any]]:
-        """The spend samples for a chart: `[unix time, tokens, cost, turns, passing]` each."""
-        self.fill(time.monotonic())
-        offset_s = time.time() - time.monotonic()
-        return [sample.to_json(offset_s) for sample in self.history.samples]
-
-    def sample(self, now_unix_s: float) -> float | None:
-        """Record a point of the spend the budget counts, for the chart and the projection.
-
-        Only when one is due (or a new task or run began): the spend is not even summed for a
-        pass that would not keep it. Returns when the next one is due (monotonic s) while a
-        change waits for it, else None (a quiet stretch is filled in when read).
-        """
-        now_s = time.monotonic()
-        self.fill(now_s)
-        record = self.session.record
-        begun = (record.handle, record.run)
-        last_at_s = self.history.last_at_s
-        due = last_at_s is None or now_s - last_at_s >= self.history.every_s
-        if not due and begun == self._sampled:
-            return (last_at_s or now_s) + self.history.every_s if self.changed else None
-        self._sampled = begun
-        covers = self.session.config.budget.covers
-        plan = self.session.observer.plan_current
-        passing = plan.passing if plan is not None else None
-        self.history.add(Sample(now_s, self.spend(covers, now_unix_s), passing))
-        self.changed = False
-        self._wall_moving = bool(record.handle) and record.state in ACTIVE_STATES
-        return None
-
-    def budget_raised(self) -> bool:
-        """A session stopped by a budget whose limit now leaves room (`herd up` starts it)."""
-        record = self.session.record
-        if record.state != State.STOPPED:
-            return False
-        ctx = self.session.ctx
-        fleet = record.budget_stop_scope == "fleet"
-        budget = ctx.fleet_budget if fleet else self.session.config.budget
-        return raised_since_stop(budget, record.reason, record.budget_stop_limit)
+def _use_data(use: DimensionUse) -> dict[str, Any]:
+    return {"dimension": use.dimension, **use.to_json()}
 
 
-def _wall_time_left_s(budget: Budget, spend: Spend, warned: list[str]) -> float | None:
+def _fleet_data(use: DimensionUse, covers: str) -> dict[str, Any]:
+    return {"scope": "fleet", "covers": covers, **_use_data(use)}
+
+
+def _event(
+    kind: str, message: str, inputs: SpendInputs, run: int | None = None, **data: Any
+) -> Event:
+    """An event of the session (of its current run unless `run` says another)."""
+    number = run if run is not None else inputs.record.run or None
+    at = iso(utc_now()) or ""
+    return Event(
+        at=at, session=inputs.config.name, run=number, kind=kind, message=message, data=data
+    )
+
+
+def _wall_time_left_s(budget: Budget, spend: Spend, warned: tuple[str, ...]) -> float | None:
     """Seconds until an active task's wall time reaches warn_at (unless warned) or its limit."""
     limit = budget.wall_time
     if limit is None:
@@ -310,32 +136,29 @@ def _wall_time_left_s(budget: Budget, spend: Spend, warned: list[str]) -> float 
     return min(ahead, default=None)
 
 
-def _older_tasks_wall_s(runs: list[RunRecord], current_handle: str | None) -> float:
-    """Wall seconds of every task but the current one: first run's start to last run's end."""
-    spans: dict[str, tuple[str | None, str | None]] = {}
-    for run in runs:
-        if run.handle == current_handle:
-            continue
-        start, end = spans.get(run.handle, (run.started_at, run.ended_at))
-        spans[run.handle] = (start or run.started_at, run.ended_at or end)
-    total = 0.0
-    for start, end in spans.values():
-        if start and end:
-            total += _seconds_between(start, end, 0.0)
-    return total
-
-
-WALL_SLACK_S = 0.001
-"""A wall-time check wakes this long after the crossing: a hair early would find none yet."""
-
-
 class BudgetKeeper:
     """Checks a session's budget when its spend changed and when a wall-time limit comes due
-    (a timer, not a poll: a quiet fleet costs no pass), the fleet's each `budget_check_s`
+    (a timer, not a poll: a quiet fleet costs no pass), the fleet's each `check_every_s`
     while it sets limits; warns and stops."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(
+        self,
+        sessions: Mapping[str, Budgeted],
+        store: Store,
+        news: News,
+        task_group: TaskGroup,
+        check_every_s: float,
+    ) -> None:
+        self.sessions = sessions
+        """The fleet's sessions by name (the daemon's own mapping, which a reload changes)."""
+        self.store = store
+        self.news = news
+        """Told of the fleet events written."""
+        self.task_group = task_group
+        """Where budget stops run."""
+        self.check_every_s = check_every_s
+        self.fleet_budget = Budget()
+        """[fleet] budget as herd.toml says now (set at start and on every reload)."""
         self.fleet_warned: set[str] | None = None
         """Fleet dimensions past warn_at; None until the first pass (a new daemon warns anew
         only for what crosses while it watches)."""
@@ -353,32 +176,29 @@ class BudgetKeeper:
         """Until when the loop sleeps (monotonic s): an earlier visit wakes it."""
 
     def fleet_json(self) -> dict[str, Any] | None:
-        """The status JSON's `fleet` object, at most `budget_check_s` old.
+        """The status JSON's `fleet` object, at most `check_every_s` old.
 
         A fleet budget with limits is summed by every pass; one without is summed only when a
         status asks, so a quiet fleet costs no pass over every session.
         """
-        if not self._fleet_limited():
+        if not has_limits(self.fleet_budget):
             now = time.monotonic()
-            if now - self._fleet_at >= self.daemon.timings.budget_check_s:
+            if now - self._fleet_at >= self.check_every_s:
                 self._fleet_at = now
-                self._check_fleet(list(self.daemon.sessions.values()), time.time())
+                self._check_fleet(time.time())
         return self.fleet or None
-
-    def _fleet_limited(self) -> bool:
-        return _has_limits(self.daemon.config.fleet.budget)
 
     # ----- when to look ---------------------------------------------------------------------
 
-    def mark(self, session: SessionSupervisor) -> None:
+    def mark(self, session: Budgeted) -> None:
         """The session's record, runs or plan changed: look at its budget now."""
         now_s = time.monotonic()
         session.spend.note_change(now_s)
-        self._visit_at(session.config.name, now_s)
+        self._visit_at(session.spend_inputs().config.name, now_s)
 
     def mark_all(self) -> None:
         """Look at every session now (the start, a reload: limits may have changed)."""
-        for session in list(self.daemon.sessions.values()):
+        for session in list(self.sessions.values()):
             self.mark(session)
         if self._wake is not None:
             self._wake.set()  # the fleet's limits may have come or gone
@@ -401,16 +221,16 @@ class BudgetKeeper:
             self._sleep_until = -float("inf")  # what is marked meanwhile is seen below
             try:
                 self._visit_due(now_s)
-                if self._fleet_limited():
+                if has_limits(self.fleet_budget):
                     if now_s >= fleet_next_s:
-                        fleet_next_s = now_s + self.daemon.timings.budget_check_s
-                        self._check_fleet(list(self.daemon.sessions.values()), time.time())
+                        fleet_next_s = now_s + self.check_every_s
+                        self._check_fleet(time.time())
                 elif self.fleet_warned is None:
                     self.fleet_warned = set()  # limits a reload adds warn for what is past
             except Exception:  # a bug here must not stop the supervision of every session
                 log.exception("budget check failed")
             next_s = min(self._due.values(), default=float("inf"))
-            if self._fleet_limited():
+            if has_limits(self.fleet_budget):
                 next_s = min(next_s, fleet_next_s)
             self._wake = anyio.Event()
             self._sleep_until = next_s
@@ -423,149 +243,161 @@ class BudgetKeeper:
         now_unix_s = time.time()
         for name in due:
             del self._due[name]
-            session = self.daemon.sessions.get(name)
+            session = self.sessions.get(name)
             if session is not None:
                 self._visit(session, now_s, now_unix_s)
 
-    def _visit(self, session: SessionSupervisor, now_s: float, now_unix_s: float) -> None:
+    def _visit(self, session: Budgeted, now_s: float, now_unix_s: float) -> None:
         """Sample the session's spend, check its limits, and note when to look again."""
-        name = session.config.name
-        next_sample_s = session.spend.sample(now_unix_s)
+        inputs = session.spend_inputs()
+        name = inputs.config.name
+        next_sample_s = session.spend.sample(inputs, now_unix_s)
         if next_sample_s is not None:
             self._visit_at(name, next_sample_s)
-        left_s = self._check_session(session, now_unix_s)
+        left_s = self._check_session(session, inputs, now_unix_s)
         if left_s is not None:
             self._visit_at(name, now_s + left_s + WALL_SLACK_S)
 
-    def revisit(self, session: SessionSupervisor) -> None:
+    def revisit(self, session: Budgeted) -> None:
         """The slow pass's look (once a reconcile period): limits checked whatever was missed."""
         try:
             self._visit(session, time.monotonic(), time.time())
         except Exception:
-            log.exception("budget check of %s failed", session.config.name)
+            log.exception("budget check of %s failed", session.spend_inputs().config.name)
 
-    def check_one(self, session: SessionSupervisor) -> None:
+    def check_one(self, session: Budgeted) -> None:
         """Check one session's budget now: its output just showed a step (tokens, cost, turns)."""
         spend = session.spend
+        inputs = session.spend_inputs()
+        name = inputs.config.name
         if not spend.changed:  # the quiet stretch ends; its next sample is taken for real
             now_s = time.monotonic()
             spend.note_change(now_s)
             last_at_s = spend.history.last_at_s
             due_s = now_s if last_at_s is None else last_at_s + spend.history.every_s
-            self._visit_at(session.config.name, due_s)
-        if not _has_limits(session.config.budget):
+            self._visit_at(name, due_s)
+        if not has_limits(inputs.config.budget):
             # No limit to cross; the guard still sees each step, so a report lower than the
             # one before is noticed (and told of by the visit that notice asks for).
-            spend._live_usage()
+            spend.live_usage(inputs)
+            if spend.backwards_unsaid:
+                self.mark(session)
             return
         try:
-            left_s = self._check_session(session, time.time())
+            left_s = self._check_session(session, inputs, time.time())
             if left_s is not None:
-                self._visit_at(session.config.name, time.monotonic() + left_s + WALL_SLACK_S)
+                self._visit_at(name, time.monotonic() + left_s + WALL_SLACK_S)
         except Exception:  # a bug here must not stop the reading of the agent's output
-            log.exception("budget check of %s failed", session.config.name)
+            log.exception("budget check of %s failed", name)
 
-    def _check_session(self, session: SessionSupervisor, now: float) -> float | None:
+    # ----- a session's limits ---------------------------------------------------------------
+
+    def _check_session(self, session: Budgeted, inputs: SpendInputs, now: float) -> float | None:
         """Warn and stop as the session's limits say; returns the seconds until its wall time
         crosses the next of them (None when none can)."""
-        record = session.record
-        for run in sorted(session.spend.backwards_unsaid):
-            session.commit_events(
-                session.make_event(
-                    "usage-backwards",
-                    f"run {run}: the agent reported lower totals (tokens, cost or turns) than "
-                    "before; they are ignored and the higher ones kept",
-                    run,
-                )
+        check, left_s = self._session_check(session.spend, inputs, now)
+        session.take_budget_check(check)
+        if check.stop is not None:
+            self._start_stop(session, inputs, check.stop)
+        if session.spend.backwards_unsaid:  # the spend just summed went backwards: say so soon
+            self.mark(session)
+        return left_s
+
+    def _session_check(
+        self, spend: SessionSpend, inputs: SpendInputs, now: float
+    ) -> tuple[BudgetCheck, float | None]:
+        """The session's check, and the seconds until its wall time crosses the next limit."""
+        record = inputs.record
+        notices = tuple(
+            _event(
+                "usage-backwards",
+                f"run {run}: the agent reported lower totals (tokens, cost or turns) than "
+                "before; they are ignored and the higher ones kept",
+                inputs,
+                run,
             )
-        session.spend.backwards_unsaid.clear()
-        budget = session.config.budget
-        scope = record.handle if budget.covers == "task" else "life"
-        if record.budget_warned_for != scope:
-            record.budget_warned = []
-            record.budget_warned_for = scope
-        if record.state not in STOPPABLE or not record.handle or not _has_limits(budget):
-            return None  # without a limit nothing can cross: the spend is not even summed
-        spend = session.spend.spend(budget.covers, now)
-        found = crossings(
-            budget, spend, set(record.budget_warned), restarting=session.restart_pending
+            for run in sorted(spend.backwards_unsaid)
         )
-        events = []
+        spend.backwards_unsaid.clear()
+        budget = inputs.config.budget
+        scope = record.handle if budget.covers == "task" else "life"
+        warned = tuple(record.budget_warned) if record.budget_warned_for == scope else ()
+        unchanged = BudgetCheck(notices, warned, scope)
+        if record.state not in STOPPABLE or not record.handle or not has_limits(budget):
+            return unchanged, None  # without a limit nothing can cross: the spend is not summed
+        spent = spend.spend(inputs, budget.covers, now)
+        found = crossings(budget, spent, set(warned), restarting=inputs.restarting)
+        warnings = []
         for use in found.warn:
             if found.exhausted is not None and use.dimension == found.exhausted.dimension:
                 continue  # the stop says it; a warning an instant before it says nothing more
-            record.budget_warned = [*record.budget_warned, use.dimension]
-            events.append(
-                session.make_event(
+            warned = (*warned, use.dimension)
+            warnings.append(
+                _event(
                     "budget-warning",
                     f"{_dimension_text(use)} ({use.fraction:.0%}; warn_at {budget.warn_at:g})",
+                    inputs,
                     scope="session",
                     covers=budget.covers,
-                    **self._use_data(use),
+                    **_use_data(use),
                 )
             )
-        if events:
-            session.commit_events(*events)
+        stop = None
         if found.exhausted is not None:
-            self._stop(session, found.exhausted, "session", budget.covers)
-            return None
-        return _wall_time_left_s(budget, spend, record.budget_warned)
+            stop = self._stop_for(inputs, found.exhausted, "session", budget.covers)
+        check = BudgetCheck(notices, warned, scope, tuple(warnings), stop)
+        if found.exhausted is not None:
+            return check, None
+        return check, _wall_time_left_s(budget, spent, warned)
 
-    def _use_data(self, use: DimensionUse) -> dict[str, Any]:
-        data = use.to_json()
-        return {"dimension": use.dimension, **data}
+    # ----- stops ----------------------------------------------------------------------------
 
-    def _stop(self, session: SessionSupervisor, use: DimensionUse, scope: str, covers: str) -> None:
-        """Record `budget-stop` and stop the session gracefully (once per task)."""
-        name = session.config.name
-        handle = session.record.handle or ""
+    def _stop_for(
+        self, inputs: SpendInputs, use: DimensionUse, scope: str, covers: str
+    ) -> BudgetStop | None:
+        """The `budget-stop` to record, or None when one is under way for this task already."""
+        name, handle = inputs.config.name, inputs.record.handle or ""
         if self._stopping.get(name) == handle:
-            return
+            return None
         self._stopping[name] = handle
         whose = "the fleet's" if scope == "fleet" else "its"
-        session.record.budget_stop_limit = use.limit  # written with the event below
-        session.record.budget_stop_scope = scope
-        session.commit_events(
-            session.make_event(
-                "budget-stop",
-                f"{whose} budget is spent: {_dimension_text(use)}; stopping",
-                scope=scope,
-                covers=covers,
-                **self._use_data(use),
-            )
+        event = _event(
+            "budget-stop",
+            f"{whose} budget is spent: {_dimension_text(use)}; stopping",
+            inputs,
+            scope=scope,
+            covers=covers,
+            **_use_data(use),
         )
-        reason = f"budget:{use.dimension}"
-        assert self.daemon.task_group is not None
-        self.daemon.task_group.start_soon(self._stop_session, session, handle, reason)
+        return BudgetStop(event, use.limit, scope, f"budget:{use.dimension}")
 
-    async def _stop_session(self, session: SessionSupervisor, handle: str, reason: str) -> None:
+    def _start_stop(self, session: Budgeted, inputs: SpendInputs, stop: BudgetStop) -> None:
+        """Stop the session gracefully, in the background (once per task)."""
+        handle = inputs.record.handle or ""
+        self.task_group.start_soon(self._stop_session, session, inputs.config.name, handle, stop)
+
+    async def _stop_session(
+        self, session: Budgeted, name: str, handle: str, stop: BudgetStop
+    ) -> None:
         try:
-            await session.stop(reason=reason)
+            await session.stop(reason=stop.reason)
         except Exception:
-            log.exception("budget stop of %s failed", session.config.name)
+            log.exception("budget stop of %s failed", name)
         finally:
-            if self._stopping.get(session.config.name) == handle:
-                del self._stopping[session.config.name]
+            if self._stopping.get(name) == handle:
+                del self._stopping[name]
 
-    def _check_fleet(self, sessions: list[SessionSupervisor], now: float) -> None:
-        budget = self.daemon.config.fleet.budget
-        counted = Spend()
-        task_usage, life_usage = Usage(), Usage()
-        active = [s for s in sessions if s.record.state in STOPPABLE and s.record.handle]
-        for session in sessions:
-            task_usage = task_usage + session.spend.task_usage()
-            life_usage = life_usage + session.spend.life_spend(now).usage
-            if budget.covers == "life":
-                counted = counted + session.spend.life_spend(now)
-            elif session in active:
-                counted = counted + session.spend.task_spend(now)
-        if budget.covers == "task" and not active:
-            counted = Spend(Usage(cost_usd=0.0))  # nothing at work: nothing spent, not unknown
-        self.fleet = {
-            "usage": UsageStatus(**task_usage.to_json()).to_json(),
-            "usage_total": UsageStatus(**life_usage.to_json()).to_json(),
-            "budget": budget_json(budget, counted, None, budget.covers),
-        }
+    # ----- the fleet's limits ---------------------------------------------------------------
+
+    def _check_fleet(self, now: float) -> None:
+        """Sum the fleet's spend for its status; warn and stop as its limits say."""
+        budget = self.fleet_budget
+        sessions = list(self.sessions.values())
+        looked = [(session, session.spend_inputs()) for session in sessions]
+        members = [fleet_member(i.record, *s.spend.spends(i, now)) for s, i in looked]
+        active = [pair for pair, member in zip(looked, members, strict=True) if member.active]
+        counted = fleet_counted(budget, members)
+        self.fleet = status_builder.fleet_json(budget, members)
         uses = evaluate(budget, counted)
         past = {u.dimension for u in uses if u.fraction >= budget.warn_at}
         if self.fleet_warned is None:
@@ -581,28 +413,26 @@ class BudgetKeeper:
                         at=iso(utc_now()) or "",
                         kind="budget-warning",
                         message=f"fleet budget: {_dimension_text(use)} ({use.fraction:.0%})",
-                        data=self._fleet_data(use, budget.covers),
+                        data=_fleet_data(use, budget.covers),
                     )
                 )
         if found.exhausted is not None and active:
             use = found.exhausted
-            names = ", ".join(s.config.name for s in active)
+            names = ", ".join(inputs.config.name for _, inputs in active)
             self._commit_fleet(
                 Event(
                     at=iso(utc_now()) or "",
                     kind="budget-stop",
                     message=f"fleet budget spent: {_dimension_text(use)}; stopping {names}",
-                    data=self._fleet_data(use, budget.covers),
+                    data=_fleet_data(use, budget.covers),
                 )
             )
-            for session in active:
-                self._stop(session, use, "fleet", budget.covers)
-
-    def _fleet_data(self, use: DimensionUse, covers: str) -> dict[str, Any]:
-        return {"scope": "fleet", "covers": covers, **self._use_data(use)}
+            for session, inputs in active:
+                stop = self._stop_for(inputs, use, "fleet", budget.covers)
+                if stop is not None:
+                    session.take_budget_check(BudgetCheck(stop=stop))
+                    self._start_stop(session, inputs, stop)
 
     def _commit_fleet(self, event: Event) -> None:
         """Write a fleet event (a daemon event: no session) and announce it."""
-        store = self.daemon.store
-        assert store is not None
-        self.daemon.announce(store.commit(Change(events=(event,))))
+        self.news.announce(self.store.commit(Change(events=(event,))))

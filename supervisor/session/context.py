@@ -1,24 +1,29 @@
-"""What every session supervisor shares: the daemon's store, task group, timings, callbacks."""
+"""What every session supervisor shares: the daemon's store, task group, timings, fleet parts."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
-from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget
+from agentherd.sessions.config import DEFAULT_NOTIFY_ON, Budget, HerdConfig, SessionConfig
 from agentherd.sessions.prices import Price, price_table
 from agentherd.sessions.records import Event
 from agentherd.supervisor.checks.reporting import PendingReports
 from agentherd.supervisor.files.fleetreader import FleetReader
 from agentherd.supervisor.files.logguard import FleetLogGuard
 from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.files.watcher import FleetWatcher
+from agentherd.supervisor.git import worktree
 from agentherd.supervisor.process.notifier import MAX_CONCURRENT_NOTIFICATIONS
+from agentherd.supervisor.session.budgets import Budgeted, BudgetKeeper
+from agentherd.supervisor.session.news import News
+from agentherd.supervisor.session.watchlist import Watched, WatchList
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,25 @@ MAX_GIT_READS = 4
 thread (watching and file reads share them) nor start dozens of git processes at once."""
 
 
+class Member(Budgeted, Watched, Protocol):
+    """A session as the fleet's shared parts see it: budgets, the watch list, worktrees."""
+
+    @property
+    def config(self) -> SessionConfig:
+        """The session's config as it is now."""
+        ...
+
+    def holds_worktree(self) -> bool:
+        """True while an agent of this session may be at work (or is about to be) in its tree."""
+        ...
+
+
 class Context:
-    """What a session needs from the daemon: the store, the task group, and a way to announce."""
+    """What a session needs from the daemon: the store, the task group, the fleet's shared
+    parts (news, budgets, the watch list, worktrees) and herd.toml's fleet-wide settings.
+
+    Built whole: each shared part is constructed here or passed in, none plugged in later.
+    """
 
     def __init__(
         self,
@@ -106,38 +128,37 @@ class Context:
         state_dir: Path,
         task_group: TaskGroup,
         timings: Timings,
-        announce: Callable[[list[Event]], None],
         config_path: Path,
-        runs_changed: Callable[[], None] = lambda: None,
-        worktree_user: Callable[[str, Path], str | None] = lambda name, cwd: None,
+        *,
+        news: News | None = None,
+        sessions: Mapping[str, Member] | None = None,
+        watcher: FleetWatcher | None = None,
     ) -> None:
-        self.worktree_user = worktree_user
-        """The other session at work in the worktree of `cwd`, if any (name, cwd) -> name."""
         self.config_path = config_path
-        self.runs_changed = runs_changed
         self.store = store
         self.state_dir = state_dir
         self.tg = task_group
         self.timings = timings
-        self.announce = announce
+        self.news = news or News()
+        """Told of every event written."""
+        self.sessions: Mapping[str, Member] = sessions if sessions is not None else {}
+        """The fleet's sessions by name (the daemon's own mapping, which a reload changes)."""
+        self.budgets = BudgetKeeper(
+            self.sessions, store, self.news, task_group, timings.budget_check_s
+        )
+        """Every session's budget checks and the fleet's."""
+        self.watch = WatchList(watcher, self.sessions, task_group) if watcher else None
+        """What the fleet watcher watches (None: nothing is watched, as in a bare test)."""
+        self.trees = worktree.Trees()
+        """Each session's worktree as found at its last start."""
         self.log_guards = anyio.CapacityLimiter(MAX_LOG_GUARDS)
+        """Worker threads that keep flooding logs within their cap."""
         self.log_guard = FleetLogGuard(task_group)
+        """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
         self.reader = FleetReader(task_group)
         """Every running log's reads, in one task (a rested read waits for a shared tick)."""
-        """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
         self.reports = PendingReports()
         """Reports being written (each ended task's); the daemon drains them before it exits."""
-        """Worker threads that keep flooding logs within their cap."""
-        self.check_budget: Callable[[Any], None] = lambda session: None
-        """Check a session's budget now (after its output showed a step); set by the daemon."""
-        self.spend_changed: Callable[[Any], None] = lambda session: None
-        """A session's record, runs or plan changed: its budget is looked at (set by the daemon)."""
-        self.arm_log: Callable[[Path], None] = lambda path: None
-        """Have the fleet watcher report the next change of a run's log (set by the daemon)."""
-        self.fleet_spend: Callable[[], dict[str, Any] | None] = lambda: None
-        """The status JSON's `fleet` object (the daemon's budget keeper sets it)."""
-        self.fleet_budget = Budget()
-        """[fleet] budget as herd.toml says now (the daemon sets it, and again on a reload)."""
         self.prices: dict[str, Price] = price_table({})
         """The price table for estimated costs: herd's own, with herd.toml's entries over it."""
         self.git_reads = anyio.CapacityLimiter(MAX_GIT_READS)
@@ -148,7 +169,52 @@ class Context:
         self.notifications = anyio.CapacityLimiter(MAX_CONCURRENT_NOTIFICATIONS)
         """Notify commands of the whole fleet running at once."""
 
-    def use_notify(self, argv: list[str] | None, notify_on: list[str]) -> None:
-        """Take herd.toml's `notify` and `notify_on` (at start and on every reload)."""
-        self.notify_argv = list(argv) if argv else None
-        self.notify_on = tuple(notify_on)
+    def use_config(self, config: HerdConfig) -> None:
+        """Take herd.toml's fleet-wide settings: notify, prices, the fleet budget (at start
+        and on every reload)."""
+        self.notify_argv = list(config.notify) if config.notify else None
+        self.notify_on = tuple(config.notify_on)
+        self.prices = price_table(config.prices)
+        self.budgets.fleet_budget = config.fleet.budget
+
+    @property
+    def fleet_budget(self) -> Budget:
+        """[fleet] budget as herd.toml says now."""
+        return self.budgets.fleet_budget
+
+    # ----- what a session asks of the fleet ---------------------------------------------------
+
+    def announce(self, events: list[Event]) -> None:
+        """Tell the log and every waiting client that these events were written."""
+        self.news.announce(events)
+
+    def check_budget(self, session: Any) -> None:
+        """Check a session's budget (a `Member`) now: its output just showed a step."""
+        self.budgets.check_one(session)
+
+    def spend_changed(self, session: Any) -> None:
+        """A session's (a `Member`'s) record, runs or plan changed: its budget is looked at."""
+        self.budgets.mark(session)
+
+    def fleet_spend(self) -> dict[str, Any] | None:
+        """The status JSON's `fleet` object."""
+        return self.budgets.fleet_json()
+
+    def arm_log(self, path: Path) -> None:
+        """Have the fleet watcher report the next change of a run's log."""
+        if self.watch is not None:
+            self.watch.watcher.arm(path)
+
+    def runs_changed(self) -> None:
+        """A run started (or a folder became a repository): the watch is updated soon."""
+        if self.watch is not None:
+            self.watch.runs_changed()
+
+    def worktree_user(self, name: str, cwd: Path) -> str | None:
+        """The session other than `name` whose agent may be at work in the worktree of `cwd`."""
+        tree = self.trees.fresh(name, cwd)
+        for other in self.sessions.values():
+            busy = other.config.name != name and other.holds_worktree()
+            if busy and self.trees.known(other.config.name, other.config.cwd) == tree:
+                return other.config.name
+        return None

@@ -18,6 +18,8 @@ import anyio
 
 from agentherd.sessions import lifecycle, notify
 from agentherd.sessions.drift import (
+    DRIFT_KIND_NAMES,
+    DRIFT_KINDS,
     FailureStreak,
     StallClock,
     burn_without_progress,
@@ -34,20 +36,6 @@ from agentherd.supervisor.session.parts import SessionParts
 
 log = logging.getLogger("herd.drift")
 
-DRIFT_KINDS = frozenset(
-    {
-        "plan-tampered",
-        "claims-done-but-fails",
-        "stalled",
-        "crash-loop",
-        "repeated-failure",
-        "out-of-scope",
-        "burn-without-progress",
-        "early-exit",
-    }
-)
-"""The kinds `on_drift` can name (CONTRACT.md)."""
-
 TASK_END_KINDS = frozenset({"completed", "failed", "stopped"})
 """The events that end a task (`lifecycle.task_end_kind`)."""
 
@@ -60,7 +48,7 @@ STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
 DRIFT_RESTART = "drift:"
 """A run's `stop_reason` while on_drift = restart stops it, before the drift kind."""
 
-CLOSED_BY_PROGRESS = ("burn-without-progress", "early-exit")
+CLOSED_BY_PROGRESS = tuple(kind.name for kind in DRIFT_KINDS if kind.closed_by_progress)
 """Warnings whose cause is gone once a plan item flips to passing."""
 
 
@@ -193,7 +181,7 @@ class DriftHandling(SessionParts):
             if kind == "failed" and event.data.get("reason") == "crash-loop":
                 drift_kind = "crash-loop"  # a task end, not a warning: only `notify` applies
             action: str | None = None
-            if drift_kind in DRIFT_KINDS:
+            if drift_kind in DRIFT_KIND_NAMES:
                 found = [v for k, v in self.config.on_drift.items() if k == drift_kind]
                 action = found[0] if found else None
             if self.ctx.notify_argv and notify.wanted(kind, self.ctx.notify_on, action, opening):

@@ -5,12 +5,26 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
+from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.status import UpStarted
 from agentherd.supervisor.git import worktree
-from agentherd.supervisor.session.supervisor import SessionError, SessionSupervisor
+from agentherd.supervisor.session.errors import SessionError
+
+
+class Startable(Protocol):
+    """A session as a fleet start sees it: where it works, and how it starts."""
+
+    @property
+    def config(self) -> SessionConfig: ...
+
+    async def start(self) -> str:
+        """Begin a task (or return the running one's handle); SessionError when refused."""
+        ...
+
 
 STARTS_AT_ONCE = 16
 """Sessions starting at the same time: each start waits milliseconds for its wrapper to exec
@@ -21,7 +35,7 @@ longer did work for every other session: 4 at once 18 s and the socket's worst a
 
 
 async def start_all(
-    named: list[tuple[str, SessionSupervisor]],
+    named: list[tuple[str, Startable]],
 ) -> tuple[list[dict[str, object]], list[str]]:
     """Start every session; return the started handles and the refusals, both in `named` order.
 

@@ -13,7 +13,7 @@ from agentherd.sessions.budget import limits
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
-from agentherd.supervisor.process import procs, runleftovers
+from agentherd.supervisor.process import procs, runfolder, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.liverun import LiveRun, outcome_name
 from agentherd.supervisor.session.parts import SessionParts
@@ -163,7 +163,7 @@ class RunFollowing(SessionParts):
         """Learn how the run's leader ended (our child: wait; adopted: poll), then apply policy."""
         if live.process is not None:
             status = await live.process.wait()
-            info = procs.decode_status(status)
+            info = runid.decode_status(status)
         else:
             # With its leader unknown, a run lives while its lock is held or its cgroup populated.
             alive = (
@@ -173,7 +173,7 @@ class RunFollowing(SessionParts):
             )
             while await anyio.to_thread.run_sync(alive, live.identity):
                 await anyio.sleep(self.ctx.timings.adopt_poll_s)
-            info = procs.read_exit_file(live.folder) or procs.ExitInfo(None, None)
+            info = runfolder.read_exit_file(live.folder) or runid.ExitInfo(None, None)
         live.exit = info
         live.exited.set()
         if live.reading is not None:
@@ -193,7 +193,7 @@ class RunFollowing(SessionParts):
             return
         with anyio.move_on_after(self.ctx.timings.drain_wait_s):
             await live.drained.wait()
-        info = live.exit or procs.ExitInfo(None, None)
+        info = live.exit or runid.ExitInfo(None, None)
         outcome = live.parser.outcome
         live.record.ended_at = iso(utc_now())
         # Killed before its result: its spend is in the agent's records (a plain command has none);
@@ -206,7 +206,9 @@ class RunFollowing(SessionParts):
         agentusage.log_adapter_warnings(live.parser, live.record.run, self.config.name)
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
-        usage = self.spend.run_usage(live)  # never lower than seen, a missing cost estimated
+        usage = self.spend.run_usage(
+            self.spend_inputs(), live
+        )  # never lower than seen, a missing cost estimated
         live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
         self.task_usage = self.task_usage + usage
@@ -237,7 +239,7 @@ class RunFollowing(SessionParts):
                     self.ctx.timings.stop_poll_s,
                 )
             if live.identity.cgroup is not None:
-                await anyio.to_thread.run_sync(procs.remove_cgroup, live.identity)
+                await anyio.to_thread.run_sync(spawn.remove_cgroup, live.identity)
 
     # ----- logs ------------------------------------------------------------------------------
 

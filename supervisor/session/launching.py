@@ -22,7 +22,7 @@ from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor.files import diskspace
 from agentherd.supervisor.files.paths import run_dir
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runfolder, runid, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.completing import Completing
 from agentherd.supervisor.session.liverun import LiveRun
@@ -75,7 +75,7 @@ class Launching(Completing):
         else:
             self._transition(State.STARTING, None, by=by, run=record)
         try:
-            launched = await procs.launch(argv, self.config.cwd, env, folder, tag, cgroup)
+            launched = await spawn.launch(argv, self.config.cwd, env, folder, tag, cgroup)
         except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
             await self._spawn_failed(record, argv, exc)
             return
@@ -120,24 +120,24 @@ class Launching(Completing):
 
     async def _spawn_failed(self, record: RunRecord, argv: list[str], exc: Exception) -> None:
         """Record a run that never started as ended, and fail its task with the reason."""
-        if not isinstance(exc, (OSError, ValueError, procs.RunFolderBusy)):
+        if not isinstance(exc, (OSError, ValueError, spawn.RunFolderBusy)):
             log.exception("starting run %d of %s failed", record.run, self.config.name)
-        await anyio.to_thread.run_sync(procs.remove_cgroup, self._identity_of(record))
+        await anyio.to_thread.run_sync(spawn.remove_cgroup, self._identity_of(record))
         record.ended_at = iso(utc_now())
         record.outcome = "spawn-failed"
         self._commit(run=record)
         by = Trigger.SPAWN_FAILED
-        if isinstance(exc, procs.RunFolderBusy):
+        if isinstance(exc, spawn.RunFolderBusy):
             self._end_task(State.FAILED, "run-folder-busy", f"not started: {exc}", by)
         else:
             self._end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}", by)
 
     @staticmethod
-    def _identity_of(record: RunRecord) -> procs.RunIdentity:
+    def _identity_of(record: RunRecord) -> runid.RunIdentity:
         """What the store knows of a run's processes; a PID of 1 or below is no PID at all."""
         pid = record.pid if record.pid is not None and record.pid > 1 else None
         pgid = record.pgid if pid is not None else None
-        return procs.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)
+        return runid.RunIdentity(pid, pgid or pid, record.create_time, record.tag, record.cgroup)
 
     # ----- restart policy --------------------------------------------------------------------
 
@@ -306,7 +306,7 @@ class Launching(Completing):
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -323,7 +323,7 @@ class Launching(Completing):
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -351,7 +351,7 @@ class Launching(Completing):
                 if prepared is None:  # a stop cancelled the rescue or reset: no restart
                     return
                 env_extra, mode = prepared
-            env_extra["HERD_LAST_EXIT"] = (last_exit or procs.ExitInfo(None, None)).describe()
+            env_extra["HERD_LAST_EXIT"] = (last_exit or runid.ExitInfo(None, None)).describe()
             await self._launch(mode=mode, env_extra=env_extra, by=Trigger.RESTART)
         finally:
             self._lock.release()
@@ -360,5 +360,5 @@ class Launching(Completing):
 def _prepare_run(forgotten: Path | None, tag: str) -> str | None:
     """Set aside the `forgotten` run folder (when given), then make the run's cgroup."""
     if forgotten is not None:
-        procs.set_aside_forgotten(forgotten)
-    return procs.new_cgroup(tag)
+        runfolder.set_aside_forgotten(forgotten)
+    return spawn.new_cgroup(tag)

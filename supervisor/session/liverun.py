@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from agentherd.sessions.adapters import OutputParser
+from agentherd.sessions.adapters import AGENTS, OutputParser
 from agentherd.sessions.adapters.lastline import LastLine
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lines import LineSplitter
@@ -18,7 +18,7 @@ from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.fleetreader import Reading
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.files.tailer import LogTailer
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runid
 
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
@@ -30,7 +30,7 @@ class LiveRun:
     def __init__(
         self,
         record: RunRecord,
-        identity: procs.RunIdentity,
+        identity: runid.RunIdentity,
         folder: Path,
         parser: OutputParser,
         process: Process | None,
@@ -53,7 +53,7 @@ class LiveRun:
         self.splitter = LineSplitter()
         self.shown = LastLine(parser.summarize, LAST_LINE_CHARS)
         """The run's last line a person can read, summarised only when asked."""
-        self.exit: procs.ExitInfo | None = None
+        self.exit: runid.ExitInfo | None = None
         self.exited = anyio.Event()
         self.drained = anyio.Event()
         self.reading: Reading | None = None
@@ -78,7 +78,7 @@ RESUME_REFUSED_PHRASES = ("No conversation found",)
 """What an agent's error result says when it cannot resume the session id it was given."""
 
 
-def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
+def outcome_name(outcome: Any, agent: str, info: runid.ExitInfo) -> str:
     """success | agent-error | rate-limit | permission-denied | resume-refused | no-result |
     exit N | signal SIGX | exit unknown."""
     if outcome is not None:
@@ -95,5 +95,6 @@ def outcome_name(outcome: Any, agent: str, info: procs.ExitInfo) -> str:
             return "success"
     if info.clean:
         # A structured agent that exits 0 without its final result line did not finish.
-        return "no-result" if agent in ("claude", "amp") else "success"
+        declared = AGENTS.get(agent)
+        return "no-result" if declared and declared.ends_with_result else "success"
     return info.describe()

@@ -22,14 +22,14 @@ from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskReco
 from agentherd.sessions.states import State
 from agentherd.supervisor.files.store import Verification
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import runid
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun
 
 if TYPE_CHECKING:
     from agentherd.sessions.checkpoint import Checkpoint
     from agentherd.supervisor.checks.observe import Observer
-    from agentherd.supervisor.session.budgets import SessionSpend
+    from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 
 
 class SessionParts:
@@ -100,6 +100,9 @@ class SessionParts:
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         raise NotImplementedError
 
+    def spend_inputs(self) -> SpendInputs:
+        raise NotImplementedError
+
     # drifting.py
     def close_warning(self, kind: str, why: str, by: str) -> None:
         raise NotImplementedError
@@ -152,7 +155,7 @@ class SessionParts:
         delay_s: float,
         crashed: bool,
         last_run: int,
-        last_exit: procs.ExitInfo | None,
+        last_exit: runid.ExitInfo | None,
         run_config: SessionConfig,
         mode: str = "command",
     ) -> None:
@@ -164,7 +167,7 @@ class SessionParts:
         raise NotImplementedError
 
     @staticmethod
-    def _identity_of(record: RunRecord) -> procs.RunIdentity:
+    def _identity_of(record: RunRecord) -> runid.RunIdentity:
         raise NotImplementedError
 
     # adoption.py

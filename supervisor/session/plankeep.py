@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.planreset import plan_after_reset
 from agentherd.sessions.records import Event
-from agentherd.supervisor.checks.observe import _read, _write_atomically
+from agentherd.supervisor.checks.watchedfile import read_plan, write_atomically
 
 if TYPE_CHECKING:
     from agentherd.supervisor.checks.port import SessionPort
@@ -41,7 +41,7 @@ class PlanKeep:
     def read(self) -> bytes | None:
         """The plan file's bytes, or None when it is absent or unreadable."""
         try:
-            return _read(self.path)
+            return read_plan(self.path)
         except (OSError, ValueError):
             return None
 
@@ -51,7 +51,7 @@ class PlanKeep:
         if data is None:
             return False
         try:
-            _write_atomically(self.path, data)
+            write_atomically(self.path, data)
         except OSError as exc:  # the observer then reports the reset's copy as it finds it
             log.warning("could not write %s back after the reset: %s", self.path, exc)
             return False

@@ -12,17 +12,39 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import anyio
 
+from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.drift import StallClock
+from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 STALL_SLACK_S = 0.05
 """Sleep this much past a due moment, so the check finds the silence at its limit."""
 
 
-def stall_due_s(supervisor: SessionSupervisor) -> float | None:
+class Stallable(Protocol):
+    """A session as the stall timer sees it: its limit, its silence, and its check."""
+
+    @property
+    def config(self) -> SessionConfig: ...
+
+    @property
+    def record(self) -> SessionRecord: ...
+
+    @property
+    def stall(self) -> StallClock:
+        """When the session last showed output, progress or a commit."""
+        ...
+
+    def check_stall(self) -> None:
+        """Warn once when a running session shows nothing for its `stall` limit."""
+        ...
+
+
+def stall_due_s(supervisor: Stallable) -> float | None:
     """When this session's silence reaches its limit (monotonic), or None if it cannot stall."""
     threshold_s = supervisor.config.budget.stall
     clock = supervisor.stall
@@ -33,9 +55,7 @@ def stall_due_s(supervisor: SessionSupervisor) -> float | None:
     return clock.last_activity_s + threshold_s
 
 
-async def watch_stalls(
-    sessions: Callable[[], Iterable[SessionSupervisor]], longest_sleep_s: float
-) -> None:
+async def watch_stalls(sessions: Callable[[], Iterable[Stallable]], longest_sleep_s: float) -> None:
     """Check each running session with a `stall` limit at the moment it may have stalled."""
     while True:
         now_s = time.monotonic()

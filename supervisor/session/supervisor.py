@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from agentherd.sessions import lifecycle, open_warnings
+from agentherd.sessions import lifecycle, open_warnings, status_builder
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.config import SessionConfig
@@ -27,27 +27,30 @@ from agentherd.sessions.records import (
     SessionRecord,
     TaskRecord,
 )
-from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.sessions.spending import task_runs_usage
+from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
 from agentherd.sessions.status import (
     LeftRunning,
     LogsStatus,
     SessionStatus,
-    WarningStatus,
 )
+from agentherd.sessions.status_builder import StatusFacts
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.store import Change, StoreUnavailable, Verification
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import procs
+from agentherd.supervisor.process import procs, runfolder
 from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adoption import Adoption
-from agentherd.supervisor.session.budgets import SessionSpend
+from agentherd.supervisor.session.budgets import BudgetCheck, budget_raised
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.drifting import DriftHandling
+from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.following import RunFollowing
 from agentherd.supervisor.session.launching import Launching
 from agentherd.supervisor.session.liverun import LiveRun
+from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 
 log = logging.getLogger("herd.session")
 
@@ -76,7 +79,7 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         self._refreshing: dict[str, bool] = {}
         self.stall = self.restored_stall_clock()
         self.task_usage = self._ended_runs_usage()
-        self.spend = SessionSpend(self)
+        self.spend = SessionSpend(ctx.store, ctx.timings.spend_sample_s)
         """Spend as budgets count it (runs guarded and priced), samples and projection."""
         self.older_logs_bytes = logcap.bytes_before(self._runs_folder, self.record.run)
         """Usage of the current task's ended runs (each run is its own process: they add)."""
@@ -132,21 +135,46 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
 
     def _ended_runs_usage(self) -> Usage:
         handle = self.record.handle
-        total = Usage()
-        for run in self.ctx.store.runs(self.config.name) if handle else []:
-            if run.handle == handle and run.ended_at is not None and run.usage:
-                total = total + Usage.from_json(run.usage)
-        return total
+        return task_runs_usage(self.ctx.store.runs(self.config.name), handle) if handle else Usage()
 
     def spend_json(self) -> dict[str, Any]:
         """`usage_total` and `budget` as the status JSON has them (for the report)."""
-        fields = self.spend.status_fields()
+        fields = self.spend.status_fields(self.spend_inputs())
         total = fields["usage_total"]
         return {"usage_total": total.to_json() if total else None, "budget": fields["budget"]}
 
-    def run_usage(self, live: LiveRun) -> Usage:
-        """A run's usage as status and budgets count it (never lower, a missing cost estimated)."""
-        return self.spend.run_usage(live)
+    def running_usage(self) -> tuple[int, Usage] | None:
+        """The watched run's number and usage so far while its end is not yet recorded."""
+        inputs = self.spend_inputs()
+        live = self.spend.unrecorded(inputs)
+        return (live.record.run, self.spend.run_usage(inputs, live)) if live is not None else None
+
+    def spend_inputs(self) -> SpendInputs:
+        """What the spend ledger counts from: this session as it is now (one way, no callback)."""
+        plan = self.observer.plan_current
+        return SpendInputs(
+            self.config,
+            self.record,
+            self.run,
+            self.task_usage,
+            plan,
+            self.ctx.prices,
+            self.restart_pending,
+        )
+
+    def take_budget_check(self, check: BudgetCheck) -> None:
+        """Write what a look at the budget found, in order: notices, warnings, a stop."""
+        for notice in check.notices:
+            self._commit(notice)
+        if check.warned is not None:
+            self.record.budget_warned = list(check.warned)
+            self.record.budget_warned_for = check.warned_for
+        if check.warnings:
+            self._commit(*check.warnings)
+        if check.stop is not None:
+            self.record.budget_stop_limit = check.stop.limit  # written with its event
+            self.record.budget_stop_scope = check.stop.scope
+            self._commit(check.stop.event)
 
     def make_event(self, kind: str, message: str, run: int | None = None, **data: Any) -> Event:
         """An event of this session (of its current run unless `run` says another)."""
@@ -348,11 +376,11 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
                 f"cannot start {name}: session {other} is running in the same worktree "
                 f"({self.config.cwd}); stop it first (`herd stop {other}`)"
             )
-        held = await anyio.to_thread.run_sync(procs.held_run_folders, self._runs_folder)
+        held = await anyio.to_thread.run_sync(runfolder.held_run_folders, self._runs_folder)
         if restarting and self.run is not None:
             held = [folder for folder in held if folder != self.run.folder]
         if held:
-            users = await anyio.to_thread.run_sync(procs.describe_users, held[0])
+            users = await anyio.to_thread.run_sync(runfolder.describe_users, held[0])
             raise SessionError(
                 f"cannot start {name}: processes of an earlier run still hold {held[0]} "
                 f"({users}); stop them, then start again"
@@ -545,7 +573,8 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
     def wanted_by_up(self) -> bool:
         """`herd up` with no names starts this session (autostart, and idle or downed)."""
         record = self.record
-        if self.config.autostart and self.spend.budget_raised():
+        budget, fleet_budget = self.config.budget, self.ctx.fleet_budget
+        if self.config.autostart and budget_raised(record, budget, fleet_budget):
             return True  # stopped by a budget that a person has since raised
         return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
 
@@ -611,56 +640,27 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         `with_fleet`: the status feed sends it once per message)."""
         run = self.run
         record = run.record if run is not None else self._last_run_record()
-        spent = self.spend.status_fields()
-        alive = run is not None and not run.exited.is_set()
         observed = self.observer.status_fields()
         plan_diff = self.observer.plan_diff
-        warnings = open_warnings.shown(
-            self.warnings.open(),
-            plan_error=self.observer.plan_error is not None,
-            plan_tampered=bool(plan_diff.changed_items) if plan_diff is not None else None,
-        )
-        last_line = run.last_line if run is not None else record.last_line if record else ""
-        return SessionStatus(
-            session=self.config.name,
-            handle=self.record.handle,
-            run=self.record.run or None,
-            state=self.record.state,
-            task_state=task_state(self.record.state),
-            reason=self.record.reason,
-            pid=record.pid if record is not None and alive else None,
-            exit_code=record.exit_code if record is not None else None,
-            signal=record.signal if record is not None else None,
-            restarts=self.record.restarts,
-            started_at=record.started_at if record is not None else None,
-            ended_at=record.ended_at if record is not None else None,
-            agent_session_id=self.record.agent_session_id,
-            plan=observed["plan"],
-            progress=observed["progress"],
-            checkpoint=observed["checkpoint"],
-            git_note=observed["git_note"],
-            usage=spent["usage"],
-            budget=spent["budget"],
-            usage_total=spent["usage_total"],
-            fleet=self.ctx.fleet_spend() if with_fleet else None,
-            logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
-            warnings=[
-                WarningStatus(
-                    seq=w.last_seq,
-                    kind=w.kind,
-                    message=w.message,
-                    at=w.last_at,
-                    count=w.count,
-                    opened_seq=w.opened_seq,
-                    opened_at=w.opened_at,
-                )
-                for w in warnings
-            ],
-            last_line=last_line,
-            agent=self.config.agent,
-            next_restart_at=self.record.backoff_until
-            if self.record.state == State.BACKOFF
-            else None,
+        return status_builder.build(
+            StatusFacts(
+                name=self.config.name,
+                agent=self.config.agent,
+                record=self.record,
+                run=record,
+                alive=run is not None and not run.exited.is_set(),
+                spend=self.spend.facts(self.spend_inputs(), time.time(), projecting=True),
+                warnings=self.warnings.open(),
+                plan=observed["plan"],
+                plan_error=self.observer.plan_error is not None,
+                plan_tampered=bool(plan_diff.changed_items) if plan_diff is not None else None,
+                progress=observed["progress"],
+                checkpoint=observed["checkpoint"],
+                git_note=observed["git_note"],
+                last_line=run.last_line if run is not None else record.last_line if record else "",
+                logs=LogsStatus(bytes=self.log_bytes(), cap_bytes=self.config.log_max_bytes),
+                fleet=self.ctx.fleet_spend() if with_fleet else None,
+            )
         )
 
     def _last_run_record(self) -> RunRecord | None:
@@ -670,7 +670,3 @@ class SessionSupervisor(Adoption, Launching, RunFollowing, DriftHandling):
         if number and (cached is None or cached.run != number or cached.ended_at is None):
             self._ended_run = self.ctx.store.run(self.config.name, number)
         return self._ended_run if number else None
-
-
-class SessionError(Exception):
-    """A command that does not fit the session's state; shown to the person as one line."""

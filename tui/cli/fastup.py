@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from agentherd.tui.cli import fastpath
+from agentherd.tui.cli import fastcall
 
 UP_CHECKED_FLAG = "--up-checked"
 """supervisor/main.py: refuse to serve when `herd up` would say anything about herd.toml."""
@@ -45,7 +45,7 @@ def up_config(argv: list[str]) -> tuple[str | None] | None:
 def _answers(socket_path: str) -> bool:
     """True when a daemon of this herd's version answers on the socket."""
     try:
-        fastpath._call(socket_path, "info", timeout_s=2.0)
+        fastcall.call(socket_path, "info", timeout_s=2.0)
     except (OSError, ValueError, LookupError):
         return False
     return True
@@ -56,7 +56,7 @@ def _spawn_daemon(config_path: str) -> int:
     told to check herd.toml first; return its pid."""
     import subprocess  # only here: the other fast verbs start no process
 
-    state_dir = os.path.join(os.path.dirname(config_path), fastpath.STATE_DIR_NAME)
+    state_dir = os.path.join(os.path.dirname(config_path), fastcall.STATE_DIR_NAME)
     os.makedirs(os.path.join(state_dir, "runs"), exist_ok=True)
     ignore = os.path.join(state_dir, ".gitignore")
     if not os.path.exists(ignore):  # paths.prepare_state_dir: an agent's `git add -A` skips it
@@ -104,9 +104,9 @@ def fast_up(argv: list[str]) -> bool:
     """Start the daemon and the fleet as `herd up --no-tui` does and print what it prints;
     False to use the full command line (a daemon already runs, or herd.toml needs words)."""
     split = up_config(argv)
-    path = fastpath._config_path(split[0]) if split is not None else None
-    socket_path = fastpath._socket_path(path) if path is not None else None
-    if path is None or socket_path is None or fastpath.installed_version() is None:
+    path = fastcall.config_path(split[0]) if split is not None else None
+    socket_path = fastcall.socket_path_of(path) if path is not None else None
+    if path is None or socket_path is None or fastcall.installed_version() is None:
         return False
     if _answers(socket_path):
         return False  # a running daemon reads herd.toml again first: the full command line's
@@ -114,8 +114,8 @@ def fast_up(argv: list[str]) -> bool:
         return False
     try:
         # No socket timeout: `up` first finishes the stops of a `herd down` that was cut short.
-        started = fastpath._call(socket_path, "up", timeout_s=None, names=None)
-        statuses = fastpath._call(socket_path, "ls")
+        started = fastcall.call(socket_path, "up", timeout_s=None, names=None)
+        statuses = fastcall.call(socket_path, "ls")
     except (OSError, ValueError, LookupError):
         return False  # the full command line, finding the daemon, asks again and words it
     active = sum(1 for status in statuses if status.get("state") in ACTIVE)

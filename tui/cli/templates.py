@@ -2,71 +2,31 @@
 
 from __future__ import annotations
 
-CLAUDE_TOOLS = "Bash,Read,Edit,Write,Glob,Grep"
-"""What the claude preset allows without asking: edit files and run any shell command."""
+import json
+from collections.abc import Mapping
 
-_WORK = (
-    "Read claude-progress.txt and feature_list.json, then implement the next failing feature, "
-    "run the tests, commit, and update the progress file."
-)
-_CONTINUE = (
-    "Continue where you stopped. If herd restarted you after a crash, it saved your uncommitted "
-    "edits on {rescue_ref} and reset the tree to {checkpoint} ('none' where it did not)."
-)
-
-_PRESETS: dict[str, tuple[str, str]] = {
-    # Headless runs cannot ask for permission: each preset grants what editing, testing and
-    # committing need (README: agents), with the prompt before the variadic --allowedTools.
-    "claude": (
-        f'["claude", "-p", "{_WORK}", "--output-format", "stream-json", "--verbose", '
-        f'"--allowedTools", "{CLAUDE_TOOLS}"]',
-        f'["claude", "-p", "{_CONTINUE}", "--resume", "{{session_id}}", "--output-format", '
-        f'"stream-json", "--verbose", "--allowedTools", "{CLAUDE_TOOLS}"]',
-    ),
-    # workspace-write leaves .git read-only (no commit): the session's worktree is the sandbox.
-    "codex": (
-        f'["codex", "exec", "--json", "--sandbox", "danger-full-access", "{_WORK}"]',
-        '["codex", "exec", "--json", "--sandbox", "danger-full-access", "resume", '
-        f'"{{session_id}}", "{_CONTINUE}"]',
-    ),
-    "gemini": (
-        f'["gemini", "-p", "{_WORK}", "--output-format", "stream-json", "--yolo"]',
-        f'["gemini", "--resume", "{{session_id}}", "-p", "{_CONTINUE}", "--output-format", '
-        '"stream-json", "--yolo"]',
-    ),
-    "amp": (
-        '["amp", "-x", "Implement the next failing feature in feature_list.json.", '
-        '"--stream-json"]',
-        '["amp", "threads", "continue", "{session_id}", "-x", "Continue.", "--stream-json"]',
-    ),
-    "opencode": (
-        f'["opencode", "run", "--format", "json", "{_WORK}"]',
-        f'["opencode", "run", "--format", "json", "--session", "{{session_id}}", "{_CONTINUE}"]',
-    ),
-    "aider": (
-        '["aider", "--yes-always", "--message", "Implement the next failing feature in '
-        'feature_list.json."]',
-        "",
-    ),
-    "plain": ('["./run-agent.sh"]', ""),
-}
+from agentherd.sessions.adapters import AGENTS
 
 
-_ENV = {
-    # Without it Gemini CLI exits 55 in a folder it was never told to trust.
-    "gemini": 'env      = { GEMINI_CLI_TRUST_WORKSPACE = "true" }\n',
-}
+def _toml(value: tuple[str, ...] | Mapping[str, str]) -> str:
+    """An argv list or a table of text as TOML on one line (JSON's strings are TOML's)."""
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)
+    pairs = ", ".join(
+        f"{key} = {json.dumps(text, ensure_ascii=False)}" for key, text in value.items()
+    )
+    return "{ " + pairs + " }"
 
 
 def session_block(agent: str, name: str = "main") -> str:
     """A [[session]] block for `agent`, commented, ready to paste."""
-    if agent not in _PRESETS:
-        raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(_PRESETS)}")
-    command, resume = _PRESETS[agent]
-    env_line = _ENV.get(agent, "")
+    if agent not in AGENTS:
+        raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+    preset = AGENTS[agent].preset
+    env_line = f"env      = {_toml(preset.env)}\n" if preset.env else ""
     resume_line = (
-        f"resume   = {resume}\n"
-        if resume
+        f"resume   = {_toml(preset.resume)}\n"
+        if preset.resume
         else (
             "# resume = [...]                  # how to continue after a crash; {session_id} etc.\n"
         )
@@ -76,7 +36,7 @@ def session_block(agent: str, name: str = "main") -> str:
         f'name     = "{name}"                 # letters, digits, - and _\n'
         'cwd      = "."                    # the git worktree the agent works in\n'
         f'agent    = "{agent}"\n'
-        f"command  = {command}\n"
+        f"command  = {_toml(preset.command)}\n"
         f"{resume_line}"
         f"{env_line}"
         'plan     = "feature_list.json"    # JSON feature list; items may only flip to passing\n'

@@ -6,15 +6,13 @@ import asyncio
 import gc
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult, SuspendNotSupported
-from textual.binding import Binding, BindingType
-from textual.dom import DOMNode
+from textual.binding import BindingType
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
@@ -23,10 +21,16 @@ from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.api.client import AsyncClient
 from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.files.paths import socket_path_for
+from agentherd.tui.dashboard.actions import (
+    READ_ONLY_NOTE,
+    SESSION_ACTIONS,
+    SessionKeys,
+)
 from agentherd.tui.dashboard.feeds import quiet_cancelled_wakeups
 from agentherd.tui.dashboard.fleet import FleetView
 from agentherd.tui.dashboard.fleetfeed import follow_snapshots
 from agentherd.tui.dashboard.help import HelpScreen, KeyLine
+from agentherd.tui.dashboard.keys import ACTION_IDS, APP_BINDINGS, bindings_of, key_lines
 from agentherd.tui.dashboard.messages import DaemonLost, Snapshot
 from agentherd.tui.dashboard.output_view import FleetOutput
 from agentherd.tui.dashboard.palette import SessionCommands
@@ -37,54 +41,6 @@ from agentherd.tui.render import state_text
 TICK_S = 1.0
 """Uptimes move once a second; everything else changes only when the daemon says so."""
 
-ACTION_IDS = (
-    "open",
-    "start-stop",
-    "restart",
-    "restart-from",
-    "kill",
-    "pause-resume",
-    "approve",
-    "reject",
-    "ack",
-    "logs",
-    "editor",
-    "shell",
-    "filter",
-    "sort",
-    "help",
-    "quit",
-    "stop-all",
-    "back",
-    "runs",
-)
-"""The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
-
-SESSION_ACTIONS = frozenset(
-    {
-        "start_stop",
-        "restart",
-        "kill",
-        "pause_resume",
-        "approve",
-        "reject",
-        "logs",
-        "editor",
-        "shell",
-        "hide_output",
-        "help",
-        "stop_all",
-    }
-)
-"""Actions that act on the selection, so they wait while a dialog is open."""
-
-CHANGING_ACTIONS = frozenset(
-    {"start_stop", "restart", "kill", "pause_resume", "approve", "reject", "stop_all"}
-)
-"""Actions that need the daemon; a read-only dashboard (no daemon) refuses them."""
-
-READ_ONLY_NOTE = "read-only: no daemon runs here; `herd up` starts one (and may start agents)"
-
 
 class HerdApp(App[None]):
     """The fleet at a glance and one session in depth, driven entirely by the daemon's API."""
@@ -92,101 +48,7 @@ class HerdApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "herd"
     COMMANDS = App.COMMANDS | {SessionCommands}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "Open", id="open", tooltip="The session screen: output, plan..."),
-        # The keys a newcomer needs first: an 80-column footer shows only the first few.
-        Binding(
-            "l",
-            "logs",
-            "Output",
-            id="logs",
-            tooltip="Show the selected session's output below the table; again hides it",
-        ),
-        Binding("question_mark", "help", "Help", id="help", tooltip="Keys and what symbols mean"),
-        Binding(
-            "q",
-            "quit",
-            "Detach",
-            id="quit",
-            tooltip="Close the dashboard; the agents keep running (`herd tui` reattaches)",
-        ),
-        Binding(
-            "s",
-            "start_stop",
-            "Start/stop",
-            id="start-stop",
-            tooltip="Start the selected session, or stop it if it is active",
-        ),
-        Binding(
-            "r",
-            "restart",
-            "Restart",
-            id="restart",
-            tooltip="Stop the selected session gracefully and begin a new task (asks first)",
-        ),
-        Binding(
-            "K",
-            "kill",
-            "Kill",
-            id="kill",
-            tooltip="SIGKILL every process of the selected session (asks first)",
-        ),
-        Binding(
-            "p",
-            "pause_resume",
-            "Pause/resume",
-            id="pause-resume",
-            tooltip="SIGSTOP the selected session's run, or SIGCONT it when paused",
-        ),
-        Binding(
-            "A",
-            "approve",
-            "Approve plan",
-            id="approve",
-            show=False,
-            tooltip="Adopt the changed plan as the new baseline (asks first)",
-        ),
-        Binding(
-            "X",
-            "reject",
-            "Reject plan",
-            id="reject",
-            show=False,
-            tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
-        ),
-        Binding(
-            "a",
-            "ack",
-            "Ack",
-            id="ack",
-            tooltip="Acknowledge the selected session's open warnings: they leave its badge",
-        ),
-        Binding(
-            "e",
-            "editor",
-            "Editor",
-            id="editor",
-            show=False,
-            tooltip="Open the session's worktree in $EDITOR (the dashboard waits)",
-        ),
-        Binding(
-            "exclamation_mark",
-            "shell",
-            "Shell",
-            id="shell",
-            show=False,
-            tooltip="A shell in the session's worktree; exit returns here",
-        ),
-        Binding(
-            "Q",
-            "stop_all",
-            "Stop all",
-            id="stop-all",
-            show=False,
-            tooltip="Stop every session and the daemon, then quit (asks first)",
-        ),
-        Binding("escape", "hide_output", "Hide output", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
         self,
@@ -209,6 +71,13 @@ class HerdApp(App[None]):
         self.output_session: str | None = None
         self._connected = False
         self._frozen = False
+        self.keymap_ids: dict[str, str] = {}
+        """The [keys] rebinding in force (action id -> keys)."""
+        self.session_keys = SessionKeys(
+            notify=lambda text: self.notify(text, markup=False),
+            confirm=self._confirm,
+            command=self._command,
+        )
 
     # ----- composition --------------------------------------------------------------------
 
@@ -251,7 +120,8 @@ class HerdApp(App[None]):
                 severity="warning",
                 markup=False,
             )
-        self.set_keymap({a: k for a, k in keymap.items() if a in ACTION_IDS})
+        self.keymap_ids = {a: k for a, k in keymap.items() if a in ACTION_IDS}
+        self.set_keymap(self.keymap_ids)
 
     # ----- messages from the workers ------------------------------------------------------
 
@@ -304,10 +174,10 @@ class HerdApp(App[None]):
         if self.output_session is not None and message.session not in (None, self.output_session):
             self._show_output(message.session or "")
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_line_table_row_selected(self, event: SessionTable.RowSelected) -> None:
         """Enter (or a click) on a session's row opens its screen."""
-        if event.data_table is self.table:
-            self.open_session(str(event.row_key.value))
+        if event.table is self.table:
+            self.open_session(event.row_key)
 
     def _tick(self) -> None:
         """Once a second: the uptimes on screen (nothing else changes with the clock)."""
@@ -419,96 +289,34 @@ class HerdApp(App[None]):
 
     def action_start_stop(self) -> None:
         """Start the selected session when it is not active, stop it otherwise."""
-        status = self._changing()
-        if status is None:
-            return
-        name, state = status.session, status.state
-        if state == "stopping":
-            self.notify(f"{name} is already stopping", markup=False)
-        elif state in ACTIVE_STATES:
-            self._command(name, "stop")
-        else:
-            self._command(name, "start")
+        self.session_keys.start_stop(self._changing())
 
     def action_restart(self) -> None:
-        """Stop the selected session (gracefully) and start a new task, after a confirmation:
-        in any state a restart runs (and pays) the agent again, and on an active session it
-        also ends the run under way."""
-        status = self._changing()
-        if status is not None:
-            name = status.session
-            question, consequence = restart_question(name, status.state)
-            self._confirm(question, consequence, lambda: self._command(name, "restart"))
+        """Restart the selected session, after a confirmation."""
+        self.session_keys.restart(self._changing())
 
     def restart_from(self, name: str, sha: str) -> None:
         """Restart `name` from checkpoint `sha`, after a confirmation that says what happens."""
         if self.read_only:
             self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
             return
-        self._confirm(
-            f"Restart {name} from {sha[:10]}?",
-            "Uncommitted work is saved on a rescue ref, the worktree is reset to that "
-            "checkpoint, and a new task begins.",
-            lambda: self._command(name, "restart", **{"from": sha}),
-        )
+        self.session_keys.restart_from(name, sha)
 
     def action_kill(self) -> None:
         """SIGKILL the selected session's run, after a confirmation that names it."""
-        status = self._changing()
-        if status is None:
-            return
-        name = status.session
-        if status.state not in ACTIVE_STATES:
-            self.notify(f"{name} is not running", markup=False)
-            return
-        self._confirm(
-            f"Kill {name}?",
-            f"Every process of {name}'s run gets SIGKILL now, with no grace period; "
-            "uncommitted work stays in the worktree.",
-            lambda: self._command(name, "stop", kill=True),
-        )
+        self.session_keys.kill(self._changing())
 
     def action_pause_resume(self) -> None:
         """Pause the selected session's run, or resume it when paused."""
-        status = self._changing()
-        if status is None:
-            return
-        if status.state == "paused":
-            self._command(status.session, "resume")
-        elif status.state in ACTIVE_STATES:
-            self._command(status.session, "pause")
-        else:
-            self.notify(f"{status.session} is not running", markup=False)
-
-    def _plan_changed(self, status: SessionStatus) -> bool:
-        """True when there is a plan change to judge; otherwise say so."""
-        if status.state == "waiting-approval" or (status.plan and status.plan.changed_items):
-            return True
-        self.notify(f"{status.session}: the plan has not changed since its baseline", markup=False)
-        return False
+        self.session_keys.pause_resume(self._changing())
 
     def action_approve(self) -> None:
         """Adopt the changed plan as the baseline, after a confirmation."""
-        status = self._changing()
-        if status is not None and self._plan_changed(status):
-            name = status.session
-            self._confirm(
-                f"Approve {name}'s changed plan?",
-                "The plan as it is now becomes the baseline later changes are judged against.",
-                lambda: self._command(name, "approve"),
-            )
+        self.session_keys.approve(self._changing())
 
     def action_reject(self) -> None:
         """Write the baseline plan back, after a confirmation."""
-        status = self._changing()
-        if status is not None and self._plan_changed(status):
-            name = status.session
-            self._confirm(
-                f"Reject {name}'s plan changes?",
-                "herd writes the baseline plan back into the worktree; items passing now "
-                "stay passing.",
-                lambda: self._command(name, "reject"),
-            )
+        self.session_keys.reject(self._changing())
 
     def _in_worktree(self, argv: list[str]) -> None:
         """Run `argv` in the selected session's worktree with the terminal handed over."""
@@ -536,11 +344,7 @@ class HerdApp(App[None]):
 
     def action_ack(self) -> None:
         """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
-        status = self._selected()
-        if status is not None and not status.warnings:  # seen in tmux: the notice said "running"
-            self.notify(f"{status.session} has no open warnings to acknowledge", markup=False)
-        elif status is not None:
-            self._command(status.session, "ack")
+        self.session_keys.ack(self._selected())
 
     def action_logs(self) -> None:
         """Show the selected session's output below the table; again on the same one hides it."""
@@ -590,35 +394,16 @@ class HerdApp(App[None]):
         self.exit()
 
     def key_lines(self, fleet: bool = True) -> list[KeyLine]:
-        """Every app and fleet key as bound now (after [keys]), in the order of ACTION_IDS;
-        without `fleet` (the session screen's help) those of the fleet view only are left
-        out (seen in tmux: its help said `/` filters, where `/` searches the output)."""
-        fleet_only = set() if fleet else {"open", "logs", "filter", "sort"}
-        found = {
-            binding.id: binding
-            for node in (self, self.fleet)
-            for binding in bindings_of(node)
-            if binding.id in ACTION_IDS and binding.id not in fleet_only
-        }
-        lines = []
-        for action_id in ACTION_IDS:
-            binding = found.get(action_id)
-            if binding is not None:
-                lines.append(
-                    (self.get_key_display(binding), binding.tooltip or binding.description)
-                )
-        lines.insert(1 if fleet else 0, ("j/k ↓/↑", "Move the cursor"))
-        if fleet:  # the pane's own keys are in no footer until it has the focus
-            lines.append(("tab", "Into the output pane (l): / [ ] L v w g G work there"))
-        lines.append(("ctrl+p", "Command palette: type a verb and a session"))
-        return lines
+        """Every app and fleet key as bound now (keys.py); without `fleet`, for the session
+        screen's help."""
+        return key_lines(self, (self, self.fleet), self.keymap_ids, fleet)
 
     def action_help(self) -> None:
         """The keys as they are bound now, the current view's keys, and a legend."""
         screen = self.screen
         view_lines: list[KeyLine] = []
         if isinstance(screen, SessionScreen):
-            bindings = bindings_of(screen)
+            bindings = bindings_of(screen, self.keymap_ids)
             view_lines = [
                 (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
             ]
@@ -626,41 +411,11 @@ class HerdApp(App[None]):
         self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
 
 
-def restart_question(name: str, state: str) -> tuple[str, str]:
-    """The confirmation of a restart: the question naming the session, and what yes does."""
-    if state == "backoff":
-        return (
-            f"Restart {name}?",
-            f"{name}'s wait before its next try is called off and a new task begins now: "
-            "the agent runs again and spends again.",
-        )
-    if state in ACTIVE_STATES:
-        return (
-            f"Restart {name}?",
-            f"{name}'s run is stopped gracefully (its stop grace period), then a new task "
-            "begins: the agent runs again and spends again.",
-        )
-    return (
-        f"Restart {name} ({state})?",
-        f"A new task begins: {name}'s agent runs again and spends again.",
-    )
-
-
 def freeze_startup_objects() -> None:
     """Leave the objects of start-up (widgets, styles, the first fleet) out of the garbage
     collector's full passes: with 200 sessions on screen one took 150 ms, and a key pressed
     meanwhile waited for it."""
     gc.freeze()
-
-
-def bindings_of(node: DOMNode) -> list[Binding]:
-    """The bindings of one node as bound now (after [keys]), in no particular order."""
-    keymap = node.app._keymap
-    return [
-        replace(b, key=keymap[b.id].split(",")[0].strip()) if b.id and b.id in keymap else b
-        for found in node._bindings.key_to_bindings.values()
-        for b in found
-    ]
 
 
 def run_dashboard(

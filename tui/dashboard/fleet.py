@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.dashboard.ordering import SORTS, needs_person, shown
@@ -185,8 +185,8 @@ class FleetView(Vertical):
 
     # ----- events and actions -------------------------------------------------------------
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(SessionTable.RowHighlighted)
+    def _highlighted(self, event: SessionTable.RowHighlighted) -> None:
         self.refresh_details()
         self.post_message(self.Selected(self.table.selected_session))
 
@@ -225,8 +225,8 @@ class FleetView(Vertical):
             field.remove_class("-visible")
             self.table.focus()
 
-    @on(DataTable.HeaderSelected)
-    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
+    @on(SessionTable.HeaderSelected)
+    def _header_clicked(self, event: SessionTable.HeaderSelected) -> None:
+        key = event.column_key
         if key in SORT_LABELS:
             self.sort_key = key

@@ -7,7 +7,7 @@ come from the file by offset (tui/dashboard/run_lines.py): any size. The view re
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 import anyio
 from textual import on, work
@@ -17,13 +17,11 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
+from agentherd.tui.dashboard.host import host
 from agentherd.tui.dashboard.line_map import find_line
 from agentherd.tui.dashboard.run_feed import RunGrew, RunOpened, follow_run
 from agentherd.tui.dashboard.run_lines import RunLines
 from agentherd.tui.dashboard.run_picker import RunPicker
-
-if TYPE_CHECKING:
-    from agentherd.tui.dashboard.app import HerdApp
 
 SEARCH_CHECKS = 200
 """Matches in the bytes a search checks against the line as shown (a summary may not hold
@@ -113,7 +111,7 @@ class OutputView(Vertical):
             self._title()
         self.workers.cancel_group(self, "run-feed")
         if session is not None:
-            client = cast("HerdApp", self.app).client
+            client = host(self.app).client
             self.run_worker(
                 follow_run(client, session, self.post_message, self.run),
                 group="run-feed",
@@ -286,7 +284,7 @@ class OutputView(Vertical):
             if run is not None:
                 self.run = None if run >= self.latest_run else run
 
-        client = cast("HerdApp", self.app).client
+        client = host(self.app).client
         shown = self.shown_run or self.latest_run
         path = str(self.lines.path) if self.lines.path is not None else None
         picker = RunPicker(client, self.session, shown, self.latest_run, path)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from agentherd.tui.dashboard.app import HerdApp
+from agentherd.tui.dashboard.host import host
 
 VERBS: tuple[tuple[str, str, str], ...] = (
     ("show output of", "output", "open the session screen on its output"),
@@ -34,7 +32,7 @@ class SessionCommands(Provider):
 
     def _commands(self) -> list[tuple[str, str, str, str]]:
         """(text, action, session, help) for every session the dashboard knows."""
-        app = cast("HerdApp", self.app)
+        app = host(self.app)
         return [
             (f"{verb} {status.session}", action, status.session, help_text)
             for status in app.statuses
@@ -43,14 +41,14 @@ class SessionCommands(Provider):
 
     async def discover(self) -> Hits:
         """Before typing: the session screen of each session."""
-        app = cast("HerdApp", self.app)
+        app = host(self.app)
         for text, action, session, help_text in self._commands():
             if action == "output":
                 yield DiscoveryHit(text, partial(app.act_on, action, session), help=help_text)
 
     async def search(self, query: str) -> Hits:
         """Every command whose text matches what was typed, best first."""
-        app = cast("HerdApp", self.app)
+        app = host(self.app)
         matcher = self.matcher(query)
         for text, action, session, help_text in self._commands():
             score = matcher.match(text)

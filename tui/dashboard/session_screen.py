@@ -9,7 +9,7 @@ the session beyond what it shows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import anyio
 from rich.text import Text
@@ -25,15 +25,13 @@ from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.api.protocol import ApiError
+from agentherd.tui.dashboard.host import Dashboard, host
 from agentherd.tui.dashboard.messages import Loaded
 from agentherd.tui.dashboard.output_view import OutputView
 from agentherd.tui.dashboard.rows import VERIFIED_MARKS, cut
 from agentherd.tui.dashboard.spend_chart import SpendCharts
 from agentherd.tui.render import state_text
 from agentherd.tui.spend import usage_money
-
-if TYPE_CHECKING:
-    from agentherd.tui.dashboard.app import HerdApp
 
 TABS: tuple[tuple[str, str], ...] = (
     ("output", "Output"),
@@ -150,9 +148,9 @@ class SessionScreen(Screen[None]):
         self._seen: tuple[object, ...] = ()
 
     @property
-    def herd(self) -> HerdApp:
-        """The app, typed."""
-        return cast("HerdApp", self.app)
+    def herd(self) -> Dashboard:
+        """The app, as a screen sees it."""
+        return host(self.app)
 
     def compose(self) -> ComposeResult:
         """The session's headline, the tabs, the keys."""

@@ -13,8 +13,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentherd.sessions.status import SessionStatus
+from agentherd.tui.dashboard.linetable import LineTable
 from agentherd.tui.dashboard.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
-from agentherd.tui.dashboard.rowtable import RowCachedTable
+from agentherd.tui.dashboard.tablegrid import CELL_PADDING
 
 GROW_ONLY = frozenset({"last", "uptime"})
 """Columns whose cells change all the time: they widen to fit and do not narrow for each
@@ -29,7 +30,7 @@ SETTLE_WIDTHS_S = 10.0
 whole table, so a fleet whose states come and go pays it once in a while, not per change."""
 
 
-class SessionTable(RowCachedTable):
+class SessionTable(LineTable):
     """One row per session, keyed by name; `show` touches only the cells that changed.
 
     Rows are rebuilt only when the order or the set of columns changes; the clock-driven
@@ -37,13 +38,13 @@ class SessionTable(RowCachedTable):
     """
 
     BINDINGS = [
-        # DataTable's own Enter (hidden) hid the app's from the footer: Open is shown, and
+        # The table's own Enter (hidden) hid the app's from the footer: Open is shown, and
         # the `open` id lets [keys] rebind this one too.
         Binding("enter", "select_cursor", "Open", id="open", tooltip="The session screen"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(**kwargs)
         self._cells: dict[str, dict[str, Cell]] = {}
         self._statuses: dict[str, SessionStatus] = {}
         self._order: list[str] = []
@@ -81,19 +82,14 @@ class SessionTable(RowCachedTable):
     @property
     def selected_session(self) -> str | None:
         """The name of the session under the cursor, or None when the table is empty."""
-        if not self.row_count:
-            return None
-        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        return str(row_key.value)
+        return self.cursor_row_key
 
     def _last_width(self) -> int:
         """Characters left for the last output once every other column has its width."""
         others = sum(
-            column.get_render_width(self)
-            for column in self.columns.values()
-            if column.key.value != "last"
+            column.render_width for column in self.columns.values() if column.key != "last"
         )
-        room = self.scrollable_content_region.width - others - 2 * self.cell_padding
+        room = self.scrollable_content_region.width - others - 2 * CELL_PADDING
         return max(LAST_MIN_CHARS, room)
 
     def _shown_cells(self, status: SessionStatus, width: int) -> dict[str, Cell]:

@@ -1,0 +1,56 @@
+"""What an adapter module declares about its agent, as `AGENT = Agent(...)`: the registry's entry.
+
+`sessions.adapters` finds every module of this package that declares one; each list of agents
+(herd.toml's `agent` values, `herd init --agent`, its presets, the adapter for a run, which
+agents report a cost) is derived from those declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from agentherd.sessions.adapters.base import OutputParser
+
+WORK_PROMPT = (
+    "Read claude-progress.txt and feature_list.json, then implement the next failing feature, "
+    "run the tests, commit, and update the progress file."
+)
+"""The whole job, as a preset asks for it: a run that does not commit checkpoints nothing."""
+
+CONTINUE_PROMPT = (
+    "Continue where you stopped. If herd restarted you after a crash, it saved your uncommitted "
+    "edits on {rescue_ref} and reset the tree to {checkpoint} ('none' where it did not)."
+)
+"""What a preset's resume says: where the crashed run's uncommitted work went."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The session block `herd init --agent NAME` writes: argv lists and extra environment.
+
+    Headless runs cannot ask for permission: each preset grants what editing, testing and
+    committing need (README: agents).
+    """
+
+    command: tuple[str, ...]
+    resume: tuple[str, ...] | None = None
+    """None: the agent cannot be resumed by its session id (the block shows a comment)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One `agent` value of herd.toml: its adapter, its preset, and what its runs cost."""
+
+    name: str
+    parser: type[OutputParser]
+    preset: Preset
+    order: int
+    """Where it stands in the lists a person reads (`herd init --help`, error messages)."""
+    price: str | None = None
+    """Its usual model's key in sessions/prices.py: the estimate for a session without `price`."""
+    reports_cost: bool = False
+    """The adapter gives a cost: reported, or estimated by the model the agent names."""
+    ends_with_result: bool = False
+    """Its output ends with a result line: a clean exit without one is `no-result`."""

@@ -1,0 +1,92 @@
+"""The daemon's socket found and called as the full command line would, without importing it:
+what the fast verbs (fastpath.py, fastup.py) share."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from agentherd.tui.cli import fastwire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pathlib and typing cost a verb ~10 ms of CPU: neither is imported to run
+    from typing import Any
+
+CONFIG_NAME = "herd.toml"
+STATE_DIR_NAME = ".herd"
+FAST_TIMEOUT_S = 30.0
+PROTOCOL = 1
+"""protocol.PROTOCOL, repeated: importing that module reads package metadata (tens of ms);
+tests/test_fastpath.py checks they agree."""
+
+
+def installed_version() -> str | None:
+    """This herd's version from its dist-info folder's name, as importlib.metadata finds it
+    (without importing it), or None."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("agentherd-") and name.endswith(".dist-info"):
+                return name[len("agentherd-") : -len(".dist-info")]
+    return None
+
+
+def config_path(explicit: str | None) -> str | None:
+    """herd.toml as `find_config` finds it (explicit, $HERD_CONFIG, nearest upward), or None."""
+    chosen = explicit or os.environ.get("HERD_CONFIG")
+    if chosen:
+        path = os.path.expanduser(chosen)
+        return os.path.realpath(path) if os.path.isfile(path) else None
+    folder = os.path.realpath(os.getcwd())
+    while True:
+        candidate = os.path.join(folder, CONFIG_NAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def socket_path_of(config_file: str) -> str | None:
+    """`paths.socket_path_for` the state folder of `config_file`, or None where that would
+    first have to make or mend the runtime folder (the full command line does)."""
+    state_dir = os.path.realpath(os.path.join(os.path.dirname(config_file), STATE_DIR_NAME))
+    digest = fastwire.sha256_hex(state_dir.encode())[:16]
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.path.isdir(base):
+        folder = os.path.join(base, "herd")
+    else:
+        folder = f"/tmp/herd-{os.getuid()}"
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return os.path.join(folder, f"{digest}.sock")
+
+
+def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **args: Any) -> Any:
+    """One request on the control socket; raises LookupError on any error reply."""
+    version = installed_version()
+    if version is None:
+        raise LookupError("no installed version: the full command line copes")
+    with fastwire.LineSocket(socket_path, timeout_s) as sock:
+        hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
+        sock.send(json.dumps(hello).encode() + b"\n")
+        greeting = json.loads(sock.readline().decode())
+        result = greeting.get("result") or {}
+        if not greeting.get("ok") or result.get("protocol") != PROTOCOL:
+            raise LookupError("hello refused")
+        if result.get("version") != version:
+            raise LookupError("another version: the full command line warns")
+        sock.send(json.dumps({"id": 1, "op": op, **args}).encode() + b"\n")
+        reply = json.loads(sock.readline().decode())
+    if not reply.get("ok"):
+        raise LookupError("error reply: the full command line words it")
+    return reply.get("result")
