@@ -4,17 +4,25 @@ death would."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import psutil
+import pytest
 from conftest import HERD, wait_until
 
+from agentherd.sessions.config import load_config
 from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.files.paths import socket_path_for
+
+if TYPE_CHECKING:
+    from agentherd.supervisor.cluster.fleet import ClusterFleet
 
 DB_VAR = "HERD_TEST_DB"
 
@@ -103,3 +111,31 @@ class HostProc:
         for child in psutil.Process(self.process.pid).children():
             os.kill(child.pid, signal.SIGKILL)
         self.process.wait(30)
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:
+    """The hosts a test starts (it appends each as it starts it), each brought down after."""
+    started: list[HostProc] = []
+    yield started
+    for host in started:
+        host.down()
+
+
+def fleet_of(host: HostProc, url: str) -> ClusterFleet:
+    """The cluster engine's client as `host`'s herd.toml configures it (close it after)."""
+    from agentherd.supervisor.cluster.fleet import ClusterFleet  # the cluster extra
+
+    return ClusterFleet(load_config(host.root / "herd.toml"), url)
+
+
+def herd_cli(folder: Path, url: str, **env: str) -> functools.partial[Any]:
+    """`subprocess.run` of `herd` verbs in `folder`, with the cluster's URL in $HERD_TEST_DB."""
+    return functools.partial(
+        subprocess.run,
+        cwd=folder,
+        env={**os.environ, DB_VAR: url, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

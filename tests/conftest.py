@@ -24,6 +24,9 @@ from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.daemon import Daemon
 from agentherd.supervisor.session.context import Timings
 
+pytest_plugins = ["pgcluster", "clusterhosts", "realagents"]
+"""Fixtures shared by the cluster and the real-agent tests (pg_url, hosts, claude, ...)."""
+
 FAST = Timings(
     tail_poll_s=0.05,
     adopt_poll_s=0.05,

@@ -31,6 +31,18 @@ SENTINEL_EXTRA_S = 10.0
 OUTER_EXTRA_S = 3 * SENTINEL_EXTRA_S
 """The outer test's timeout exceeds the inner one by this much, so the inner one reports."""
 
+INNER_OPTIONS = [
+    # -rP: what a passing test printed (the chaos figures) reaches the report too.
+    *["-q", "-rP", "-p", "no:cacheprovider"],
+    # Not the outer run's addopts: no `-n` (one test needs no workers) and no `-m 'not slow'`
+    # (a test picked by its id runs even when it is marked slow).
+    *["-o", "addopts=", "-m", ""],
+    # Only the plugins a marked test uses: hypothesis, syrupy, the snapshot plugin and xdist
+    # cost the inner run about a second of imports each time on a loaded machine.
+    *["--disable-plugin-autoload", "-p", "pytest_timeout", "-p", "anyio"],
+]
+"""How the inner pytest runs the one test: cheap to start, whatever the outer run was given."""
+
 
 @dataclass
 class PidnsReport:
@@ -83,10 +95,7 @@ def run_in_pidns(nodeid: str, rootdir: Path, inner_timeout_s: float) -> PidnsRep
     """
     with tempfile.TemporaryDirectory(prefix="herd-pidns-") as folder:
         report_path = Path(folder) / "report.json"
-        # -rP: what a passing test printed (the chaos figures) reaches the report too.
-        inner = [sys.executable, "-m", "pytest", "-q", "-rP", "-p", "no:cacheprovider"]
-        # -m "": a test picked by its id runs even when addopts deselects its marker (slow).
-        inner += ["-m", "", nodeid]
+        inner = [sys.executable, "-m", "pytest", *INNER_OPTIONS, nodeid]
         argv = [*unshare_argv(), sys.executable, str(SENTINEL), str(report_path)]
         argv += [str(inner_timeout_s + SENTINEL_EXTRA_S), "--", *inner]
         env = {**os.environ, INSIDE_VAR: "1"}

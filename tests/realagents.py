@@ -9,12 +9,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Herd, git, make_repo, wait_until
 
+from agentherd.sessions import prices
+from agentherd.sessions.adapters import price_for
+from agentherd.sessions.adapters.usage import Usage
 from agentherd.tui.cli.templates import init_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +37,12 @@ PINNED = {
 }
 """The versions these tests were written against (.ci/run installs the same)."""
 
+AGENT_WAIT_S = 90.0
+"""The real CLI starts in a second or two; a loaded CI machine gets plenty more."""
+
+MAIN = "main"
+"""The one session each real-agent test runs."""
+
 
 def agent_binary(name: str) -> str:
     """The path of the `name` CLI: .cache/agents first, then PATH; skip or fail when absent."""
@@ -45,6 +57,103 @@ def agent_binary(name: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(message + " (CI=true: a missing agent fails the run)", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture
+def claude() -> str:
+    return agent_binary("claude")
+
+
+@pytest.fixture
+def codex() -> str:
+    return agent_binary("codex")
+
+
+@pytest.fixture
+def gemini() -> str:
+    return agent_binary("gemini")
+
+
+@pytest.fixture
+def opencode() -> str:
+    return agent_binary("opencode")
+
+
+def repo_with_identity(path: Path) -> Path:
+    """A repo with a git identity of its own (Gemini's and OpenCode's shells saw none in HOME)."""
+    repo = make_repo(path)
+    git(repo, "config", "user.name", "agent")
+    git(repo, "config", "user.email", "agent@example.invalid")
+    return repo
+
+
+def start_main(herd: Herd, toml: str) -> None:
+    """Serve `toml` from a real daemon and start its session `main`."""
+    herd.write(toml)
+    herd.start()
+    herd.client.call("start", name=MAIN)
+
+
+def ended(herd: Herd, timeout_s: float = AGENT_WAIT_S) -> dict[str, Any]:
+    """The status of `main` once its task completed or failed."""
+    return herd.wait_state(MAIN, "completed", "failed", timeout_s=timeout_s)
+
+
+def completed(herd: Herd, timeout_s: float = AGENT_WAIT_S) -> dict[str, Any]:
+    """The status of `main` once its task ended, which must be completed."""
+    status = ended(herd, timeout_s)
+    assert status["state"] == "completed", (status, herd.events(MAIN))
+    return status
+
+
+def kill_mid_run(
+    herd: Herd, hanging: threading.Event, draft: Path, session_id: bool = False
+) -> str | None:
+    """SIGKILL the agent while the model server holds its second request, after its first
+    edit (`draft`) is on disk; with `session_id`, first wait for the agent's conversation id."""
+    wait_until(hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
+    assert draft.exists()
+    found = None
+    if session_id:
+        found = wait_until(lambda: herd.status(MAIN)["agent_session_id"], what="the id")
+    os.kill(herd.status(MAIN)["pid"], signal.SIGKILL)
+    return found
+
+
+def rescued_and_resumed(herd: Herd, draft: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """After a kill: the task completed, the edit was saved and reset away, and the second run
+    resumed the first; the final status and the `run-started` events."""
+    status = completed(herd)
+    assert herd.events(MAIN, "rescue-saved") and herd.events(MAIN, "worktree-reset")
+    assert not draft.exists()  # saved on the rescue ref, then reset
+    started = herd.events(MAIN, "run-started")
+    assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+    return status, started
+
+
+def resumed_without_reset(herd: Herd) -> list[dict[str, Any]]:
+    """After a rate limit: the task completed, nothing was rescued or reset, and the second run
+    resumed the first; the `run-started` events."""
+    completed(herd)
+    assert not herd.events(MAIN, "rescue-saved")
+    assert not herd.events(MAIN, "worktree-reset")
+    started = herd.events(MAIN, "run-started")
+    assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+    return started
+
+
+def assert_hello_committed(repo: Path) -> None:
+    """The scripted work of the plain runs: hello.txt written and committed by the agent."""
+    assert (repo / "hello.txt").read_text() == "hi\n"
+    assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+
+
+def assert_cost_estimated(agent: str, usage: dict[str, Any]) -> None:
+    """An agent that reports no cost: herd's price table estimates it and says so (never 0)."""
+    price = price_for(agent, None, prices.price_table({}))
+    expected = prices.with_estimate(Usage.from_json(usage), price)
+    assert usage["cost_estimated"] is True
+    assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0
 
 
 def preset(agent: str) -> dict[str, Any]:
@@ -184,7 +293,5 @@ def run_usages(herd: Any, name: str, count: int) -> list[tuple[int, int, int, in
             )
             for r in done[:count]
         ]
-
-    from conftest import wait_until
 
     return wait_until(ended, timeout_s=30, what=f"{count} ended runs of {name}")  # type: ignore[no-any-return]

@@ -423,7 +423,7 @@ async def test_the_dashboard_shows_the_budget_bar_and_the_fleet_cost(fast_herd: 
         assert f"{cost} · " in header, header  # the fleet's whole-life total
         # The fleet budget counts the tasks at work: a's stopped task no longer does.
         assert "(fleet budget: 0% cost)" in header, header
-        app.save_screenshot("budgets.svg", "/tmp")
+        app.save_screenshot("budgets.svg", str(herd.root))  # not /tmp: runs side by side
 
 
 def test_herd_up_restarts_a_fleet_stopped_session_only_once_the_fleet_budget_is_raised(

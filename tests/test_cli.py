@@ -354,7 +354,6 @@ def test_events_json_lines_and_since(herd: Herd) -> None:
     assert "api/1 run-started" in human
 
 
-@pytest.mark.pidns
 @pytest.mark.timeout(120)
 def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text(
@@ -380,7 +379,6 @@ def test_up_background_daemon_then_down_as_a_user_would(tmp_path: Path) -> None:
     assert "no daemon is running" in after.stderr
 
 
-@pytest.mark.pidns
 def test_two_ups_at_once_end_with_one_daemon(tmp_path: Path) -> None:
     (tmp_path / "herd.toml").write_text(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\n')
     procs = [

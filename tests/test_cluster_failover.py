@@ -4,17 +4,15 @@ after its lease has expired, and never runs on two hosts at once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import HostProc, cluster_toml
+from clusterhosts import HostProc, cluster_toml, fleet_of
 from conftest import script, wait_until
-from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
-from agentherd.sessions.config import load_config  # noqa: E402
 from agentherd.sessions.status import SessionStatus  # noqa: E402
 from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
@@ -62,18 +60,10 @@ def seen_rows(fleet: ClusterFleet) -> list[tuple[str, str | None]]:
         return [(r.status.state, r.status.reason) for r in view.rows(conn, "job")]
 
 
-@pytest.fixture
-def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:  # noqa: F811
-    started: list[HostProc] = []
-    yield started
-    for host in started:
-        host.down()
-
-
 def test_a_killed_hosts_session_finishes_on_another_host_once(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     toml = cluster_toml(f"""
@@ -90,7 +80,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
         hosts.append(host)
     for host in hosts:
         host.start()
-    fleet = ClusterFleet(load_config(hosts[0].root / "herd.toml"), pg_url)
+    fleet = fleet_of(hosts[0], pg_url)
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1
         wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 to run")
@@ -119,7 +109,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
 def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     from netcut import CuttableLink
 
@@ -143,7 +133,7 @@ def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     try:
         for host in hosts:
             host.start()
-        fleet = ClusterFleet(load_config(hosts[1].root / "herd.toml"), pg_url)
+        fleet = fleet_of(hosts[1], pg_url)
         try:
             handle = fleet.start("job").handle  # both idle: the tie goes to h1
             wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")

@@ -6,21 +6,15 @@ the sessions are tiny real programs; the engine is DBOS on a private PostgreSQL.
 
 from __future__ import annotations
 
-import functools
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import DB_VAR, HostProc, cluster_toml
+from clusterhosts import HostProc, cluster_toml, fleet_of, herd_cli
 from conftest import HERD, script
-from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
-from agentherd.sessions.config import load_config  # noqa: E402
-from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]  # two hosts start on a loaded CI
 
@@ -42,22 +36,10 @@ def spell(marks: Path) -> str:
     return script(code)
 
 
-@pytest.fixture
-def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:  # noqa: F811
-    started: list[HostProc] = []
-    yield started
-    for host in started:
-        host.down()
-
-
-def fleet_of(host: HostProc, url: str) -> ClusterFleet:
-    return ClusterFleet(load_config(host.root / "herd.toml"), url)
-
-
 def test_a_session_naming_a_host_runs_there_and_nowhere_else(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     toml = cluster_toml(f"""
         [[session]]
@@ -85,7 +67,7 @@ def test_a_session_naming_a_host_runs_there_and_nowhere_else(
 def test_herd_start_and_wait_go_through_the_engine(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     toml = cluster_toml(f"""
         [[session]]
@@ -97,23 +79,20 @@ def test_herd_start_and_wait_go_through_the_engine(
     """)
     # Each host joins the list as it starts: a failed second start leaves none running.
     hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
-    env = {**os.environ, DB_VAR: pg_url}
-    herd = functools.partial(
-        subprocess.run, cwd=hosts[0].root, env=env, capture_output=True, text=True, timeout=120
-    )
+    herd = herd_cli(hosts[0].root, pg_url)
     started = herd([HERD, "start", "pinned"])  # asked on h1: placed on h2
     assert (started.returncode, started.stdout) == (0, "pinned/1\n"), started.stderr
     waited = herd([HERD, "wait", "pinned/1"])
     assert (waited.returncode, waited.stdout) == (0, "pinned/1: completed\n"), waited.stderr
     assert hosts[1].client.call("status", target="pinned")["state"] == "completed"
-    nowhere = herd([HERD, "start", "pinned"], env={**env, DB_VAR: ""})
+    nowhere = herd_cli(hosts[0].root, "")([HERD, "start", "pinned"])
     assert nowhere.returncode == 2 and "$HERD_TEST_DB is not set" in nowhere.stderr
 
 
 def test_the_global_limit_holds_across_hosts(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     blocks = "".join(
@@ -160,7 +139,7 @@ def _most_at_once(marks: Path) -> int:
 def test_the_per_host_limit_holds(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     blocks = "".join(

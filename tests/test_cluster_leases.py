@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Herd, script, wait_until
-from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
@@ -24,7 +24,7 @@ SLEEPER = script("""
 """)
 
 
-def test_a_live_host_name_is_refused_to_another_machine(pg_url: str) -> None:  # noqa: F811
+def test_a_live_host_name_is_refused_to_another_machine(pg_url: str) -> None:
     with leases.connect(pg_url) as conn:
         leases.ensure_schema(conn)
         leases.register(conn, "h1", "machine-a", ["api"], 30)
@@ -36,7 +36,7 @@ def test_a_live_host_name_is_refused_to_another_machine(pg_url: str) -> None:  #
         ]
 
 
-def test_an_expired_lease_is_claimed_by_exactly_one_survivor(pg_url: str) -> None:  # noqa: F811
+def test_an_expired_lease_is_claimed_by_exactly_one_survivor(pg_url: str) -> None:
     with leases.connect(pg_url) as conn, leases.connect(pg_url) as other:
         leases.ensure_schema(conn)
         leases.register(conn, "gone", "machine-a", [], 0.05)
@@ -66,7 +66,7 @@ def _cut(admin: psycopg.Connection, database: str, allow: bool) -> None:
 
 def test_a_host_cut_from_the_database_stops_its_agents_before_its_lease_ends(
     herd: Herd,
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     herd.write(f'[[session]]\nname = "api"\ncommand = {SLEEPER}\nrestart = "always"\n')
     client = herd.start()

@@ -4,18 +4,15 @@ on the remote, and the host that takes the session over resets to them before it
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import HostProc, cluster_toml
+from clusterhosts import HostProc, cluster_toml, fleet_of
 from conftest import script, wait_until
-from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
-from agentherd.sessions.config import load_config  # noqa: E402
-from agentherd.supervisor.cluster.fleet import ClusterFleet  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
 STEPS = 5
@@ -74,14 +71,6 @@ def remote_refs(bare: Path) -> list[str]:
     return out.splitlines() if out else []
 
 
-@pytest.fixture
-def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:  # noqa: F811
-    started: list[HostProc] = []
-    yield started
-    for host in started:
-        host.down()
-
-
 def make_repo(folder: Path) -> None:
     folder.mkdir()
     git(folder, "init", "-q")
@@ -93,7 +82,7 @@ def make_repo(folder: Path) -> None:
 def test_a_killed_hosts_commits_all_reach_the_host_that_finishes_the_session(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     bare = tmp_path / "remote.git"
@@ -116,7 +105,7 @@ def test_a_killed_hosts_commits_all_reach_the_host_that_finishes_the_session(
     hosts += [h1, h2]
     for host in hosts:
         host.start()
-    fleet = ClusterFleet(load_config(h1.root / "herd.toml"), pg_url)
+    fleet = fleet_of(h1, pg_url)
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1
         wait_until(
@@ -150,7 +139,7 @@ def test_a_killed_hosts_commits_all_reach_the_host_that_finishes_the_session(
 def test_without_a_checkpoint_remote_nothing_is_pushed(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     bare = tmp_path / "remote.git"
@@ -167,7 +156,7 @@ def test_without_a_checkpoint_remote_nothing_is_pushed(
     make_repo(h1.root / "work")
     git(h1.root / "work", "remote", "add", "origin", str(bare))  # a remote, but not named
     hosts.append(h1.start())
-    fleet = ClusterFleet(load_config(h1.root / "herd.toml"), pg_url)
+    fleet = fleet_of(h1, pg_url)
     try:
         waited = fleet.wait(fleet.start("job").handle, timeout_s=60)
         assert (waited.state, waited.exit) == ("completed", 0), h1.log()
@@ -202,7 +191,7 @@ def crasher(marks: Path) -> str:
 def test_rescue_refs_are_pushed_and_a_failed_push_is_only_a_warning(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
     bare = tmp_path / "remote.git"
@@ -224,7 +213,7 @@ def test_rescue_refs_are_pushed_and_a_failed_push_is_only_a_warning(
         make_repo(h1.root / name)
         git(h1.root / name, "remote", "add", "herd", url)  # the name, each repo its own
     hosts.append(h1.start())
-    fleet = ClusterFleet(load_config(h1.root / "herd.toml"), pg_url)
+    fleet = fleet_of(h1, pg_url)
     try:
         for name in ("kept", "lost"):
             waited = fleet.wait(fleet.start(name).handle, timeout_s=60)

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from clusterhosts import DB_VAR, HostProc, cluster_toml
+from clusterhosts import HostProc, cluster_toml, fleet_of, herd_cli
 from conftest import HERD, SIMAGENT, script, sim_repo, wait_until
-from pgcluster import pg_server, pg_url, require_cluster_extra  # noqa: F401  (fixtures)
+from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
@@ -28,27 +25,12 @@ SLEEPER = script("""
 """)
 
 
-@pytest.fixture
-def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:  # noqa: F811
-    started: list[HostProc] = []
-    yield started
-    for host in started:
-        host.down()
-
-
 def viewer(tmp_path: Path, toml: str, url: str) -> functools.partial[Any]:
     """`herd ARGS` run in a folder of its own that has the same herd.toml and no daemon."""
     folder = tmp_path / "laptop"
     folder.mkdir()
     (folder / "herd.toml").write_text(toml)
-    return functools.partial(
-        subprocess.run,
-        cwd=folder,
-        env={**os.environ, DB_VAR: url, "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return herd_cli(folder, url, COLUMNS="200")
 
 
 def ls_json(herd: functools.partial[Any]) -> dict[str, dict[str, Any]]:
@@ -60,7 +42,7 @@ def ls_json(herd: functools.partial[Any]) -> dict[str, dict[str, Any]]:
 def test_a_viewer_lists_stops_and_reads_sessions_of_other_hosts(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     toml = cluster_toml(f"""
         [[session]]
@@ -127,7 +109,7 @@ def test_a_viewer_lists_stops_and_reads_sessions_of_other_hosts(
 def test_a_viewer_approves_a_plan_change_on_another_host(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     agent = json.dumps([*SIMAGENT, "--delay", "0.3", "--tamper-at", "2"])
     toml = cluster_toml(f"""
@@ -173,13 +155,11 @@ def anyio_backend() -> str:
 async def test_the_dashboard_shows_hosts_and_starts_and_stops_through_the_engine(
     tmp_path: Path,
     hosts: list[HostProc],
-    pg_url: str,  # noqa: F811
+    pg_url: str,
 ) -> None:
     from test_dashboard import cell, select, until
 
-    from agentherd.sessions.config import load_config
     from agentherd.supervisor.cluster.dashclient import AsyncClusterClient
-    from agentherd.supervisor.cluster.fleet import ClusterFleet
     from agentherd.tui.dashboard.app import HerdApp
 
     toml = cluster_toml(f"""
@@ -194,7 +174,7 @@ async def test_the_dashboard_shows_hosts_and_starts_and_stops_through_the_engine
         lambda: hosts.extend(HostProc(tmp_path, n, toml, pg_url).start() for n in ("h1", "h2"))
     )
     started = list(hosts)
-    fleet = ClusterFleet(load_config(started[0].root / "herd.toml"), pg_url)
+    fleet = fleet_of(started[0], pg_url)
     app = HerdApp(client=AsyncClusterClient(fleet, poll_s=0.2), config_label="cluster")
     try:
         async with app.run_test(size=(160, 40)) as pilot:

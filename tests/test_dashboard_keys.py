@@ -213,7 +213,6 @@ async def test_approve_and_reject_ask_first_and_no_sends_nothing(
     assert len(json.loads(plan.read_text())) == 2, "nothing wrote the plan back"
 
 
-@pytest.mark.pidns
 @pytest.mark.anyio
 async def test_dashboard_reads_a_stopped_fleet_and_changes_nothing(herd: Herd) -> None:
     """After `herd down` the dashboard shows the fleet from disk, says it is read-only, and a

@@ -128,7 +128,6 @@ def test_a_task_that_stayed_on_a_root_commit_changed_nothing(tmp_path: Path) -> 
     assert changes_from_before(repo, head, head) == changes(repo, f"{head}~1", head)
 
 
-@pytest.mark.pidns
 def test_the_daemon_process_logs_its_end_before_it_exits(tmp_path: Path) -> None:
     """The daemon `herd up` spawns skips the interpreter's teardown at exit: its log's last
     line is still written, and `herd down` returns with it gone."""

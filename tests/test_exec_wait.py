@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import anyio
+import psutil
 import pytest
 
 from agentherd.supervisor.process import execwait
@@ -24,11 +25,20 @@ def _parent(mode: str) -> subprocess.Popen[bytes]:
 
 
 def _stop(parent: subprocess.Popen[bytes]) -> None:
+    """Kill the parent and its child and wait until both are gone (a SIGKILL sent is not yet a
+    process ended: under load the leftover check once still found `sleep 600` running)."""
     listed = execwait._read_proc(f"/proc/{parent.pid}/task/{parent.pid}/children") or b""
+    children = []
     for child in listed.split():
+        try:
+            children.append(psutil.Process(int(child)))
+        except psutil.NoSuchProcess:
+            continue
         subprocess.run(["kill", "-9", child.decode()], check=False)
     parent.kill()
     parent.wait(10)
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, alive
 
 
 @pytest.mark.pidns

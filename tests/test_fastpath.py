@@ -32,7 +32,6 @@ def test_only_json_status_and_ls_take_the_fast_path() -> None:
         assert fastpath._split(argv) is None
 
 
-@pytest.mark.pidns
 def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "api")
     (tmp_path / "herd.toml").write_text(
@@ -81,7 +80,6 @@ def test_only_a_plain_down_takes_the_fast_down() -> None:
         assert fastpath._down_config(argv) is None
 
 
-@pytest.mark.pidns
 def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path) -> None:
     """`herd down` started the stops only after importing click and pydantic: seconds on a
     loaded machine. The fast one must print the same and leave nothing running."""

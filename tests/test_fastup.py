@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import make_repo
 
 from agentherd.sessions.states import ACTIVE_STATES
@@ -46,7 +45,6 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.pidns
 def test_the_fast_up_starts_the_fleet_and_prints_what_the_full_one_prints(tmp_path: Path) -> None:
     def config(folder: Path) -> str:
         return (
@@ -85,7 +83,6 @@ def test_the_fast_up_starts_the_fleet_and_prints_what_the_full_one_prints(tmp_pa
         assert _run([*FULL, "down"], full_dir).returncode == 0
 
 
-@pytest.mark.pidns
 def test_a_problem_in_herd_toml_is_the_full_command_lines_to_word(tmp_path: Path) -> None:
     """The spawned daemon checks herd.toml as `herd up` does and refuses to serve: the person
     sees the full command line's line and exit code, and no daemon is left running."""

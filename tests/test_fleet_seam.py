@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from conftest import script, wait_until
 from fleets import IMPLEMENTATIONS, FleetWorld, open_world
-from pgcluster import pg_server, pg_url  # noqa: F401  (fixtures)
 
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
 from agentherd.sessions.status import SessionStatus

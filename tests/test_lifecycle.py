@@ -267,7 +267,6 @@ def test_a_handle_names_its_task_after_the_session_moved_on(herd: Herd) -> None:
     assert first["state"] == "completed" and first["handle"] == "api/1"
 
 
-@pytest.mark.pidns
 def test_the_event_log_survives_a_daemon_restart(herd: Herd) -> None:
     herd.write(f"""
         [[session]]

@@ -253,8 +253,8 @@ async def test_checkpoints_tab_takes_the_keys_so_F_restarts_from_the_row_chosen(
         screen = app.screen
         checkpoints = screen.query_one("#checkpoint-table", DataTable)
         await until(pilot, lambda: checkpoints.row_count >= 3, "the checkpoints")
-        await pilot.pause(0.3)
-        assert app.focused is checkpoints
+        # Waited for, not read after a fixed pause: a loaded machine moved the focus later.
+        await until(pilot, lambda: app.focused is checkpoints, "the checkpoints to take the keys")
         await pilot.press("j")
         await pilot.press("F")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")

@@ -206,7 +206,15 @@ def test_reject_restores_the_baseline_and_the_run_continues(herd: Herd) -> None:
     rejected = herd.cli("reject", "api")
     assert rejected.returncode == 0, rejected.stderr
     assert herd.events("api", "rejected")
-    assert len(json.loads((repo / "feature_list.json").read_text())) == total + 1
+
+    def items() -> int | None:
+        """The plan's length; None while the resumed agent is rewriting the file."""
+        try:
+            return len(json.loads((repo / "feature_list.json").read_text()))
+        except ValueError:
+            return None
+
+    wait_until(lambda: items() == total + 1, what="the baseline back, read whole")
     assert closed(herd, "plan-tampered")
     status = herd.status("api")
     assert status["state"] != "waiting-approval"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from pgcluster import pg_server, pg_url  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.cluster
 
 
-def test_each_test_gets_a_fresh_empty_database(pg_url: str) -> None:  # noqa: F811
+def test_each_test_gets_a_fresh_empty_database(pg_url: str) -> None:
     import psycopg
 
     with psycopg.connect(pg_url) as conn:

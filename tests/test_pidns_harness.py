@@ -65,7 +65,8 @@ def test_the_marker_fails_the_test_and_shows_why() -> None:
     """The whole path: a pidns-marked test run by pytest fails, naming the signal and sender."""
     case = f"{CASES}::test_signals_pid_1"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", case],
+        # -n 0: one test needs no workers (two would start two more pytests for it).
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", case],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -8,24 +8,27 @@ resumed in the same conversation, a rate limit parks, a permission denial fails 
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 from pathlib import Path
 
 import pytest
-from conftest import FAST, Herd, git, make_repo, wait_until
+from conftest import FAST, Herd, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
-from realagents import agent_binary, claude_env, result_lines, run_usages, session_toml
+from realagents import (
+    AGENT_WAIT_S,
+    assert_hello_committed,
+    claude_env,
+    completed,
+    ended,
+    kill_mid_run,
+    rescued_and_resumed,
+    result_lines,
+    resumed_without_reset,
+    run_usages,
+    session_toml,
+    start_main,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
-
-AGENT_WAIT_S = 90.0
-"""The real CLI starts in a second or two; a loaded CI machine gets plenty more."""
-
-
-@pytest.fixture
-def claude() -> str:
-    return agent_binary("claude")
 
 
 def _commit_step() -> object:
@@ -44,14 +47,10 @@ def test_a_run_edits_commits_and_counts_exact_tokens_and_cost(
     steps = [tool("Write", file_path=str(repo / "hello.txt"), content="hi\n"), _commit_step()]
     with AnthropicServer([*steps, text("Done: hello.txt committed.")], tokens) as server:
         env = claude_env(tmp_path / "home", server.url, claude)
-        herd.write(session_toml("main", "claude", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
+        start_main(herd, session_toml("main", "claude", repo, env))
+        status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         usage = status["usage"]
         assert (
             usage["input_tokens"],
@@ -76,21 +75,9 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
     steps = [tool("Write", file_path=str(repo / "draft.txt"), content="half done\n"), hang()]
     with AnthropicServer([*steps, text("Picked up where I left off.")]) as server:
         env = claude_env(tmp_path / "home", server.url, claude)
-        herd.write(session_toml("main", "claude", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        wait_until(server.hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
-        assert (repo / "draft.txt").exists()
-        first = herd.status("main")
-        session_id = wait_until(lambda: herd.status("main")["agent_session_id"], what="the id")
-        os.kill(first["pid"], signal.SIGKILL)
-
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
-        assert herd.events("main", "rescue-saved") and herd.events("main", "worktree-reset")
-        assert not (repo / "draft.txt").exists()  # saved on the rescue ref, then reset
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        start_main(herd, session_toml("main", "claude", repo, env))
+        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", session_id=True)
+        status, started = rescued_and_resumed(herd, repo / "draft.txt")
         assert session_id in started[1]["data"]["argv"]
         # The resumed request carries the first run's turns: the same conversation goes on.
         resumed = server.requests[-1]
@@ -119,9 +106,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
     herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3.0)
     with AnthropicServer([*steps, text("Limit lifted, done.")]) as server:
         env = claude_env(tmp_path / "home", server.url, claude)
-        herd.write(session_toml("main", "claude", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
+        start_main(herd, session_toml("main", "claude", repo, env))
         parked = herd.wait_state("main", "backoff", "failed", "completed", timeout_s=AGENT_WAIT_S)
         assert (parked["state"], parked["reason"]) == ("backoff", "rate-limit"), parked
         assert parked["next_restart_at"] is not None
@@ -135,12 +120,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         (first,) = run_usages(herd, "main", 1)
         assert first == (100, 30, 20, 10)
 
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
-        assert not herd.events("main", "rescue-saved")
-        assert not herd.events("main", "worktree-reset")
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        started = resumed_without_reset(herd)
         assert "draft.txt" in repr(server.requests[-1]["messages"])
         # Nothing was rescued nor reset: the resume prompt says so instead of empty words.
         assert "edits on none and reset the tree to none" in " ".join(started[1]["data"]["argv"])
@@ -157,10 +137,8 @@ def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
         # The old preset: no permission flag, so Claude Code refuses Write and Bash headless.
         toml = toml.replace(', "--allowedTools", "Bash,Read,Edit,Write,Glob,Grep"', "")
         assert "--allowedTools" not in toml
-        herd.write(toml)
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        start_main(herd, toml)
+        status = ended(herd)
         assert (status["state"], status["reason"]) == ("failed", "permission-denied")
         (failed,) = herd.events("main", "failed")
         assert "Write, Bash" in failed["message"]
@@ -175,11 +153,8 @@ def test_an_overload_that_recovers_on_retry_is_a_normal_success(
     repo = make_repo(tmp_path / "repo")
     with AnthropicServer([fail(529), text("Done after one retry.")]) as server:
         env = {**claude_env(tmp_path / "home", server.url, claude), "CLAUDE_CODE_MAX_RETRIES": "1"}
-        herd.write(session_toml("main", "claude", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
+        start_main(herd, session_toml("main", "claude", repo, env))
+        status = completed(herd)
         assert len(server.requests) == 2 and server.answered == 1
         assert len(herd.events("main", "run-started")) == 1
         assert status["usage"]["input_tokens"] == 100

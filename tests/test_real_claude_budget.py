@@ -14,15 +14,12 @@ from typing import Any
 import pytest
 from conftest import FAST, Herd, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, text, tool
-from realagents import agent_binary, claude_env, session_toml
+from realagents import AGENT_WAIT_S, claude_env, session_toml, start_main
 
 from agentherd.sessions.prices import estimate_cost_usd
 from agentherd.supervisor.session.context import Timings
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
-
-AGENT_WAIT_S = 90.0
-"""The real CLI starts in a second or two; a loaded CI machine gets plenty more."""
 
 TOKENS = Tokens(input=1000, output=1000, cache_read=0, cache_write=0)
 """What every answer costs; its content is about 4 characters a token, as real output is."""
@@ -47,10 +44,9 @@ def _step(number: int) -> object:
 
 @pytest.mark.pidns
 def test_a_cost_budget_stops_a_running_claude_within_one_answer_of_the_limit(
-    budget_herd: Herd, tmp_path: Path
+    budget_herd: Herd, tmp_path: Path, claude: str
 ) -> None:
     herd = budget_herd
-    claude = agent_binary("claude")
     repo = make_repo(tmp_path / "repo")
     steps = [_step(n) for n in range(1, STEPS + 1)]
     with AnthropicServer([*steps, text("All done.")], TOKENS) as server:
@@ -59,9 +55,7 @@ def test_a_cost_budget_stops_a_running_claude_within_one_answer_of_the_limit(
         per_answer = estimate_cost_usd(model, TOKENS.input, TOKENS.output, 0, 0)
         assert per_answer is not None
         limit = round(per_answer * LIMIT_ANSWERS, 6)
-        herd.write(session_toml("main", "claude", repo, env, budget={"cost_usd": limit}))
-        herd.start()
-        herd.client.call("start", name="main")
+        start_main(herd, session_toml("main", "claude", repo, env, budget={"cost_usd": limit}))
         status = herd.wait_state("main", "stopped", "completed", "failed", timeout_s=AGENT_WAIT_S)
         assert status["state"] == "stopped", (status, herd.events("main"))
         assert status["reason"] == "budget:cost_usd"

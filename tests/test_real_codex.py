@@ -7,30 +7,29 @@ and commit in its worktree (`--sandbox workspace-write` could not commit), with 
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 from pathlib import Path
 
 import pytest
-from conftest import FAST, Herd, git, make_repo, wait_until
+from conftest import FAST, Herd, git, make_repo
 from model_servers import OpenAIResponsesServer, Tokens, fail, hang, text, tool
-from realagents import agent_binary, codex_env, run_usages, session_toml
-
-from agentherd.sessions import prices
-from agentherd.sessions.adapters import price_for
-from agentherd.sessions.adapters.usage import Usage
+from realagents import (
+    AGENT_WAIT_S,
+    assert_cost_estimated,
+    assert_hello_committed,
+    codex_env,
+    completed,
+    ended,
+    kill_mid_run,
+    rescued_and_resumed,
+    run_usages,
+    session_toml,
+    start_main,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
-AGENT_WAIT_S = 90.0
-
 SHELL = "exec_command"
 """The shell tool codex-cli 0.171.0 offers the model."""
-
-
-@pytest.fixture
-def codex() -> str:
-    return agent_binary("codex")
 
 
 def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: str) -> None:
@@ -41,16 +40,13 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
         text("Done: hello.txt committed."),
     ]
     with OpenAIResponsesServer(steps, Tokens(100, 30, 20, 0)) as server:
-        herd.write(
-            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex))
+        start_main(
+            herd,
+            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex)),
         )
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
+        status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         usage = status["usage"]
         # Three requests of 100 input (20 of them cached) and 30 output: Codex's thread total
         # is 300 input of which 60 cached; the cached part is cache read, not input.
@@ -61,11 +57,7 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
             usage["cache_write_tokens"],
         ) == (240, 60, 90, 0)
         assert status["agent_session_id"]  # the thread id, from `thread.started`
-        # The agent reports no cost: herd's price table estimates it and says so (never a 0).
-        price = price_for("codex", None, prices.price_table({}))
-        expected = prices.with_estimate(Usage.from_json(usage), price)
-        assert usage["cost_estimated"] is True
-        assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0
+        assert_cost_estimated("codex", usage)
 
 
 @pytest.mark.pidns
@@ -75,21 +67,13 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_run_again(
     repo = make_repo(tmp_path / "repo")
     steps = [tool(SHELL, cmd="printf 'half\\n' > draft.txt"), hang()]
     with OpenAIResponsesServer([*steps, text("Finished.")]) as server:
-        herd.write(
-            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex))
+        start_main(
+            herd,
+            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex)),
         )
-        herd.start()
-        herd.client.call("start", name="main")
-        wait_until(server.hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
-        assert (repo / "draft.txt").exists()
-        os.kill(herd.status("main")["pid"], signal.SIGKILL)
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
-        assert herd.events("main", "rescue-saved") and herd.events("main", "worktree-reset")
-        assert not (repo / "draft.txt").exists()
-        started = herd.events("main", "run-started")
+        kill_mid_run(herd, server.hanging, repo / "draft.txt")
+        status, started = rescued_and_resumed(herd, repo / "draft.txt")
         # The thread id from `thread.started` resumes the same thread after the crash.
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
         thread = status["agent_session_id"]
         assert thread and started[1]["data"]["argv"][-3:-1] == ["resume", thread]
         assert "draft.txt" in repr(server.requests[-1]["input"])
@@ -112,11 +96,10 @@ def test_a_rate_limit_parks_without_reset(herd: Herd, tmp_path: Path, codex: str
     (repo / "draft.txt").write_text("keep me\n")
     herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3600.0)
     with OpenAIResponsesServer([fail(429)]) as server:
-        herd.write(
-            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex))
+        start_main(
+            herd,
+            session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex)),
         )
-        herd.start()
-        herd.client.call("start", name="main")
         parked = herd.wait_state("main", "backoff", "failed", "completed", timeout_s=AGENT_WAIT_S)
         assert (parked["state"], parked["reason"]) == ("backoff", "rate-limit"), parked
         assert herd.events("main", "rate-limited")
@@ -145,10 +128,8 @@ def test_a_commit_the_sandbox_refuses_fails_with_the_reason_and_is_not_restarted
         # The old preset: workspace-write leaves .git read-only, so the commit is refused.
         toml = toml.replace('"danger-full-access"', '"workspace-write"')
         assert "workspace-write" in toml
-        herd.write(toml)
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        start_main(herd, toml)
+        status = ended(herd)
         output = herd.root / ".herd" / "runs" / "main" / "1" / "output.log"
         assert (status["state"], status["reason"]) == ("failed", "permission-denied"), (
             status,

@@ -31,6 +31,7 @@ from model_servers import (
     tool,
 )
 from realagents import (
+    AGENT_WAIT_S,
     agent_binary,
     claude_env,
     codex_env,
@@ -40,9 +41,6 @@ from realagents import (
 )
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
-
-AGENT_WAIT_S = 90.0
-"""The real CLI starts in a second or two; a loaded CI machine gets plenty more."""
 
 PLAN = [
     {"id": "greet", "description": "write hello.txt", "passes": False},
@@ -58,11 +56,6 @@ MARK_DONE = (
 )
 """The agent marks every item of the plan as it finds it (after approve: one; reject: two)."""
 COMMIT = "git add -A && git commit -q -m 'agent: greet'"
-
-
-@pytest.fixture
-def claude() -> str:
-    return agent_binary("claude")
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -7,40 +7,34 @@ or every write is refused (and an untrusted folder exits 55 at once).
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 from pathlib import Path
 
 import pytest
-from conftest import FAST, Herd, git, make_repo, wait_until
+from conftest import FAST, Herd
 from model_servers import GeminiServer, fail, hang, text, tool
-from realagents import agent_binary, gemini_env, run_usages, session_toml
-
-from agentherd.sessions import prices
-from agentherd.sessions.adapters import price_for
-from agentherd.sessions.adapters.usage import Usage
+from realagents import (
+    AGENT_WAIT_S,
+    assert_cost_estimated,
+    assert_hello_committed,
+    completed,
+    ended,
+    gemini_env,
+    kill_mid_run,
+    repo_with_identity,
+    rescued_and_resumed,
+    resumed_without_reset,
+    run_usages,
+    session_toml,
+    start_main,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
-AGENT_WAIT_S = 90.0
 MODEL = "gemini-2.5-flash"
 
 
-@pytest.fixture
-def gemini() -> str:
-    return agent_binary("gemini")
-
-
-def _repo(path: Path) -> Path:
-    """Gemini's shell tool did not see a git identity from $HOME: give the repo its own."""
-    repo = make_repo(path)
-    git(repo, "config", "user.name", "agent")
-    git(repo, "config", "user.email", "agent@example.invalid")
-    return repo
-
-
 def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: str) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = repo_with_identity(tmp_path / "repo")
     steps = [
         tool("write_file", file_path=str(repo / "hello.txt"), content="hi\n"),
         tool("run_shell_command", command="git add -A && git commit -q -m 'agent: add hello.txt'"),
@@ -48,14 +42,10 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: s
     ]
     with GeminiServer(steps) as server:
         env = gemini_env(tmp_path / "home", server.url, gemini)
-        herd.write(session_toml("main", "gemini", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
+        start_main(herd, session_toml("main", "gemini", repo, env))
+        status = completed(herd)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         assert status["agent_session_id"]  # from its `init` line
         usage = status["usage"]
         # Four requests (the routing call and three answers) of 100 prompt tokens (20 of them
@@ -67,36 +57,21 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, gemini: s
             usage["cache_write_tokens"],
             usage["total_tokens"],
         ) == (320, 120, 80, 0, 520)
-        # The agent reports no cost: herd's price table estimates it and says so (never a 0).
-        usage = status["usage"]
-        price = price_for("gemini", None, prices.price_table({}))
-        expected = prices.with_estimate(Usage.from_json(usage), price)
-        assert usage["cost_estimated"] is True
-        assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0
+        assert_cost_estimated("gemini", usage)
 
 
 @pytest.mark.pidns
 def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversation(
     herd: Herd, tmp_path: Path, gemini: str
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = repo_with_identity(tmp_path / "repo")
     steps = [tool("write_file", file_path=str(repo / "draft.txt"), content="half\n"), hang()]
     with GeminiServer([*steps, text("Picked up where I left off.")]) as server:
         # A model set: no routing request, whose tokens the chat file would not hold.
         env = {**gemini_env(tmp_path / "home", server.url, gemini), "GEMINI_MODEL": MODEL}
-        herd.write(session_toml("main", "gemini", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        wait_until(server.hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
-        assert (repo / "draft.txt").exists()
-        session_id = wait_until(lambda: herd.status("main")["agent_session_id"], what="the id")
-        os.kill(herd.status("main")["pid"], signal.SIGKILL)
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
-        assert herd.events("main", "rescue-saved") and herd.events("main", "worktree-reset")
-        assert not (repo / "draft.txt").exists()
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        start_main(herd, session_toml("main", "gemini", repo, env))
+        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", session_id=True)
+        status, started = rescued_and_resumed(herd, repo / "draft.txt")
         assert session_id in started[1]["data"]["argv"]
         assert "draft.txt" in repr(server.requests[-1]["contents"])
         # Gemini prints its stats only in the `result` line, which the killed run never
@@ -118,7 +93,7 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
 def test_a_rate_limit_parks_without_reset_and_then_resumes(
     herd: Herd, tmp_path: Path, gemini: str
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = repo_with_identity(tmp_path / "repo")
     steps = [tool("write_file", file_path=str(repo / "draft.txt"), content="keep me\n"), fail(429)]
     herd.timings = dataclasses.replace(FAST, rate_limit_wait_s=3.0)
     with GeminiServer([*steps, text("Limit lifted, done.")]) as server:
@@ -126,9 +101,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         # minutes), before it gives up; one attempt keeps the test short.
         settings = {"general": {"maxAttempts": 1}}
         env = gemini_env(tmp_path / "home", server.url, gemini, settings)
-        herd.write(session_toml("main", "gemini", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
+        start_main(herd, session_toml("main", "gemini", repo, env))
         parked = herd.wait_state("main", "backoff", "failed", "completed", timeout_s=AGENT_WAIT_S)
         assert (parked["state"], parked["reason"]) == ("backoff", "rate-limit"), (
             parked,
@@ -143,12 +116,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         (first,) = run_usages(herd, "main", 1)
         assert first == (160, 60, 40, 0)
 
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
-        assert not herd.events("main", "rescue-saved")
-        assert not herd.events("main", "worktree-reset")
-        started = herd.events("main", "run-started")
-        assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+        resumed_without_reset(herd)
         assert "draft.txt" in repr(server.requests[-1]["contents"])
         assert (repo / "draft.txt").read_text() == "keep me\n"
 
@@ -156,7 +124,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
 def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
     herd: Herd, tmp_path: Path, gemini: str
 ) -> None:
-    repo = _repo(tmp_path / "repo")
+    repo = repo_with_identity(tmp_path / "repo")
     steps = [
         tool("write_file", file_path=str(repo / "hello.txt"), content="hi\n"),
         text("I could not write."),
@@ -166,10 +134,8 @@ def test_a_run_denied_its_tools_fails_with_the_reason_and_is_not_restarted(
         # Without --yolo, headless Gemini CLI may not run a tool that needs approval.
         toml = session_toml("main", "gemini", repo, env).replace(', "--yolo"', "")
         assert "--yolo" not in toml
-        herd.write(toml)
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
+        start_main(herd, toml)
+        status = ended(herd)
         assert (status["state"], status["reason"]) == ("failed", "permission-denied"), (
             status,
             herd.events("main"),

@@ -9,9 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Herd, git, make_repo
+from conftest import Herd
 from model_servers import OpenAIChatServer, text, tool
-from realagents import agent_binary, opencode_env, session_toml
+from realagents import (
+    assert_hello_committed,
+    completed,
+    opencode_env,
+    repo_with_identity,
+    session_toml,
+    start_main,
+)
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(240)]
 
@@ -19,17 +26,10 @@ AGENT_WAIT_S = 150.0
 """OpenCode 1.18 took 35-40 s for three answers on a loaded 2-core machine."""
 
 
-@pytest.fixture
-def opencode() -> str:
-    return agent_binary("opencode")
-
-
 def test_a_run_edits_commits_and_counts_exact_tokens(
     herd: Herd, tmp_path: Path, opencode: str
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
-    git(repo, "config", "user.name", "agent")
-    git(repo, "config", "user.email", "agent@example.invalid")
+    repo = repo_with_identity(tmp_path / "repo")
     steps = [
         tool("write", filePath=str(repo / "hello.txt"), content="hi\n"),
         tool(
@@ -41,14 +41,10 @@ def test_a_run_edits_commits_and_counts_exact_tokens(
     ]
     with OpenAIChatServer(steps) as server:
         env = opencode_env(tmp_path / "home", server.url, opencode)
-        herd.write(session_toml("main", "opencode", repo, env))
-        herd.start()
-        herd.client.call("start", name="main")
-        status = herd.wait_state("main", "completed", "failed", timeout_s=AGENT_WAIT_S)
-        assert status["state"] == "completed", (status, herd.events("main"))
+        start_main(herd, session_toml("main", "opencode", repo, env))
+        status = completed(herd, AGENT_WAIT_S)
         assert server.answered == 3
-        assert (repo / "hello.txt").read_text() == "hi\n"
-        assert git(repo, "log", "-1", "--format=%s").strip() == "agent: add hello.txt"
+        assert_hello_committed(repo)
         assert str(status["agent_session_id"]).startswith("ses_")
         usage = status["usage"]
         # Three answers of 100 prompt tokens (20 cached) and 30 output, as OpenCode's steps

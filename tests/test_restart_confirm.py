@@ -25,7 +25,6 @@ def confirmation(app: HerdApp) -> ConfirmScreen:
     return screen
 
 
-@pytest.mark.pidns
 @pytest.mark.anyio
 async def test_r_on_a_finished_or_running_session_asks_first(herd: Herd) -> None:
     """On a completed session, `r` asks "Restart done (completed)?" and `n` starts nothing

@@ -23,7 +23,6 @@ BROKEN = 5
 """This session's program does not exist: its start fails among eleven that succeed."""
 
 
-@pytest.mark.pidns
 def test_one_session_that_cannot_start_among_many_fails_alone(herd: Herd) -> None:
     blocks = []
     for index in range(SESSIONS):
