@@ -18,7 +18,7 @@ from agentherd.sessions.adapters.usage import Usage
 from agentherd.sessions.budget import budget_json, project
 from agentherd.sessions.config import Budget
 from agentherd.sessions.open_warnings import WarningRecord
-from agentherd.sessions.records import RunRecord, SessionRecord
+from agentherd.sessions.records import RunRecord, SessionRecord, TaskRecord
 from agentherd.sessions.spending import (
     FleetMember,
     SpendFacts,
@@ -33,6 +33,7 @@ from agentherd.sessions.status import (
     PlanStatus,
     ProgressStatus,
     SessionStatus,
+    TaskStatus,
     UsageStatus,
     WarningStatus,
 )
@@ -137,6 +138,20 @@ def warning_statuses(
         )
         for w in open_warnings.shown(records, plan_error=plan_error, plan_tampered=plan_tampered)
     ]
+
+
+def task_status(session: str, handle: str, task: TaskRecord) -> TaskStatus:
+    """An earlier task's status by its handle (`api/3`), the same live and offline."""
+    return TaskStatus(
+        session=session,
+        handle=handle,
+        run=task.first_run,
+        state=task.state,
+        task_state=task_state(task.state),
+        reason=task.reason,
+        started_at=task.started_at,
+        ended_at=task.ended_at,
+    )
 
 
 def fleet_json(budget: Budget, members: Sequence[FleetMember]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from agentherd.sessions.progress import read_progress_tail
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.report import ReportInput, build, render_markdown
 from agentherd.sessions.spending import SpendFacts, fleet_member, spends
-from agentherd.sessions.states import ACTIVE_STATES, task_state
+from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import (
     CheckpointStatus,
     LogInfoReply,
@@ -239,16 +239,7 @@ class DiskFleet:
             raise ApiError(
                 "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
             )
-        return TaskStatus(
-            session=name,
-            handle=target,
-            run=task.first_run,
-            state=task.state,
-            task_state=task_state(task.state),
-            reason=task.reason,
-            started_at=task.started_at,
-            ended_at=task.ended_at,
-        )
+        return status_builder.task_status(name, target, task)
 
     def log_info(self, name: Any, run: Any = None) -> LogInfoReply:
         """Where a run's output is, as the daemon's `log_info` says (never live)."""

@@ -12,13 +12,13 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
+from agentherd.sessions import status_builder
 from agentherd.sessions.config import HerdConfig
 from agentherd.sessions.states import (
     TERMINAL_STATES,
     WAIT_EXIT_CODES,
     WAIT_TIMEOUT_EXIT,
     State,
-    task_state,
 )
 from agentherd.sessions.status import (
     DaemonInfo,
@@ -171,16 +171,7 @@ class ControlApi:
             raise ApiError(
                 "unknown-handle", f"no task {target!r}; `herd status {name}` shows the current one"
             )
-        return TaskStatus(
-            session=name,
-            handle=target,
-            run=task.first_run,
-            state=task.state,
-            task_state=task_state(task.state),
-            reason=task.reason,
-            started_at=task.started_at,
-            ended_at=task.ended_at,
-        )
+        return status_builder.task_status(name, target, task)
 
     async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
         supervisor = self._session(request.get("name"))
