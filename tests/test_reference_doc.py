@@ -249,6 +249,17 @@ EMITTERS = ("make_event", "_event", "commit_daemon_event", "Event")
 """What builds an event: the kind is the first argument, or `kind=`."""
 
 
+def _emits(call: ast.Call) -> bool:
+    """A call that builds an event: one of EMITTERS, or the session pen's `pen.event(...)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "event":
+        owner = func.value
+        return (isinstance(owner, ast.Attribute) and owner.attr == "pen") or (
+            isinstance(owner, ast.Name) and owner.id == "pen"
+        )
+    return _called(call) in EMITTERS
+
+
 def emitted_kinds() -> dict[str, str]:
     """Every event kind the supervisor can write, with where: found with `ast`, not run.
 
@@ -284,7 +295,7 @@ def emitted_kinds() -> dict[str, str]:
                 for keyword in node.keywords:
                     if keyword.arg == "kind":
                         kinds.update(dict.fromkeys(_strings(keyword.value), where))
-                if _called(node) not in EMITTERS:
+                if not _emits(node):
                     continue
                 kind = next((k.value for k in node.keywords if k.arg == "kind"), None)
                 if kind is None and _called(node) != "Event" and node.args:

@@ -71,7 +71,7 @@ def test_a_budget_limit_keeps_its_session_read_promptly(tmp_path: Path) -> None:
     try:
         assert herd.daemon is not None
         sessions = herd.daemon.sessions
-        assert sessions["limited"]._read_gap_s() == FAST.tail_min_gap_s
-        assert sessions["free"]._read_gap_s() == FAST.tail_gap_s > FAST.tail_min_gap_s
+        assert sessions["limited"].follower.read_gap_s() == FAST.tail_min_gap_s
+        assert sessions["free"].follower.read_gap_s() == FAST.tail_gap_s > FAST.tail_min_gap_s
     finally:
         herd.down()

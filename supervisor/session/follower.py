@@ -122,7 +122,7 @@ class Follower:
     def _follow_output(self, live: LiveRun) -> None:
         """Read new output as it lands, in the fleet's reader, until the final drain."""
         live.reading = self.ctx.reader.follow(
-            functools.partial(self._read_once, live), self._read_gap_s, self.ctx.timings.tail_poll_s
+            functools.partial(self._read_once, live), self.read_gap_s, self.ctx.timings.tail_poll_s
         )
 
     def _read_once(self, live: LiveRun) -> bool:
@@ -159,7 +159,7 @@ class Follower:
         self.read_output(live)
         return live.tailer.offset != offset or live.tailer.skipped_bytes != skipped
 
-    def _read_gap_s(self) -> float:
+    def read_gap_s(self) -> float:
         """How long a run's log rests after a read: short while a budget limit counts it."""
         timings = self.ctx.timings
         return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
