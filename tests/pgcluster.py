@@ -148,8 +148,7 @@ def require_cluster_extra(module_level: bool = True) -> None:
 
     The README's test command installs `.[test]` only, so without the extra these tests skip
     (CI=true included); `.ci/run` then runs them with the extra and
-    HERD_TEST_CLUSTER_EXTRA=required,
-    where a missing extra fails."""
+    HERD_TEST_CLUSTER_EXTRA=required, where a missing extra fails."""
     why = cluster_extra_missing()
     if why is None:
         return
