@@ -107,15 +107,30 @@ def completed(herd: Herd, timeout_s: float = AGENT_WAIT_S) -> dict[str, Any]:
 
 
 def kill_mid_run(
-    herd: Herd, hanging: threading.Event, draft: Path, session_id: bool = False
+    herd: Herd,
+    hanging: threading.Event,
+    draft: Path,
+    session_id: bool = False,
+    kept: tuple[Path, str, bytes] | None = None,
 ) -> str | None:
     """SIGKILL the agent while the model server holds its second request, after its first
-    edit (`draft`) is on disk; with `session_id`, first wait for the agent's conversation id."""
+    edit (`draft`) is on disk; with `session_id`, first wait for the agent's conversation id;
+    with `kept` (home, file glob, bytes), for the agent to have written its first answer there.
+
+    An agent writes its own files on its own schedule (Claude Code queues transcript writes):
+    a kill before that loses the answer, and herd's estimate stands in for the true figure.
+    """
     wait_until(hanging.is_set, AGENT_WAIT_S, "the agent's second request to hang")
     assert draft.exists()
     found = None
     if session_id:
         found = wait_until(lambda: herd.status(MAIN)["agent_session_id"], what="the id")
+    if kept is not None:
+        home, pattern, needle = kept
+        wait_until(
+            lambda: any(needle in path.read_bytes() for path in home.rglob(pattern)),
+            what=f"the agent's first answer in its {pattern} under {home}",
+        )
     os.kill(herd.status(MAIN)["pid"], signal.SIGKILL)
     return found
 

@@ -76,7 +76,8 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
     with AnthropicServer([*steps, text("Picked up where I left off.")]) as server:
         env = claude_env(tmp_path / "home", server.url, claude)
         start_main(herd, session_toml("main", "claude", repo, env))
-        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", session_id=True)
+        kept = (tmp_path / "home" / ".claude", "*.jsonl", b'"output_tokens":30')
+        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", True, kept)
         status, started = rescued_and_resumed(herd, repo / "draft.txt")
         assert session_id in started[1]["data"]["argv"]
         # The resumed request carries the first run's turns: the same conversation goes on.

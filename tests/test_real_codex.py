@@ -71,7 +71,8 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_run_again(
             herd,
             session_toml("main", "codex", repo, codex_env(tmp_path / "home", server.url, codex)),
         )
-        kill_mid_run(herd, server.hanging, repo / "draft.txt")
+        kept = (tmp_path / "home" / ".codex", "rollout-*.jsonl", b'"output_tokens":30')
+        kill_mid_run(herd, server.hanging, repo / "draft.txt", kept=kept)
         status, started = rescued_and_resumed(herd, repo / "draft.txt")
         # The thread id from `thread.started` resumes the same thread after the crash.
         thread = status["agent_session_id"]

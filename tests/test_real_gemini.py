@@ -70,7 +70,8 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         # A model set: no routing request, whose tokens the chat file would not hold.
         env = {**gemini_env(tmp_path / "home", server.url, gemini), "GEMINI_MODEL": MODEL}
         start_main(herd, session_toml("main", "gemini", repo, env))
-        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", session_id=True)
+        kept = (tmp_path / "home" / ".gemini", "*.jsonl", b'"output":30')
+        session_id = kill_mid_run(herd, server.hanging, repo / "draft.txt", True, kept)
         status, started = rescued_and_resumed(herd, repo / "draft.txt")
         assert session_id in started[1]["data"]["argv"]
         assert "draft.txt" in repr(server.requests[-1]["contents"])
