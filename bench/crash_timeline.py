@@ -130,7 +130,7 @@ def install() -> None:
     _wrap_function(spawn, "new_cgroup")
     _wrap_function(spawn, "remove_cgroup")
     _wrap_function(runleftovers, "maybe_left")
-    _wrap_function(agentusage, "recover_killed_run")
+    _wrap_function(agentusage, "plan_read")
     for name in ("is_git_repo", "save_rescue", "head_sha", "reset_worktree", "keep_head"):
         _wrap_function(gitops, name)
     _wrap_git()

@@ -492,7 +492,7 @@ def test_claude_transcript_path_refuses_unsafe_ids_and_finds_other_folders(tmp_p
     )
     assert claude_config_dir({"CLAUDE_CONFIG_DIR": "/c", "HOME": "/h"}) == Path("/c")
     assert claude_config_dir({}) is None
-    assert read_transcript(tmp_path / "missing.jsonl") == []
+    assert list(read_transcript(tmp_path / "missing.jsonl")) == []
 
 
 def test_claude_no_conversation_found_is_an_error_keeping_the_resumed_id() -> None:

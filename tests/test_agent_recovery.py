@@ -60,7 +60,7 @@ def test_a_killed_gemini_run_counts_its_answer_once_from_the_chat_file() -> None
 
 def test_a_gemini_chat_gives_nothing_to_a_run_with_a_result_or_outside_its_time() -> None:
     folder = GEMINI_HOME / ".gemini"
-    answers = read_chat_answers(chat_paths(folder, GEMINI_SESSION))
+    answers = list(read_chat_answers(chat_paths(folder, GEMINI_SESSION)))
     resumed = fed(GeminiParser(GEMINI_SESSION), "gemini-resumed-with-chat.jsonl")
     assert isinstance(resumed, GeminiParser)
     assert not resumed.recover_from_chat(answers, "2026-12-01T16:36:30Z")
@@ -85,8 +85,8 @@ def test_gemini_chat_paths_refuse_unsafe_ids_and_other_sessions(tmp_path: Path) 
     (chat,) = copy.glob("tmp/*/chats/*.jsonl")
     with chat.open("ab") as stream:
         stream.write(b'{"id": "x", "type": "gemini", "tokens": {"input": \n\x00\xff\n[1, 2]\n')
-    assert len(read_chat_answers([chat])) == len(
-        read_chat_answers(chat_paths(folder, GEMINI_SESSION))
+    assert len(list(read_chat_answers([chat]))) == len(
+        list(read_chat_answers(chat_paths(folder, GEMINI_SESSION)))
     )
 
 

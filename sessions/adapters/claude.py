@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -172,7 +173,7 @@ class ClaudeParser(OutputParser):
         return tuple(self._by_message_id)
 
     def recover_from_transcript(
-        self, transcript: list[dict[str, Any]], since: str | None, until: str | None = None
+        self, transcript: Iterable[object], since: str | None, until: str | None = None
     ) -> bool:
         """Take the final per-message usage of a killed run from its transcript entries.
 
@@ -183,18 +184,23 @@ class ClaudeParser(OutputParser):
         """
         if self._result_base is not None:
             return False
+        found = transcript_messages(transcript, self.message_ids, since, until)
+        return self.take_transcript_messages(found)
+
+    def take_transcript_messages(self, found: list[tuple[str, Tokens]]) -> bool:
+        """Take a killed run's per-message usage as `transcript_messages` found it (read apart
+        from the parser, in a worker thread); True if anything changed."""
+        if self._result_base is not None:
+            return False
         self._changes += 1
         try:
-            return self._recover(transcript, since, until)
+            return self._recover(found)
         finally:
             self._changes += 1
 
-    def _recover(
-        self, transcript: list[dict[str, Any]], since: str | None, until: str | None
-    ) -> bool:
-        """`recover_from_transcript` once it has begun."""
+    def _recover(self, found: list[tuple[str, Tokens]]) -> bool:
+        """`take_transcript_messages` once it has begun."""
         changed = False
-        found = transcript_messages(transcript, self.message_ids, since, until)
         for message_id, tokens in found:
             previous = self._by_message_id.get(message_id)
             if previous is None:

@@ -7,6 +7,7 @@ values are read with `as_count`; a field of the wrong type is left out, never ra
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from agentherd.sessions.adapters.usage import as_count
@@ -85,8 +86,13 @@ def model_usage_tokens(model_usage: object) -> Tokens | None:
     return (sums[0], sums[1], sums[2], sums[3]) if seen else None
 
 
+MAX_TRANSCRIPT_MESSAGES = 50_000
+"""A run's messages taken from a transcript at most (a busy day's run has a few thousand): a
+transcript of millions of short lines costs a bounded table, not one entry per line."""
+
+
 def transcript_messages(
-    entries: list[dict[str, Any]],
+    entries: Iterable[object],
     message_ids: tuple[str, ...],
     since: str | None,
     until: str | None = None,
@@ -95,13 +101,15 @@ def transcript_messages(
 
     An entry belongs when its message id was printed by the run, or when it was written
     between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
+    Entries are taken one at a time (a running table, never a list of them); past
+    MAX_TRANSCRIPT_MESSAGES ids, only those already taken are updated.
     """
     wanted = set(message_ids)
     start = parse_iso(since) if since else None
     end = parse_iso(until) if until else None
     found: dict[str, Tokens] = {}
     for entry in entries:
-        if entry.get("type") != "assistant":
+        if not isinstance(entry, dict) or entry.get("type") != "assistant":
             continue
         message = entry.get("message")
         if not isinstance(message, dict) or message.get("model") == "<synthetic>":
@@ -118,7 +126,7 @@ def transcript_messages(
             if end is not None and moment > end:
                 continue
         tokens = claude_tokens(usage)
-        if tokens is not None:
+        if tokens is not None and (message_id in found or len(found) < MAX_TRANSCRIPT_MESSAGES):
             found.pop(message_id, None)
             found[message_id] = tokens
     return list(found.items())

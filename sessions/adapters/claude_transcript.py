@@ -12,12 +12,12 @@ messages. Reading a file is all this does; the supervisor calls it off its event
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
-from agentherd.sessions.adapters.jsonlines import json_lines
+from agentherd.sessions.adapters.jsonlines import Stop, json_lines, never
 
 MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 """A transcript is read up to this size (its tail beyond is not read)."""
@@ -57,9 +57,16 @@ def transcript_path(config_dir: Path, cwd: str, session_id: str) -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
-def read_transcript(path: Path, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> list[dict[str, Any]]:
-    """The assistant entries of a transcript that carry usage; unreadable lines are skipped."""
+def read_transcript(
+    path: Path, max_bytes: int = MAX_TRANSCRIPT_BYTES, stop: Stop = never
+) -> Iterator[dict[str, Any]]:
+    """The assistant entries of a transcript that carry usage, one at a time, as read;
+    unreadable lines are skipped, and `stop` ends the read between chunks."""
     lines = json_lines(
-        [path], max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"assistant"' in raw and b'"usage"' in raw
+        [path],
+        max_bytes,
+        MAX_ENTRY_BYTES,
+        lambda raw: b'"assistant"' in raw and b'"usage"' in raw,
+        stop,
     )
-    return [value for value in lines if isinstance(value, dict)]
+    return (value for value in lines if isinstance(value, dict))

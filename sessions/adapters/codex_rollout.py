@@ -21,7 +21,7 @@ from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
 from agentherd.sessions.adapters.codex_refusals import RunRefusals
-from agentherd.sessions.adapters.jsonlines import json_lines
+from agentherd.sessions.adapters.jsonlines import Stop, json_lines, never
 
 MAX_ROLLOUT_BYTES = 256 * 1024 * 1024
 """A rollout file is read up to this size (its tail beyond is not read)."""
@@ -56,10 +56,15 @@ def rollout_paths(home: Path, thread_id: str) -> list[Path]:
     return [path for path in found[:MAX_ROLLOUT_FILES] if path.is_file()]
 
 
-def read_thread_total(paths: list[Path], max_bytes: int = MAX_ROLLOUT_BYTES) -> dict[str, Any]:
-    """The last ``total_token_usage`` the rollout files hold ({} when none)."""
+def read_thread_total(
+    paths: list[Path], max_bytes: int = MAX_ROLLOUT_BYTES, stop: Stop = never
+) -> dict[str, Any]:
+    """The last ``total_token_usage`` the rollout files hold ({} when none); `stop` ends the
+    read between chunks (with the last total read so far)."""
     total: dict[str, Any] = {}
-    lines = json_lines(paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"total_token_usage"' in raw)
+    lines = json_lines(
+        paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"total_token_usage"' in raw, stop
+    )
     for value in lines:
         found = _total_in(value)
         if found:
@@ -82,10 +87,11 @@ def _total_in(value: object) -> dict[str, Any] | None:
 
 
 def read_run_refusals(
-    paths: list[Path], since: datetime, max_bytes: int = MAX_ROLLOUT_BYTES
+    paths: list[Path], since: datetime, max_bytes: int = MAX_ROLLOUT_BYTES, stop: Stop = never
 ) -> list[str] | None:
-    """The commands refused in the run that started at since; None when its sandbox is unknown."""
+    """The commands refused in the run that started at since; None when its sandbox is unknown.
+    `stop` ends the read between chunks (with what was read so far)."""
     refusals = RunRefusals(since)
-    for value in json_lines(paths, max_bytes, MAX_ENTRY_BYTES, _may_hold_a_refusal):
+    for value in json_lines(paths, max_bytes, MAX_ENTRY_BYTES, _may_hold_a_refusal, stop):
         refusals.take(value)
     return refusals.verdict

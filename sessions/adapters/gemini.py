@@ -18,6 +18,7 @@ from the chat file Gemini CLI keeps (see ``gemini_chats``), each answer once by 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
@@ -73,7 +74,7 @@ class GeminiParser(OutputParser):
         )
 
     def recover_from_chat(
-        self, answers: list[dict[str, Any]], since: str | None, until: str | None = None
+        self, answers: Iterable[dict[str, Any]], since: str | None, until: str | None = None
     ) -> bool:
         """Take a killed run's tokens from its chat's answers written between since and until.
 
@@ -83,8 +84,12 @@ class GeminiParser(OutputParser):
         """
         if self.outcome is not None or since is None:
             return False
-        models = gemini_chat_tokens(answers, since, until)
-        if not models:
+        return self.take_chat_tokens(gemini_chat_tokens(answers, since, until))
+
+    def take_chat_tokens(self, models: dict[str, _Tokens]) -> bool:
+        """Take a killed run's tokens per model as `gemini_chat_tokens` found them (read apart
+        from the parser, in a worker thread); True if anything changed."""
+        if self.outcome is not None or not models:
             return False
         found = (
             sum(tokens[0] for tokens in models.values()),
@@ -219,13 +224,19 @@ class GeminiParser(OutputParser):
         )
 
 
+MAX_CHAT_ANSWERS = 50_000
+"""A run's answers taken from its chat files at most: millions of short lines cost a bounded
+table, not one entry per line."""
+
+
 def gemini_chat_tokens(
-    answers: list[dict[str, Any]], since: str, until: str | None = None
+    answers: Iterable[dict[str, Any]], since: str, until: str | None = None
 ) -> dict[str, _Tokens]:
     """Tokens per model of the chat answers written between since and until (ISO times).
 
     An answer is written again with its tool calls, and a resume replays earlier answers:
-    each id counts once, its last copy winning.
+    each id counts once, its last copy winning. Answers are taken one at a time; past
+    MAX_CHAT_ANSWERS ids, only those already taken are updated.
     """
     start = parse_iso(since)
     end = parse_iso(until) if until else None
@@ -248,7 +259,8 @@ def gemini_chat_tokens(
             with_cache, as_count(tokens.get("cached")), output, as_count(tokens.get("total"))
         )
         model = answer.get("model")
-        by_id[answer_id] = (str(model)[:80] if isinstance(model, str) else "gemini", split)
+        if answer_id in by_id or len(by_id) < MAX_CHAT_ANSWERS:
+            by_id[answer_id] = (str(model)[:80] if isinstance(model, str) else "gemini", split)
     models: dict[str, _Tokens] = {}
     for model, split in by_id.values():
         now = models.get(model, (0, 0, 0, 0))

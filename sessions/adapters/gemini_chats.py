@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentherd.sessions.adapters.base import valid_session_id
-from agentherd.sessions.adapters.jsonlines import json_lines
+from agentherd.sessions.adapters.jsonlines import Stop, json_lines, never
 
 MAX_CHAT_BYTES = 256 * 1024 * 1024
 """A chat file is read up to this size (its tail beyond is not read)."""
@@ -75,12 +75,15 @@ def _names_session(path: Path, session_id: str) -> bool:
     return isinstance(value, dict) and value.get("sessionId") == session_id
 
 
-def read_chat_answers(paths: list[Path], max_bytes: int = MAX_CHAT_BYTES) -> list[dict[str, Any]]:
-    """The model answers (type ``gemini``, with ``tokens``) in chat files; bad lines skipped."""
-    answers: list[dict[str, Any]] = []
-    for value in json_lines(paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"tokens"' in raw):
-        answers.extend(_answers_in(value))
-    return answers
+def read_chat_answers(
+    paths: list[Path], max_bytes: int = MAX_CHAT_BYTES, stop: Stop = never
+) -> Iterator[dict[str, Any]]:
+    """The model answers (type ``gemini``, with ``tokens``) in chat files, one at a time, as
+    read; bad lines are skipped, and `stop` ends the read between chunks."""
+    for value in json_lines(
+        paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"tokens"' in raw, stop
+    ):
+        yield from _answers_in(value)
 
 
 def _answers_in(value: object) -> Iterator[dict[str, Any]]:

@@ -2,16 +2,25 @@
 
 Codex counts tokens over a whole thread, so a resumed run's adapter is given what the earlier
 runs of that thread used (`thread_usage`). A run killed before its result line printed too
-little: `recover_killed_run` completes it from what the agent keeps under its home (Claude
-Code's transcript, Gemini CLI's chat files, Codex's rollout). A Codex run that finished has
-its refused commands decided from the rollout too (`codex_refusals`: stdout can miss them).
-File reads: call `read_agent_files` off the event loop.
+little: its spend is completed from what the agent keeps under its home (Claude Code's
+transcript, Gemini CLI's chat files, Codex's rollout). A Codex run that finished has its
+refused commands decided from the rollout too (stdout can miss them).
+`AgentFilesReader` reads them in a worker thread, bounded in bytes, memory (running sums,
+never a list of entries) and time, and cancellable: a stop never waits for it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import anyio
 
 from agentherd.sessions.adapters import (
     ClaudeParser,
@@ -20,6 +29,7 @@ from agentherd.sessions.adapters import (
     OutputParser,
     Usage,
 )
+from agentherd.sessions.adapters.claude_tokens import transcript_messages
 from agentherd.sessions.adapters.claude_transcript import (
     claude_config_dir,
     read_transcript,
@@ -31,7 +41,9 @@ from agentherd.sessions.adapters.codex_rollout import (
     read_thread_total,
     rollout_paths,
 )
+from agentherd.sessions.adapters.gemini import gemini_chat_tokens
 from agentherd.sessions.adapters.gemini_chats import chat_paths, gemini_dir, read_chat_answers
+from agentherd.sessions.adapters.jsonlines import Stop
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.launchspec import run_environment
 from agentherd.sessions.records import RunRecord
@@ -39,6 +51,8 @@ from agentherd.sessions.times import parse_iso
 from agentherd.supervisor.files.store import Store
 
 log = logging.getLogger("herd.session")
+
+Found = TypeVar("Found")
 
 
 def thread_usage(store: Store, session: str, agent_session_id: str | None) -> Usage | None:
@@ -64,90 +78,169 @@ def reads_agent_files(parser: OutputParser) -> bool:
     return recoverable(parser) and (parser.outcome is None or isinstance(parser, CodexParser))
 
 
-def read_agent_files(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Complete a run that ended from its agent's files; True if its usage or outcome changed."""
-    if parser.outcome is None:
-        return recover_killed_run(parser, record, config)
+@dataclass(frozen=True)
+class AgentFilesRead(Generic[Found]):
+    """One read of a run's agent files: planned on the event loop from the parser, `read` in a
+    worker thread (it touches nothing the loop uses), and what it found `take`n on the loop."""
+
+    read: Callable[[Stop], tuple[Found, Path | None]]
+    """Read the files, `Stop` asked between chunks: what was found, and the file (or None)."""
+    take: Callable[[Found], bool]
+    """Take it into the parser; True if the run's usage or outcome changed."""
+    done: str
+    """What the log says when it changed, before the file's name."""
+
+
+def plan_read(
+    parser: OutputParser, record: RunRecord, config: SessionConfig
+) -> AgentFilesRead[Any] | None:
+    """The read a run that just ended needs (a killed run's spend, or a finished Codex run's
+    refused commands), or None."""
+    env = run_environment(os.environ, config, record.run, 0, {})
     if isinstance(parser, CodexParser):
-        return codex_refusals(parser, record, config)
-    return False
-
-
-def codex_refusals(parser: CodexParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Decide a finished Codex run's refused commands from its rollout; True if changed."""
-    thread_id = parser.session_id
-    home = codex_home(run_environment(os.environ, config, record.run, 0, {}))
-    since = parse_iso(record.started_at)
-    if parser.outcome is None or thread_id is None or home is None or since is None:
-        return False
-    paths = rollout_paths(home, thread_id)
-    refused = read_run_refusals(paths, since) if paths else None
-    changed = parser.take_rollout_refusals(refused)
-    if changed:
-        log.info(
-            "run %d of %s: refused commands from %s: %s",
-            record.run,
-            config.name,
-            paths[-1],
-            ", ".join(refused or ()) or "none",
-        )
-    return changed
-
-
-def recover_killed_run(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Complete a run that ended without its result from its agent's files; True if changed."""
+        if parser.outcome is None:
+            return _codex(parser, env)
+        return _codex_refusals(parser, record, env)
+    if parser.outcome is not None:
+        return None
     if isinstance(parser, ClaudeParser):
-        return recover_killed_claude(parser, record, config)
+        return _claude(parser, record, config, env)
     if isinstance(parser, GeminiParser):
-        return recover_killed_gemini(parser, record, config)
-    if isinstance(parser, CodexParser):
-        return recover_killed_codex(parser, record, config)
-    return False
+        return _gemini(parser, record, env)
+    return None
 
 
-def recover_killed_codex(parser: CodexParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Complete a Codex run killed mid-turn from its thread's rollout file; True if changed."""
-    thread_id = parser.session_id
-    home = codex_home(run_environment(os.environ, config, record.run, 0, {}))
-    if parser.outcome is not None or thread_id is None or home is None:
-        return False
-    paths = rollout_paths(home, thread_id)
-    changed = parser.recover_from_rollout(read_thread_total(paths))
-    if changed:
-        log.info("run %d of %s: usage taken from %s", record.run, config.name, paths[-1])
-    return changed
+def _codex_refusals(
+    parser: CodexParser, record: RunRecord, env: Mapping[str, str]
+) -> AgentFilesRead[list[str] | None] | None:
+    """A finished Codex run's refused commands, from its rollout."""
+    thread_id, home, since = parser.session_id, codex_home(env), parse_iso(record.started_at)
+    if thread_id is None or home is None or since is None:
+        return None
+
+    def read(stop: Stop) -> tuple[list[str] | None, Path | None]:
+        paths = rollout_paths(home, thread_id)
+        refused = read_run_refusals(paths, since, stop=stop) if paths else None
+        return refused, paths[-1] if paths else None
+
+    return AgentFilesRead(read, parser.take_rollout_refusals, "refused commands from")
 
 
-def recover_killed_gemini(parser: GeminiParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Complete a Gemini run that ended without its result from its chat files; True if changed."""
-    session_id = parser.session_id
-    folder = gemini_dir(run_environment(os.environ, config, record.run, 0, {}))
-    if parser.outcome is not None or session_id is None or folder is None:
-        return False
-    paths = chat_paths(folder, session_id)
-    changed = parser.recover_from_chat(read_chat_answers(paths), record.started_at, record.ended_at)
-    if changed:
-        log.info("run %d of %s: usage taken from %s", record.run, config.name, paths[0].parent)
-    return changed
+def _codex(parser: CodexParser, env: Mapping[str, str]) -> AgentFilesRead[dict[str, Any]] | None:
+    """A Codex run killed mid-turn: its thread's total, from the rollout files."""
+    thread_id, home = parser.session_id, codex_home(env)
+    if thread_id is None or home is None:
+        return None
+
+    def read(stop: Stop) -> tuple[dict[str, Any], Path | None]:
+        paths = rollout_paths(home, thread_id)
+        return read_thread_total(paths, stop=stop), paths[-1] if paths else None
+
+    return AgentFilesRead(read, parser.recover_from_rollout, "usage taken from")
 
 
-def recover_killed_claude(parser: OutputParser, record: RunRecord, config: SessionConfig) -> bool:
-    """Complete a Claude run that ended without its result from its transcript; True if changed."""
-    if not isinstance(parser, ClaudeParser) or parser.outcome is not None:
-        return False
-    session_id = parser.session_id
-    config_dir = claude_config_dir(run_environment(os.environ, config, record.run, 0, {}))
+def _gemini(
+    parser: GeminiParser, record: RunRecord, env: Mapping[str, str]
+) -> AgentFilesRead[dict[str, Any]] | None:
+    """A Gemini run that ended without its result: its answers' tokens, from its chat files."""
+    session_id, folder, since = parser.session_id, gemini_dir(env), record.started_at
+    if session_id is None or folder is None or since is None:
+        return None
+    until = record.ended_at
+
+    def read(stop: Stop) -> tuple[dict[str, Any], Path | None]:
+        paths = chat_paths(folder, session_id)
+        answers = read_chat_answers(paths, stop=stop)
+        return gemini_chat_tokens(answers, since, until), paths[0].parent if paths else None
+
+    return AgentFilesRead(read, parser.take_chat_tokens, "usage taken from")
+
+
+def _claude(
+    parser: ClaudeParser, record: RunRecord, config: SessionConfig, env: Mapping[str, str]
+) -> AgentFilesRead[list[Any]] | None:
+    """A Claude run that ended without its result: its messages' usage, from its transcript."""
+    session_id, config_dir = parser.session_id, claude_config_dir(env)
     if session_id is None or config_dir is None:
+        return None
+    cwd, ids = record.cwd or str(config.cwd), parser.message_ids
+    since, until = record.started_at, record.ended_at
+
+    def read(stop: Stop) -> tuple[list[Any], Path | None]:
+        path = transcript_path(config_dir, cwd, session_id)
+        if path is None:
+            return [], None
+        return transcript_messages(read_transcript(path, stop=stop), ids, since, until), path
+
+    return AgentFilesRead(read, parser.take_transcript_messages, "usage completed from")
+
+
+class AgentFilesReader:
+    """Reads one ended run's agent files off the event loop, in bounded chunks and time.
+
+    `cancel` (a stop of the session) ends a read under way at once, as the daemon going down
+    does; the worker thread sees it at its next chunk and ends too, and what it read is never
+    taken. A stop's own read of the run it killed is bounded by time only.
+    """
+
+    def __init__(self) -> None:
+        self._cancelled = threading.Event()
+        self._scope: anyio.CancelScope | None = None
+
+    def cancel(self) -> None:
+        """End the read under way now, if there is one."""
+        if self._scope is not None:
+            self._cancelled.set()
+            self._scope.cancel()
+
+    async def read(
+        self, parser: OutputParser, record: RunRecord, config: SessionConfig, limit_s: float
+    ) -> bool:
+        """Complete a run that ended from its agent's files within `limit_s` (what was read by
+        then counts); True if its usage or outcome changed, False also when cancelled."""
+        plan = plan_read(parser, record, config)
+        if plan is None:
+            return False
+        bound = _Bound(self._cancelled, time.monotonic() + limit_s)
+        try:
+            with anyio.CancelScope() as self._scope:
+                found, path = await anyio.to_thread.run_sync(
+                    plan.read, bound, abandon_on_cancel=True
+                )
+                if bound.timed_out:
+                    log.warning(
+                        "run %d of %s: stopped reading %s after %.0f s; what was read counts",
+                        record.run,
+                        config.name,
+                        path,
+                        limit_s,
+                    )
+                changed = plan.take(found)
+                if changed:
+                    log.info("run %d of %s: %s %s", record.run, config.name, plan.done, path)
+                return changed
+        finally:
+            self._scope = None
+            self._cancelled.set()  # an abandoned thread stops at its next chunk
+            self._cancelled = threading.Event()  # for a later read (the next of this run)
+        log.info("run %d of %s: reading its agent's files was cancelled", record.run, config.name)
         return False
-    path = transcript_path(config_dir, record.cwd or str(config.cwd), session_id)
-    if path is None:
-        return False
-    changed = parser.recover_from_transcript(
-        read_transcript(path), record.started_at, record.ended_at
-    )
-    if changed:
-        log.info("run %d of %s: usage completed from %s", record.run, config.name, path)
-    return changed
+
+
+class _Bound:
+    """The `Stop` of one read: cancelled, or past its deadline (noted: what was read counts)."""
+
+    def __init__(self, cancelled: threading.Event, deadline: float) -> None:
+        self.cancelled = cancelled
+        self.deadline = deadline
+        self.timed_out = False
+
+    def __call__(self) -> bool:
+        if self.cancelled.is_set():
+            return True
+        if time.monotonic() > self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
 
 def log_adapter_warnings(parser: OutputParser, run: int, session: str) -> None:

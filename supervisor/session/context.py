@@ -64,6 +64,10 @@ class Timings:
     sessions are visited a few at a time spread over it, so a fleet costs no burst."""
     drain_wait_s: float = 2.0
     """After the leader exits, how long to wait for its last output before moving on."""
+    agent_files_read_s: float = 10.0
+    """A run that ended is completed from its agent's own files (a killed run's spend) for at
+    most this long; what was read by then counts. A real transcript reads in about a second;
+    millions of lines an agent wrote into its own files do not hold the restart longer."""
     git_write_timeout_s: float = 120.0
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what

@@ -273,9 +273,8 @@ class Follower:
         # Killed before its result: its spend is in the agent's records (a plain command has none);
         # a finished Codex run's refused commands are in its rollout (stdout can miss them).
         if agentusage.reads_agent_files(live.parser):
-            await anyio.to_thread.run_sync(
-                agentusage.read_agent_files, live.parser, live.record, live.config
-            )
+            limit_s = self.ctx.timings.agent_files_read_s
+            await live.agent_files.read(live.parser, live.record, live.config, limit_s)
             outcome = live.parser.outcome
         agentusage.log_adapter_warnings(live.parser, live.record.run, config.name)
         live.record.exit_code = info.exit_code

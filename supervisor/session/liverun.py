@@ -19,6 +19,7 @@ from agentherd.supervisor.files.fleetreader import Reading
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.files.tailer import LogTailer
 from agentherd.supervisor.process import runid
+from agentherd.supervisor.session import agentusage
 
 LAST_LINE_CHARS = 400
 """The dashboard shows one line per session; longer lines are cut before they are stored."""
@@ -60,6 +61,8 @@ class LiveRun:
         self.chatty = False
         """The last read found output: the log is read again after its rest, unwatched."""
         """Its place in the fleet's reader while its output is followed."""
+        self.agent_files = agentusage.AgentFilesReader()
+        """Reads the agent's own files once the run ended; a stop cancels it."""
         self.started_monotonic = time.monotonic()
         self.handled = False
         self.paused = False

@@ -345,6 +345,8 @@ class SessionSupervisor:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
         if self.restarts.preparing is not None:  # never wait behind a slow rescue or reset
             self.restarts.preparing.cancel()
+        if self.run is not None:  # nor behind a read of the ended run's agent files
+            self.run.agent_files.cancel()
         async with self._lock:
             await self._stop_locked(kill=kill, reason=reason)
 
