@@ -185,6 +185,7 @@ def check_daemon_survives(herd: Herd) -> None:
     finally:
         down = herd.cli("down", timeout_s=90)
     assert down.returncode == 0, down.stdout + down.stderr
+    print(f"daemon peak RSS {peak / MIB:.0f} MiB")  # the figure, in the pidns report (-rP)
     wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
     assert peak < DAEMON_MAX_RSS_BYTES, f"the daemon reached {peak / MIB:.0f} MiB"
 

@@ -1,5 +1,10 @@
 """Per-session disk cap on run output: the oldest runs' logs go first, then the running log's
-middle (its head and newest tail stay)."""
+middle (its head and newest tail stay).
+
+The middle of a running log is punched out (a hole: the disk frees it, offsets stay valid for
+the readers following the log); once the run is over, `compact` rewrites the log as the bytes
+it kept, so its size is what it holds and a copy or backup reads no gigabytes of zeros.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,13 @@ import errno
 import logging
 import os
 import stat
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentherd.supervisor.files import agentfiles
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 
 log = logging.getLogger("herd.logcap")
@@ -28,6 +35,12 @@ grow before the next cut (so a steady writer is cut now and then, not on every c
 
 FLOOD_CALM_S = 0.1
 """A flood guard thread ends after this long with little growth (the event loop takes over)."""
+
+COMPACT_CHUNK_BYTES = 1 << 20
+"""An ended log is copied this much at a time into its compact form."""
+
+COMPACTING_SUFFIX = ".compacting"
+"""The end of the compact copy's name beside the log, until it replaces the log."""
 
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
@@ -133,16 +146,130 @@ class RunningLogCap:
         # No holes here (some filesystems): cut back to the head and say so in the file.
         dropped = info.st_size - head
         os.ftruncate(fd, head)
-        marker = f"\n[herd: {dropped} bytes of output dropped here (log_max_bytes)]\n"
         with contextlib.suppress(OSError):
             appender = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
-                os.write(appender, marker.encode())
+                os.write(appender, dropped_marker(dropped))
             finally:
                 os.close(appender)
         self.dropped_bytes += dropped
         self.cut_to = head
         self.last_size = head
+
+
+def dropped_marker(dropped_bytes: int) -> bytes:
+    """The line that stands where the cap dropped output, in a log cut back or compacted."""
+    return f"\n[herd: {dropped_bytes} bytes of output dropped here (log_max_bytes)]\n".encode()
+
+
+def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
+    """(start, end) of each stretch of a file that holds data, in order; its holes left out."""
+    ranges: list[tuple[int, int]] = []
+    offset = 0
+    while offset < size:
+        start = agentfiles.next_data(fd, offset, size)
+        if start >= size:
+            break
+        try:
+            end = min(size, os.lseek(fd, start, os.SEEK_HOLE))
+        except OSError:
+            end = size
+        if end <= start:  # no hole where data was just found: the filesystem says nothing
+            end = size
+        ranges.append((start, end))
+        offset = end
+    return ranges
+
+
+def punched(info: os.stat_result) -> bool:
+    """True when a file has fewer blocks than its size: the cap punched holes in it."""
+    return stat.S_ISREG(info.st_mode) and info.st_blocks * 512 < info.st_size
+
+
+def compact(path: Path) -> int:
+    """Rewrite an ended run's punched log as the bytes it kept, a marker line where output was
+    dropped; returns the bytes of holes taken out (0: nothing to do).
+
+    Call only once the run is over: nothing writes the log nor reads it by offset. The copy
+    replaces the log by a rename, so a reader that has it open reads the old one to its end.
+    """
+    info = os.lstat(path)
+    if not punched(info) or info.st_nlink != 1:
+        return 0
+    source = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        opened = os.fstat(source)
+        if (opened.st_ino, opened.st_dev) != (info.st_ino, info.st_dev):
+            return 0
+        ranges = data_ranges(source, opened.st_size)
+        if ranges == [(0, opened.st_size)]:
+            return 0  # fewer blocks, no holes (a compressing filesystem)
+        # A name of its own (two compactions of one log never share a copy).
+        target, name = tempfile.mkstemp(COMPACTING_SUFFIX, path.name + ".", path.parent)
+        copy = Path(name)
+        try:
+            os.fchmod(target, stat.S_IMODE(opened.st_mode))
+            removed = _copy_kept(source, target, ranges, opened.st_size)
+            os.fsync(target)
+            os.utime(target, ns=(opened.st_atime_ns, opened.st_mtime_ns))
+            now = os.lstat(path)
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != (
+                opened.st_ino,
+                opened.st_size,
+                opened.st_mtime_ns,
+            ):
+                raise OSError(f"{path} changed while it was compacted")
+            os.replace(copy, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                copy.unlink()
+            raise
+        finally:
+            os.close(target)
+        return removed
+    finally:
+        os.close(source)
+
+
+def _copy_kept(source: int, target: int, ranges: list[tuple[int, int]], size: int) -> int:
+    """Write each data range, and a marker for each hole before, between and after them."""
+    removed = 0
+    at = 0
+    for start, end in [*ranges, (size, size)]:
+        if start > at:
+            _write_all(target, dropped_marker(start - at))
+            removed += start - at
+        while start < end:
+            chunk = os.pread(source, min(COMPACT_CHUNK_BYTES, end - start), start)
+            if not chunk:
+                break
+            _write_all(target, chunk)
+            start += len(chunk)
+        at = end
+    return removed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def compact_ended(session_runs: Path, below_run: int) -> list[tuple[int, int]]:
+    """Compact the punched logs of a session's runs before `below_run` (all of them ended);
+    returns (run, bytes of holes taken out) of each log compacted."""
+    done = []
+    for number, path, _ in run_logs(session_runs):
+        if number >= below_run:
+            continue
+        try:
+            removed = compact(path)
+        except OSError as exc:  # left punched: it still costs only its kept bytes on disk
+            log.warning("cannot compact %s: %s", path, exc)
+            continue
+        if removed:
+            done.append((number, removed))
+    return done
 
 
 def _round_up(value: int, block: int) -> int:

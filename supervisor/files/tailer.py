@@ -26,10 +26,15 @@ class LogTailer:
     second); when nothing new is there, the path is checked for a replaced or deleted file.
     """
 
-    def __init__(self, path: Path, offset: int = 0, log_refusal: bool = True) -> None:
-        """Read `path` from `offset`; `log_refusal` False leaves saying why to the caller."""
+    def __init__(
+        self, path: Path, offset: int = 0, log_refusal: bool = True, reopen_replaced: bool = True
+    ) -> None:
+        """Read `path` from `offset`; `log_refusal` False leaves saying why to the caller;
+        `reopen_replaced` False keeps to the file first opened (a run's log, once its run ended,
+        is replaced by its compact copy: the same output, not new output)."""
         self.path = path
         self.log_refusal = log_refusal
+        self.reopen_replaced = reopen_replaced
         self.offset = offset
         self.truncations = 0
         self.skipped_bytes = 0
@@ -57,7 +62,7 @@ class LogTailer:
             self.offset = 0  # truncated under us
             self.truncations += 1
         if size == self.offset:
-            if self._replaced():
+            if self.reopen_replaced and self._replaced():
                 self.close()
                 self.offset = 0
                 return self.read_new(max_bytes) if self._open() else b""

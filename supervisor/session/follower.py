@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import signal
 import threading
 import time
@@ -25,6 +26,8 @@ from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun, outcome_name
 from agentherd.supervisor.session.pen import Pen
+
+log = logging.getLogger("herd.session")
 
 TAIL_READS_PER_WAKE = 128
 """At most this many reads (of the tailer's chunk size) per wake-up of a run's output reader."""
@@ -74,13 +77,16 @@ class Follower:
         """The last run's record as stored, for the status while no run is watched."""
         self.older_logs_bytes = logcap.bytes_before(self.runs_folder, self.record.run)
         """Bytes of the logs of the session's earlier runs."""
+        self._compacted_ended = False
+        """The ended runs' logs left punched by an earlier daemon were compacted (once)."""
 
     def watch(self, live: LiveRun) -> None:
         """Follow `live` from now on: its output, its exit and its log's cap."""
         self.run = live
         self._follow_output(live)
         self.ctx.tg.start_soon(self._wait_exit, live)
-        self.ctx.tg.start_soon(self._guard_log, live)
+        live.log_guarded = anyio.Event()
+        self.ctx.tg.start_soon(self._guard_log, live, live.log_guarded)
 
     def ended_runs_usage(self) -> Usage:
         """Usage of the current task's ended runs, as stored (each run is its own process)."""
@@ -294,16 +300,18 @@ class Follower:
         )
         return event, usage
 
-    async def sweep(self, live: LiveRun) -> None:
-        """Stop anything of an ended run still alive, and remove its cgroup."""
+    async def sweep(self, live: LiveRun) -> bool:
+        """Stop anything of an ended run still alive, and remove its cgroup; True when nothing
+        of the run is left (nothing writes its log any more)."""
         config = self.pen.config()
+        gone = True
         # One worker hop for the quick look and, when nothing is left, the cgroup's removal.
         if await anyio.to_thread.run_sync(
             runleftovers.settle, live.identity, not live.record.stop_requested
         ):  # the full scan only when the quick look found a candidate
             leftovers = await anyio.to_thread.run_sync(procs.run_processes, live.identity)
             if leftovers:
-                await procs.stop_tree(
+                gone = await procs.stop_tree(
                     live.identity,
                     config.stop_signal_number,
                     config.stop_grace,
@@ -312,6 +320,7 @@ class Follower:
                 )
             if live.identity.cgroup is not None:
                 await anyio.to_thread.run_sync(spawn.remove_cgroup, live.identity)
+        return gone
 
     # ----- logs ------------------------------------------------------------------------------
 
@@ -327,7 +336,30 @@ class Follower:
             current = max(0, self.run.tailer.offset - self.run.log_cap.dropped_bytes)
         return self.older_logs_bytes + current
 
-    async def _guard_log(self, live: LiveRun) -> None:
+    async def compact_log(self, live: LiveRun) -> None:
+        """Once a run is over (its guard done, nothing of it alive): its log, and any older one
+        left punched, rewritten as the bytes it keeps (nothing reads them by offset any more)."""
+        if live.log_guarded is not None:
+            await live.log_guarded.wait()
+        await self._compact_logs(below_run=live.record.run + 1)
+
+    async def _compact_logs(self, below_run: int) -> None:
+        """Compact the punched logs of the session's runs before `below_run`, off the loop."""
+        name = self.pen.config().name
+        done = await anyio.to_thread.run_sync(logcap.compact_ended, self.runs_folder, below_run)
+        for number, removed in done:
+            log.info(
+                "%s: run %d's log compacted (%d bytes of holes taken out)", name, number, removed
+            )
+
+    async def _guard_log(self, live: LiveRun, guarded: anyio.Event) -> None:
+        """Keep the running log within log_max_bytes until its run drained; then say so."""
+        try:
+            await self._keep_capped(live)
+        finally:
+            guarded.set()
+
+    async def _keep_capped(self, live: LiveRun) -> None:
         """Keep the running log within log_max_bytes between tail reads; often while it floods."""
         grew, room = self._cap_log(live)
         while not live.drained.is_set():
@@ -407,7 +439,12 @@ class Follower:
         )
 
     def check_log_cap(self) -> None:
-        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
+        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path); the
+        first time, compact the logs of ended runs no daemon compacted (it stopped first)."""
+        if not self._compacted_ended:
+            self._compacted_ended = True
+            over = self.run is None or self.run.record.ended_at is not None
+            self.ctx.tg.start_soon(self._compact_logs, self.record.run + (1 if over else 0))
         if self.run is not None and not self.run.drained.is_set():
             grew, _ = self._cap_log(self.run)
             if grew:  # output the watcher did not report (inotify drops events when busy)

@@ -51,6 +51,8 @@ class LiveRun:
         self.log_capped_reported = 0
         """Dropped bytes the last `log-capped` event told of."""
         self.log_capped_at = 0.0
+        self.log_guarded: anyio.Event | None = None
+        """Set once the log's cap guard, if one was started, made its last check."""
         self.splitter = LineSplitter()
         self.shown = LastLine(parser.summarize, LAST_LINE_CHARS)
         """The run's last line a person can read, summarised only when asked."""

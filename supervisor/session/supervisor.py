@@ -233,7 +233,8 @@ class SessionSupervisor:
         event, usage = ended
         self.task_usage = self.task_usage + usage
         self._commit(event, run=live.record)
-        await self.follower.sweep(live)
+        if await self.follower.sweep(live):  # nothing of the run writes its log any more
+            self.ctx.tg.start_soon(self.follower.compact_log, live)
 
     # ----- what the follower, budgets and tests ask -----------------------------------------
 

@@ -168,7 +168,8 @@ def follow_run(
 ) -> None:
     """Print the current run's output from its last `lines` lines and keep following."""
     path, _ = current()
-    tailer = LogTailer(path, tail_offset(path, lines), log_refusal=False)
+    # A run's log is replaced only by its compact copy once the run ended: already printed.
+    tailer = LogTailer(path, tail_offset(path, lines), log_refusal=False, reopen_replaced=False)
     last_check = time.monotonic()
     try:
         while True:
@@ -186,7 +187,8 @@ def follow_run(
                     printer.finish(terminal=True)
                     sys.stderr.write(f"-- herd: now following {newest} --\n")
                     tailer.close()
-                    path, tailer = newest, LogTailer(newest, log_refusal=False)
+                    tailer = LogTailer(newest, log_refusal=False, reopen_replaced=False)
+                    path = newest
                     continue
             time.sleep(FOLLOW_POLL_S)
     finally:

@@ -60,7 +60,8 @@ class IndexStep:
     """Where the line after the last newline starts (a last line may still be written)."""
     indexed_bytes: int
     restart: bool
-    """The file shrank: the index started over (the checkpoints begin at 0 again)."""
+    """The file shrank or was replaced: the index started over (the checkpoints begin at 0
+    again, and the lines are read from the file as it is now)."""
 
 
 @dataclass
@@ -77,6 +78,8 @@ class LineIndex:
     checkpoint: int = 0
     """The newest checkpoint's offset: the next is the first line start past it plus
     `checkpoint_bytes`."""
+    inode: int | None = None
+    """The file indexed: a log compacted once its run ended is a new file (a new start)."""
 
     def step(self, max_bytes: int = INDEX_STEP_BYTES) -> IndexStep:
         """Index up to `max_bytes` more of the file; return the checkpoints it found."""
@@ -88,8 +91,11 @@ class LineIndex:
                 offsets, lines, self.complete, self.next_start, self.indexed_bytes, False
             )
         try:
-            size = os.fstat(fd).st_size
-            if size < self.indexed_bytes:
+            info = os.fstat(fd)
+            size = info.st_size
+            replaced = self.inode is not None and info.st_ino != self.inode
+            self.inode = info.st_ino
+            if size < self.indexed_bytes or replaced:
                 self.indexed_bytes = self.complete = self.next_start = self.checkpoint = 0
                 restart = True
             data = os.pread(fd, min(max_bytes, size - self.indexed_bytes), self.indexed_bytes)

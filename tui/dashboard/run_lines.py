@@ -111,6 +111,8 @@ class RunLines(ScrollView, can_focus=True):
         before = self.line_count
         if step.restart:
             self._forget()
+            self.reader.close()  # a replaced file (a compacted log) is read anew too
+            self.reader = LineReader(self.path)
             before = 0
         else:
             partial = self.map.end_bytes > self.map.next_start
