@@ -60,6 +60,17 @@ def test_an_ended_runs_punched_log_is_rewritten_as_the_bytes_it_keeps(tmp_path: 
     assert logcap.compact(path) == 0 and path.stat().st_ino == after.st_ino  # once is enough
 
 
+def test_a_compaction_stopped_midway_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    """The daemon going down ends its copies: the log stays punched for the next daemon."""
+    path = tmp_path / "output.log"
+    data = punched_log(path)
+    inode = path.stat().st_ino
+    with pytest.raises(logcap.CompactionStopped):
+        logcap.compact(path, stop=lambda: True)
+    assert path.stat().st_ino == inode and path.stat().st_size == len(data)
+    assert [p.name for p in tmp_path.iterdir()] == ["output.log"]
+
+
 def test_only_a_punched_regular_log_is_compacted(tmp_path: Path) -> None:
     whole = tmp_path / "whole.log"
     whole.write_bytes(b"all here\n" * 1000)

@@ -17,6 +17,7 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,12 +187,13 @@ def punched(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_blocks * 512 < info.st_size
 
 
-def compact(path: Path) -> int:
+def compact(path: Path, stop: Callable[[], bool] = lambda: False) -> int:
     """Rewrite an ended run's punched log as the bytes it kept, a marker line where output was
     dropped; returns the bytes of holes taken out (0: nothing to do).
 
     Call only once the run is over: nothing writes the log nor reads it by offset. The copy
     replaces the log by a rename, so a reader that has it open reads the old one to its end.
+    `stop` is asked between chunks: True leaves the log as it was (CompactionStopped).
     """
     info = os.lstat(path)
     if not punched(info) or info.st_nlink != 1:
@@ -209,7 +211,7 @@ def compact(path: Path) -> int:
         copy = Path(name)
         try:
             os.fchmod(target, stat.S_IMODE(opened.st_mode))
-            removed = _copy_kept(source, target, ranges, opened.st_size)
+            removed = _copy_kept(source, target, ranges, opened.st_size, stop)
             os.fsync(target)
             os.utime(target, ns=(opened.st_atime_ns, opened.st_mtime_ns))
             now = os.lstat(path)
@@ -231,7 +233,9 @@ def compact(path: Path) -> int:
         os.close(source)
 
 
-def _copy_kept(source: int, target: int, ranges: list[tuple[int, int]], size: int) -> int:
+def _copy_kept(
+    source: int, target: int, ranges: list[tuple[int, int]], size: int, stop: Callable[[], bool]
+) -> int:
     """Write each data range, and a marker for each hole before, between and after them."""
     removed = 0
     at = 0
@@ -240,6 +244,8 @@ def _copy_kept(source: int, target: int, ranges: list[tuple[int, int]], size: in
             _write_all(target, dropped_marker(start - at))
             removed += start - at
         while start < end:
+            if stop():
+                raise CompactionStopped("the daemon is going down")
             chunk = os.pread(source, min(COMPACT_CHUNK_BYTES, end - start), start)
             if not chunk:
                 break
@@ -255,21 +261,27 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def compact_ended(session_runs: Path, below_run: int) -> list[tuple[int, int]]:
+def compact_ended(
+    session_runs: Path, below_run: int, stop: Callable[[], bool] = lambda: False
+) -> list[tuple[int, int]]:
     """Compact the punched logs of a session's runs before `below_run` (all of them ended);
-    returns (run, bytes of holes taken out) of each log compacted."""
+    returns (run, bytes of holes taken out) of each log compacted. `stop`: as for `compact`."""
     done = []
     for number, path, _ in run_logs(session_runs):
         if number >= below_run:
             continue
         try:
-            removed = compact(path)
+            removed = compact(path, stop)
         except OSError as exc:  # left punched: it still costs only its kept bytes on disk
             log.warning("cannot compact %s: %s", path, exc)
             continue
         if removed:
             done.append((number, removed))
     return done
+
+
+class CompactionStopped(Exception):
+    """A compaction was stopped midway (the log is left as it was, punched)."""
 
 
 def _round_up(value: int, block: int) -> int:

@@ -346,7 +346,17 @@ class Follower:
     async def _compact_logs(self, below_run: int) -> None:
         """Compact the punched logs of the session's runs before `below_run`, off the loop."""
         name = self.pen.config().name
-        done = await anyio.to_thread.run_sync(logcap.compact_ended, self.runs_folder, below_run)
+        going = threading.Event()  # the daemon going down: its copies end, the next one's go on
+        try:
+            done = await anyio.to_thread.run_sync(
+                logcap.compact_ended,
+                self.runs_folder,
+                below_run,
+                going.is_set,
+                abandon_on_cancel=True,
+            )
+        finally:
+            going.set()
         for number, removed in done:
             log.info(
                 "%s: run %d's log compacted (%d bytes of holes taken out)", name, number, removed
