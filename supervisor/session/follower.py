@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 import threading
 import time
@@ -21,6 +22,7 @@ from agentherd.sessions.status import LeftRunning
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
+from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.process import procs, runfolder, runid, runleftovers, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
@@ -341,7 +343,12 @@ class Follower:
         left punched, rewritten as the bytes it keeps (nothing reads them by offset any more)."""
         if live.log_guarded is not None:
             await live.log_guarded.wait()
-        await self._compact_logs(below_run=live.record.run + 1)
+        try:
+            punched = logcap.punched(os.lstat(live.folder / OUTPUT_FILE))
+        except OSError:
+            return
+        if punched:  # most logs never passed the cap: no worker hop for them
+            await self._compact_logs(below_run=live.record.run + 1)
 
     async def _compact_logs(self, below_run: int) -> None:
         """Compact the punched logs of the session's runs before `below_run`, off the loop."""
