@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import Herd, script, wait_until
 from test_line_map import punch_or_skip
+from textual.app import App, ComposeResult
 
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.tailer import LogTailer
 from agentherd.tui.cli.follow import Printer, print_run
 from agentherd.tui.dashboard.line_map import LineMap
 from agentherd.tui.dashboard.logfile import LineIndex, LineReader
+from agentherd.tui.dashboard.run_lines import RunLines
 
 MIB = 1 << 20
 CAP_BYTES = 1 << 20
@@ -118,6 +120,52 @@ def test_the_dashboard_reads_a_compacted_log_anew(tmp_path: Path) -> None:
     )
     reader.close()
     line_map.close()
+
+
+def test_an_index_part_way_through_a_log_starts_over_when_the_log_is_compacted(
+    tmp_path: Path,
+) -> None:
+    """Compacted while the output view had indexed only its start (the copy may be longer than
+    that): the index starts over on the new file, never counts on from the old one's offset."""
+    path = tmp_path / "output.log"
+    punched_log(path)
+    index = LineIndex(path, 1024)
+    index.step(16 << 10)
+    logcap.compact(path)
+    assert path.stat().st_size > 16 << 10
+    step = index.step(1 << 30)
+    assert step.restart and step.complete == path.read_bytes().count(b"\n")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_output_view_reads_lines_from_the_compacted_log(tmp_path: Path) -> None:
+    """Its lines are read by offset from the file it opened: the compact copy is opened anew."""
+    path = tmp_path / "output.log"
+    punched_log(path)
+
+    app = LinesApp()
+    async with app.run_test():
+        view = app.query_one(RunLines)
+        view.open(path)
+        index = LineIndex(path)
+        view.grow(index.step(1 << 30))
+        logcap.compact(path)
+        view.grow(index.step(1 << 30))
+        last = view.line_count - 1
+        assert view.line_bytes(last) == b"line 039999 " + b"x" * 89
+        assert view.line_bytes(0) == b"line 000000 " + b"x" * 89
+
+
+class LinesApp(App[None]):
+    """Just the output view's lines widget."""
+
+    def compose(self) -> ComposeResult:
+        yield RunLines()
 
 
 def test_a_reader_of_a_running_log_is_told_where_output_was_dropped(
