@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HERD, PY, SIMAGENT, Herd, script, sim_repo, wait_until
+from conftest import HERD, PY, SIMAGENT, Herd, make_repo, script, sim_repo, wait_until
 
 from agentherd.sessions.config import HerdConfig
 from agentherd.supervisor.api import trust
@@ -292,6 +292,56 @@ def test_an_agent_that_leaves_its_tree_and_clears_its_env_is_still_held_by_its_c
     said = (folder / "escaped.out").read_text()
     assert (folder / "escaped.code").read_text().strip() == str(FORBIDDEN_EXIT), said
     assert "needs a person" in said
+    assert herd.status("gated")["state"] == "waiting-approval"
+
+
+VERIFIER = f"""
+import json, pathlib, subprocess, sys
+said = []
+for argv in (["approve", "gated"], ["status", "gated"]):
+    done = subprocess.run([{HERD!r}, *argv], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    said.append({{"code": done.returncode, "err": done.stderr}})
+out = pathlib.Path(sys.argv[1])
+out.with_suffix(".tmp").write_text(json.dumps(said))
+out.with_suffix(".tmp").rename(out)
+"""
+"""A `verify` command (the agent's tests, say) that asks herd for the person."""
+
+COMMITTER = script("""
+    import subprocess, time
+    open("work.txt", "w").write("done")
+    subprocess.run(["git", "add", "work.txt"], check=True)
+    subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "work"],
+                   check=True)
+    time.sleep(600)
+""")
+
+
+def test_a_verify_command_the_agent_wrote_is_inside_its_session_too(herd: Herd) -> None:
+    repo = make_repo(herd.root / "builder")
+    said = herd.root / "verify-said.json"
+    herd.write(
+        gated(herd)
+        + f"""
+        [[session]]
+        name = "builder"
+        cwd = "{repo}"
+        command = {COMMITTER}
+        autostart = false
+        verify = {json.dumps([PY, "-c", VERIFIER, str(said)])}
+        stop_grace = "1s"
+    """
+    )
+    client = herd.start()
+    client.call("start", name="gated")
+    herd.wait_state("gated", "waiting-approval", timeout_s=60)
+    client.call("start", name="builder")
+    wait_until(said.exists, timeout_s=120, what="the verify command's herd calls")
+    approve, status = json.loads(said.read_text())
+    assert approve["code"] == FORBIDDEN_EXIT, approve
+    assert "needs a person" in approve["err"] and "inside session 'builder'" in approve["err"]
+    assert status["code"] == FORBIDDEN_EXIT, status
     assert herd.status("gated")["state"] == "waiting-approval"
 
 
