@@ -177,11 +177,9 @@ def test_two_sessions_in_one_worktree_get_a_warning(tmp_path: Path) -> None:
 def test_manages_takes_globs_of_names_and_check_warns_of_one_naming_nothing(
     tmp_path: Path,
 ) -> None:
-    said = problems(
-        '[[session]]\nname = "a"\ncommand = ["true"]\nmanages = ["w/../x"]\n', tmp_path
-    )
+    said = problems('[[session]]\nname = "a"\ncommand = ["true"]\nmanages = ["w/../x"]\n', tmp_path)
     assert said == [
-        'herd.toml: session "a": manages: \'w/../x\' is not a session name or a glob of names: '
+        "herd.toml: session \"a\": manages: 'w/../x' is not a session name or a glob of names: "
         'use letters, digits, - and _, with * ? and [...], like "worker-*"'
     ]
     assert problems('[[session]]\nname = "a"\ncommand = ["true"]\nmanages = "w-*"\n', tmp_path)
@@ -192,7 +190,7 @@ def test_manages_takes_globs_of_names_and_check_warns_of_one_naming_nothing(
     config = load_config(tmp_path / "herd.toml")
     assert config.sessions[0].manages == ["worker-*", "wroker-*"]
     assert [str(p) for p in environment_problems(config)] == [
-        'warning: herd.toml: session "boss": manages: \'wroker-*\' names no session in this '
+        "warning: herd.toml: session \"boss\": manages: 'wroker-*' names no session in this "
         "file, so it grants nothing; fix the name or remove it"
     ]
 
