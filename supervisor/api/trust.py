@@ -11,7 +11,7 @@ and is not guaranteed.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,15 +25,15 @@ from agentherd.supervisor.process.runid import RunIdentity
 from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 PERSON_ONLY = {
-    "approve": "approve",
-    "reject": "reject",
-    "ack": "ack",
-    "up": "up",
-    "reload": "up",
-    "down": "down",
-    "shutdown": "down",
+    "approve": "`herd approve`",
+    "reject": "`herd reject`",
+    "ack": "`herd ack`",
+    "up": "`herd up`",
+    "reload": "`herd up` (reading herd.toml again)",
+    "down": "`herd down`",
+    "shutdown": "a shutdown of the daemon",
 }
-"""Operations only a person may ask, with the verb a person types for each."""
+"""Operations only a person may ask, each as a person would name it."""
 
 VERIFY_FOLDER = "verify"
 """`.herd/verify/<session>/<sha>-<tag>/`: a verification's scratch worktree (checks/observe.py)."""
@@ -153,11 +153,11 @@ def authorize(request: Mapping[str, Any], scope: Scope, config: HerdConfig) -> N
     """Raise `forbidden` for what the asker may not ask; a person may ask anything."""
     if scope.person:
         return
-    verb = PERSON_ONLY.get(str(request.get("op")))
-    if verb is not None:
+    asked = PERSON_ONLY.get(str(request.get("op")))
+    if asked is not None:
         raise ApiError(
             FORBIDDEN,
-            f"`herd {verb}` needs a person, and this request comes from {scope.where()}; "
+            f"{asked} needs a person, and this request comes from {scope.where()}; "
             "run it from your own shell, not an agent's",
         )
     for name in named_sessions(request):
@@ -172,11 +172,13 @@ def authorize(request: Mapping[str, Any], scope: Scope, config: HerdConfig) -> N
 class VisibleFleet(Mapping[str, Any]):
     """The daemon's sessions as one asker may see them (read live: a reload changes them)."""
 
-    def __init__(self, sessions: Mapping[str, Any], scope: Scope, config: Any) -> None:
+    def __init__(
+        self, sessions: Mapping[str, Any], scope: Scope, config: Callable[[], HerdConfig]
+    ) -> None:
         self._sessions = sessions
         self._scope = scope
         self._config = config
-        """A callable returning the daemon's current HerdConfig."""
+        """The daemon's current herd.toml (a reload replaces it)."""
 
     def _shown(self, name: str) -> bool:
         return self._scope.sees(name, self._config())
