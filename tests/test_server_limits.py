@@ -76,6 +76,27 @@ def test_a_16_mib_request_line_ends_that_connection_not_the_daemon(herd: Herd) -
     assert not herd.errors
 
 
+def test_a_deeply_nested_request_is_a_bad_request_not_an_internal_error(herd: Herd) -> None:
+    """400k levels of JSON fit in the 1 MiB line but overflow the parser's recursion."""
+    client = herd.write(IDLE).start()
+    assert herd.daemon is not None
+    depth = 400_000
+    nested = b'{"id": 1, "op": "ls", "x": ' + b"[" * depth + b"]" * depth + b"}\n"
+    assert len(nested) < MAX_REQUEST_BYTES
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(herd.daemon.socket_path))
+        sock.sendall(nested)
+        reply = read_reply(sock)
+    assert reply["ok"] is False
+    error = reply["error"]
+    assert isinstance(error, dict)
+    assert error["code"] == "bad-request", error
+    assert "nested" in error["message"]
+    assert client.call("status", target="idle")["state"] == "idle"
+    assert not herd.errors
+
+
 def test_connections_over_the_cap_are_refused_politely_and_served_once_others_close(
     herd: Herd,
 ) -> None:
