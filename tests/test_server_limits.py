@@ -114,6 +114,28 @@ def test_connections_over_the_cap_are_refused_politely_and_served_once_others_cl
     assert not herd.errors
 
 
+def test_at_the_connection_cap_the_cli_says_the_daemon_is_busy(herd: Herd) -> None:
+    """`herd ls` and `herd tui` must not read a busy daemon as none (and show saved state),
+    nor `herd up` start a second one that waits 15 s for the first to answer."""
+    client = herd.write(IDLE).start()
+    assert herd.daemon is not None
+    with ExitStack() as stack:
+        idle_connections(stack, herd.daemon.socket_path, MAX_CONNECTIONS)
+        wait_until(lambda: not client.ping(), what="the cap to be reached")
+        for verb in (["ls"], ["status", "idle"], ["up", "--no-tui"]):
+            done = herd.cli(*verb)
+            assert "no daemon is running" not in done.stderr, (verb, done.stderr)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("herd: the herd daemon is busy"), (
+                verb,
+                done.stderr,
+            )
+            assert done.returncode == 2, (verb, done.returncode)
+            assert done.stdout == ""
+    assert wait_until(client.ping, what="a client to be served once the idle ones closed")
+    assert not herd.errors
+
+
 @contextmanager
 def daemon_with_fd_limit(
     root: Path, max_fds: int, hard_fds: int | None = None

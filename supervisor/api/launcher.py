@@ -24,7 +24,7 @@ def client_for(config: HerdConfig) -> Client:
 def ensure_daemon(config: HerdConfig) -> tuple[Client, bool]:
     """Return a client of the running daemon, starting one first if needed (and say if we did)."""
     client = client_for(config)
-    if client.ping():
+    if client.answers():
         return client, False
     prepare_state_dir(config.state_dir)
     log_path = config.state_dir / "daemon.log"

@@ -31,6 +31,7 @@ class ApiError(Exception):
             "version-mismatch",
             "bad-config",
             "permission",
+            "busy",  # at the connection cap: the person closes clients (the message says which)
         }
     )
 

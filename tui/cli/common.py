@@ -102,7 +102,7 @@ def reader() -> Client | DiskClient:
     """The daemon, or with none running the state in .herd/ (read-only: never starts one)."""
     config = herd_config()
     client = client_for(config)
-    if client.ping():
+    if client.answers():
         warn_version(client)
         return client
     if not (config.state_dir / "state.db").is_file():

@@ -43,9 +43,12 @@ def up_config(argv: list[str]) -> tuple[str | None] | None:
 
 
 def _answers(socket_path: str) -> bool:
-    """True when a daemon of this herd's version answers on the socket."""
+    """True when a daemon of this herd's version answers on the socket, or one is there but
+    busy (spawning another would only find its lock taken)."""
     try:
         fastcall.call(socket_path, "info", timeout_s=2.0)
+    except fastcall.DaemonBusy:
+        return True
     except (OSError, ValueError, LookupError):
         return False
     return True
