@@ -30,6 +30,7 @@ from agentherd.sessions.status import (
 from agentherd.sessions.times import iso
 from agentherd.supervisor.checks import verdicts, watchedfile
 from agentherd.supervisor.checks.checkpoints import CheckpointWatch
+from agentherd.supervisor.files import private
 from agentherd.supervisor.files.store import Verification
 
 if TYPE_CHECKING:
@@ -315,7 +316,7 @@ class Observer:
         folder = self.session.ctx.state_dir / "verify" / self.config.name
 
         async def job() -> VerifyResult:
-            folder.mkdir(parents=True, exist_ok=True)
+            private.make_folder(folder)
             return await run_verification(
                 self.config.cwd,
                 sha,

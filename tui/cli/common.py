@@ -26,6 +26,7 @@ from agentherd.supervisor.api.fleetapi import Fleet, LocalFleet
 from agentherd.supervisor.api.launcher import client_for
 from agentherd.supervisor.api.ondisk import DiskClient
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.files.private import StateDirUnwritable
 
 EXIT_PERSON = 2
 EXIT_INTERNAL = 70
@@ -64,9 +65,9 @@ def guarded(func: F) -> F:
                 raise
             click.echo(f"herd: {exc.message}", err=True)
             sys.exit(EXIT_PERSON if exc.person_error else EXIT_INTERNAL)
-        except Failure as exc:
+        except (Failure, StateDirUnwritable) as exc:
             click.echo(f"herd: {exc}", err=True)
-            sys.exit(exc.code)
+            sys.exit(exc.code if isinstance(exc, Failure) else EXIT_PERSON)
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:
