@@ -95,7 +95,7 @@ async def launch(
         full_env.pop(CGROUP_VAR, None)  # never an outer run's (herd under herd)
         if cgroup is not None:
             full_env[CGROUP_VAR] = cgroup
-        _check_program(argv, cwd, full_env)
+        check_program(argv, cwd, full_env)
         log_fd = private.open_file(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND)
         try:
             process = await anyio.open_process(
@@ -133,7 +133,7 @@ def disown(process: Process) -> None:
         transport._closed = True
 
 
-def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+def check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
     """Raise the OSError the exec would give, before the wrapper shell hides it."""
     if not argv:
         raise OSError("empty command")
