@@ -270,6 +270,9 @@ class Observer:
                 "file; keeping the last entries"
             )
             return
+        self.session.close_warning(
+            "progress-invalid", f"{self.config.progress} reads again", "progress"
+        )
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
         self.progress_updated_at = iso(watchedfile.modified_at(signature))
