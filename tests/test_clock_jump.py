@@ -71,6 +71,7 @@ def kinds(herd: Herd, name: str) -> list[str]:
     return [e["kind"] for e in herd.events(name)]
 
 
+@pytest.mark.pidns
 def test_a_jump_forward_stops_no_budget_raises_no_stall_ends_no_backoff(
     herd: Herd, tmp_path: Path, wall_clock: WallClock
 ) -> None:
@@ -111,6 +112,7 @@ def test_a_jump_forward_stops_no_budget_raises_no_stall_ends_no_backoff(
     assert at is not None and (at - before_jump).total_seconds() >= HOUR_S
 
 
+@pytest.mark.pidns
 def test_a_jump_back_delays_no_budget_stop_no_stall_no_restart(
     herd: Herd, tmp_path: Path, wall_clock: WallClock
 ) -> None:

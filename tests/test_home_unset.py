@@ -29,6 +29,7 @@ def without_home(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.pidns
 def test_every_verb_works_without_home(tmp_path: Path) -> None:
     agent = json.dumps(["/bin/sh", "-c", 'echo "home=${HOME-unset}"; exec sleep 60'])
     (tmp_path / "herd.toml").write_text(
