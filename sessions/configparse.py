@@ -22,7 +22,12 @@ def find_config(explicit: str | os.PathLike[str] | None = None, start: Path | No
     """Locate herd.toml: the explicit path, else $HERD_CONFIG, else the nearest one upward."""
     chosen = explicit or os.environ.get("HERD_CONFIG")
     if chosen:
-        path = Path(chosen).expanduser()
+        try:
+            path = Path(chosen).expanduser()
+        except RuntimeError:  # no HOME and no passwd entry: `~` names no folder
+            raise ConfigError(
+                [Problem(str(chosen), "cannot expand ~: HOME is not set; give the full path")]
+            ) from None
         if not path.is_file():
             raise ConfigError(
                 [Problem(str(path), "no such file; check -c/--config or $HERD_CONFIG")]

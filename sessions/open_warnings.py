@@ -17,9 +17,39 @@ from agentherd.sessions.records import WARNING_KINDS, Event
 CLOSED_BY: dict[str, frozenset[str]] = {
     "verify-failed": frozenset({"verify-passed"}),
     "rate-limited": frozenset({"run-started"}),
+    "usage-backwards": frozenset({"run-started"}),
     **{kind.name: kind.closed_by for kind in DRIFT_WARNINGS.values() if kind.closed_by},
 }
 """A warning closes when a later event of one of these kinds arrives (the report's rule too)."""
+
+CLOSED_BY_RESUME = "resume-refused"
+"""Closes at a `run-started` whose `mode` is `resume`: herd resumes the agent's session again."""
+
+CLOSES_WHEN: dict[str, str] = {
+    "verify-failed": "`verify` passes on a later checkpoint",
+    "rate-limited": "the next run starts",
+    "usage-backwards": "the next run starts (it counts its own figures)",
+    "resume-refused": "a later run resumes the agent's session again (a new session id)",
+    "plan-invalid": "the plan file reads again",
+    "progress-invalid": "the progress file reads again",
+    "not-a-git-repo": "git reads the session's folder (it became a repository)",
+    "git-unavailable": "git reads the session's folder again (its first commit, say)",
+    "notify-failed": "a later `notify` for the session runs and exits 0",
+    "rescue-failed": "a later restart saves and resets the worktree",
+    "budget-warning": "every dimension it warned of is under `warn_at` again (a limit raised "
+    "or removed in herd.toml, then `herd up`)",
+    "log-capped": "the next task starts: the dropped output is gone for good (`herd ack` it)",
+    "plan-tampered": "`herd approve` or `herd reject`, or the plan matches its baseline again",
+    "claims-done-but-fails": "`verify` passes on a later checkpoint",
+    "stalled": "the agent writes output, a progress entry or a commit; or a run starts or the "
+    "task is stopped",
+    "repeated-failure": "`verify` passes on a later checkpoint, or a run ends cleanly",
+    "out-of-scope": "the next task starts: the commits stay in history",
+    "burn-without-progress": "a plan item flips to passing",
+    "early-exit": "a plan item flips to passing",
+}
+"""What settles each warning kind, for people (docs/reference.md); every kind also closes when
+the next task starts."""
 
 CLOSES_ALL = frozenset({"task-started"})
 
@@ -64,6 +94,8 @@ def closes(
         named = (data or {}).get("kind")
         return [kind for kind in open_kinds if kind == named]
     closed = _CLOSES.get(event_kind, frozenset())
+    if event_kind == "run-started" and (data or {}).get("mode") == "resume":
+        closed |= {CLOSED_BY_RESUME}
     return [kind for kind in open_kinds if kind in closed]
 
 

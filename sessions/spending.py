@@ -108,6 +108,9 @@ class SpendFacts:
     """Now on the samples' clock (monotonic s)."""
     plan_passing: int | None = None
     plan_total: int | None = None
+    task_wall_s: float | None = None
+    """The active task's wall time as the daemon measures it (monotonic: a jump of the wall
+    clock moves no budget); None: from its ISO start to `now_unix_s` (no daemon watches)."""
 
     @classmethod
     def from_runs(
@@ -134,7 +137,10 @@ def task_spend(record: SessionRecord, facts: SpendFacts) -> Spend:
         return Spend()
     active = record.state in ACTIVE_STATES
     end = None if active else facts.task_ended_at
-    wall_s = seconds_between(record.task_started_at, end, facts.now_unix_s)
+    if active and facts.task_wall_s is not None:
+        wall_s = facts.task_wall_s
+    else:
+        wall_s = seconds_between(record.task_started_at, end, facts.now_unix_s)
     if end is None and not active:
         wall_s = 0.0  # an ended task whose end is unknown counts no time
     return Spend(facts.task_usage + facts.live_usage, wall_s, record.restarts)

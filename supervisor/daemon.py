@@ -18,9 +18,7 @@ from anyio.abc import TaskGroup
 
 from agentherd.sessions.config import ConfigError, HerdConfig, SessionConfig, load_config
 from agentherd.sessions.records import Event, SessionRecord
-from agentherd.sessions.states import (
-    ACTIVE_STATES,
-)
+from agentherd.sessions.states import ACTIVE_STATES, State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor import memtrace
 from agentherd.supervisor.api import server
@@ -39,6 +37,11 @@ from agentherd.supervisor.session.stalltimer import watch_stalls
 from agentherd.supervisor.session.supervisor import SessionSupervisor
 
 log = logging.getLogger("herd.daemon")
+
+RUN_MAY_LIVE = frozenset(
+    {State.STARTING, State.RUNNING, State.PAUSED, State.WAITING_APPROVAL, State.STOPPING}
+)
+"""States of a session whose run's processes may be alive (backoff and verifying have none)."""
 
 FIRST_GIT_READ_DELAY_S = 0.2
 """The boot's git reads wait this long for the `herd up` that started the daemon to ask."""
@@ -139,6 +142,7 @@ class Daemon:
                 records = self.store.sessions()
                 for session_config in self.config.sessions:
                     self._add_session(session_config, records.get(session_config.name))
+                self._keep_removed_with_live_runs(records)
                 listener = await server.listen(self.socket_path)
                 tg.start_soon(server.serve, listener, ControlApi(self).handle)
                 await self._clean_verify_leftovers()
@@ -216,6 +220,27 @@ class Daemon:
                 f"removed {len(cleaned.worktrees)} scratch worktree(s) and stopped "
                 f"{len(cleaned.processes)} process(es) of verifications a killed daemon left",
             )
+
+    def _keep_removed_with_live_runs(self, records: dict[str, SessionRecord]) -> None:
+        """Keep supervising sessions herd.toml no longer names whose run may still be alive (it
+        was edited while they ran): found, shown and stopped like the rest, they go at the
+        first `herd up` after they stop. A stand-in config from their last run: never restart."""
+        assert self.store is not None
+        for name, record in records.items():
+            if name in self.sessions or record.state not in RUN_MAY_LIVE:
+                continue
+            run = self.store.run(name, record.run)
+            if run is None or not run.argv:
+                continue
+            standin = SessionConfig(
+                name=name,
+                command=run.argv,
+                cwd=Path(run.cwd or self.config.path.parent),
+                autostart=False,
+                restart="never",
+            )
+            log.info("%s is no longer in herd.toml but its run %d may live: kept", name, run.run)
+            self._add_session(standin, record)
 
     def _add_session(
         self, config: SessionConfig, record: SessionRecord | None

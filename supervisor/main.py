@@ -10,7 +10,8 @@ from pathlib import Path
 
 from agentherd.sessions.config import ConfigError, environment_problems, load_config
 from agentherd.supervisor.daemon import DaemonAlreadyRunning, run_foreground
-from agentherd.supervisor.files.paths import prepare_state_dir
+from agentherd.supervisor.files.paths import open_daemon_log, prepare_state_dir
+from agentherd.supervisor.files.private import StateDirUnwritable
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -18,6 +19,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def configure_logging(state_dir: Path, to_stderr: bool) -> None:
     """Log to `.herd/daemon.log` (and stderr when in the foreground)."""
     prepare_state_dir(state_dir)
+    os.close(open_daemon_log(state_dir))  # made 0600 first: FileHandler would follow the umask
     handlers: list[logging.Handler] = [logging.FileHandler(state_dir / "daemon.log")]
     if to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
@@ -45,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     if checked and (config.cluster is not None or environment_problems(config)):
         print(f"{config.path}: left to the full `herd up` to report; not started", file=sys.stderr)
         return 2
-    configure_logging(config.state_dir, to_stderr=False)
+    try:
+        configure_logging(config.state_dir, to_stderr=False)
+    except StateDirUnwritable as exc:
+        print(f"herd: {exc}", file=sys.stderr)
+        return 2
     try:
         run_foreground(config)
     except DaemonAlreadyRunning as exc:

@@ -76,6 +76,27 @@ def test_a_16_mib_request_line_ends_that_connection_not_the_daemon(herd: Herd) -
     assert not herd.errors
 
 
+def test_a_deeply_nested_request_is_a_bad_request_not_an_internal_error(herd: Herd) -> None:
+    """400k levels of JSON fit in the 1 MiB line but overflow the parser's recursion."""
+    client = herd.write(IDLE).start()
+    assert herd.daemon is not None
+    depth = 400_000
+    nested = b'{"id": 1, "op": "ls", "x": ' + b"[" * depth + b"]" * depth + b"}\n"
+    assert len(nested) < MAX_REQUEST_BYTES
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(herd.daemon.socket_path))
+        sock.sendall(nested)
+        reply = read_reply(sock)
+    assert reply["ok"] is False
+    error = reply["error"]
+    assert isinstance(error, dict)
+    assert error["code"] == "bad-request", error
+    assert "nested" in error["message"]
+    assert client.call("status", target="idle")["state"] == "idle"
+    assert not herd.errors
+
+
 def test_connections_over_the_cap_are_refused_politely_and_served_once_others_close(
     herd: Herd,
 ) -> None:
@@ -90,6 +111,28 @@ def test_connections_over_the_cap_are_refused_politely_and_served_once_others_cl
         assert "close some" in refused.value.message
     assert wait_until(client.ping, what="a client to be served once the idle ones closed")
     assert client.call("status", target="idle")["state"] == "idle"
+    assert not herd.errors
+
+
+def test_at_the_connection_cap_the_cli_says_the_daemon_is_busy(herd: Herd) -> None:
+    """`herd ls` and `herd tui` must not read a busy daemon as none (and show saved state),
+    nor `herd up` start a second one that waits 15 s for the first to answer."""
+    client = herd.write(IDLE).start()
+    assert herd.daemon is not None
+    with ExitStack() as stack:
+        idle_connections(stack, herd.daemon.socket_path, MAX_CONNECTIONS)
+        wait_until(lambda: not client.ping(), what="the cap to be reached")
+        for verb in (["ls"], ["status", "idle"], ["up", "--no-tui"]):
+            done = herd.cli(*verb)
+            assert "no daemon is running" not in done.stderr, (verb, done.stderr)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("herd: the herd daemon is busy"), (
+                verb,
+                done.stderr,
+            )
+            assert done.returncode == 2, (verb, done.returncode)
+            assert done.stdout == ""
+    assert wait_until(client.ping, what="a client to be served once the idle ones closed")
     assert not herd.errors
 
 

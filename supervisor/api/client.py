@@ -111,6 +111,19 @@ class Client:
         except (ApiError, OSError, StopIteration):
             return False
 
+    def answers(self) -> bool:
+        """True when a daemon answers, False when none listens; ApiError `busy` when one is
+        there but at its connection cap (it is running: never read it as gone)."""
+        try:
+            self._connect(2.0)[0].close()
+            return True
+        except ApiError as exc:
+            if exc.code == "busy":
+                raise
+            return False
+        except (OSError, StopIteration):
+            return False
+
 
 def _read_lines(sock: socket.socket) -> Iterator[bytes]:
     buffer = b""

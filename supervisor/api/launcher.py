@@ -10,7 +10,7 @@ import time
 from agentherd.sessions.config import HerdConfig
 from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.api.protocol import ApiError
-from agentherd.supervisor.files.paths import prepare_state_dir, socket_path_for
+from agentherd.supervisor.files.paths import open_daemon_log, prepare_state_dir, socket_path_for
 
 DAEMON_START_TIMEOUT_S = 15.0
 """A daemon that does not answer within this long has failed to start; its log says why."""
@@ -24,20 +24,23 @@ def client_for(config: HerdConfig) -> Client:
 def ensure_daemon(config: HerdConfig) -> tuple[Client, bool]:
     """Return a client of the running daemon, starting one first if needed (and say if we did)."""
     client = client_for(config)
-    if client.ping():
+    if client.answers():
         return client, False
-    prepare_state_dir(config.state_dir)
+    prepare_state_dir(config.state_dir)  # StateDirUnwritable: one line for the person
     log_path = config.state_dir / "daemon.log"
-    with open(log_path, "ab") as log_file:
+    log_fd = open_daemon_log(config.state_dir)
+    try:
         process = subprocess.Popen(
             [sys.executable, "-m", "agentherd.supervisor.main", str(config.path)],
             stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=log_file,
+            stdout=log_fd,
+            stderr=log_fd,
             start_new_session=True,
             cwd=config.path.parent,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+    finally:
+        os.close(log_fd)
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if client.ping():

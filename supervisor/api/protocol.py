@@ -36,6 +36,7 @@ class ApiError(Exception):
             "version-mismatch",
             "bad-config",
             "permission",
+            "busy",  # at the connection cap: the person closes clients (the message says which)
         }
     )
 
@@ -70,6 +71,8 @@ def decode(line: bytes) -> dict[str, Any]:
         value = json.loads(line)
     except ValueError as exc:
         raise ApiError("bad-request", f"not JSON: {exc}") from None
+    except RecursionError:  # a short line can nest deeper than the parser recurses
+        raise ApiError("bad-request", "JSON nested too deeply for a request") from None
     if not isinstance(value, dict):
         raise ApiError("bad-request", "expected a JSON object")
     return value

@@ -130,7 +130,7 @@ async def _refuse(stream: SocketStream, active: int) -> None:
     log.warning("refused a connection: %d clients are connected already", active)
     busy = ApiError(
         "busy",
-        f"the herd daemon serves {MAX_CONNECTIONS} connections already; close some "
+        f"the herd daemon is busy: it serves {MAX_CONNECTIONS} connections already; close some "
         "(`herd logs -f`, `herd wait`, dashboards) and try again",
     )
     async with stream:

@@ -17,6 +17,9 @@ from agentherd.supervisor.checks import watchedfile
 from agentherd.supervisor.files.store import Store, StoreUnavailable
 from agentherd.supervisor.git import gitfiles, gitops
 
+GIT_WARNINGS = ("git-unavailable", "not-a-git-repo")
+"""The warnings a successful read of git settles."""
+
 MAX_NEW_CHECKPOINTS = 50
 """At most this many commits are recorded from one ref move (a rebase can bring hundreds)."""
 
@@ -49,6 +52,8 @@ class _Session(Protocol):
     def record_checkpoint(self, commit: Checkpoint, *events: Event) -> bool: ...
 
     def touch(self) -> None: ...
+
+    def close_warning(self, kind: str, why: str, by: str) -> None: ...
 
     def note_progress(self) -> None: ...
 
@@ -157,10 +162,10 @@ class CheckpointWatch:
         """Record the commits up to `head_sha` that are new since the last checkpoint."""
         cwd = self.config.cwd
         if head is not None:
-            self.git_error = None
+            self._git_reads()
         previous = self.checkpoint.sha if self.checkpoint else None
         if head_sha == previous:
-            self.git_error = None
+            self._git_reads()
             return
         store = self.session.ctx.store
         known = store.checkpoints(self.config.name, limit=1)
@@ -194,7 +199,7 @@ class CheckpointWatch:
                     self._git_problem(f"{cwd} has no commits yet: no checkpoint")
                     return
             new = [head]
-        self.git_error = None
+        self._git_reads()
         for commit in new:
             event = self.session.make_event(
                 "checkpoint",
@@ -235,6 +240,13 @@ class CheckpointWatch:
             sha=commit.sha,
             files=stray[:50],
         )
+
+    def _git_reads(self) -> None:
+        """git read the session's folder: a warning that it could not (or found no commit, or
+        no repository) is settled."""
+        self.git_error = None
+        for kind in GIT_WARNINGS:
+            self.session.close_warning(kind, f"git reads {self.config.cwd} again", "git")
 
     def _git_problem(self, message: str, kind: str = "git-unavailable") -> None:
         if message == self.git_error:

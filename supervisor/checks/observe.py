@@ -30,6 +30,7 @@ from agentherd.sessions.status import (
 from agentherd.sessions.times import iso
 from agentherd.supervisor.checks import verdicts, watchedfile
 from agentherd.supervisor.checks.checkpoints import CheckpointWatch
+from agentherd.supervisor.files import private
 from agentherd.supervisor.files.store import Verification
 
 if TYPE_CHECKING:
@@ -269,6 +270,9 @@ class Observer:
                 "file; keeping the last entries"
             )
             return
+        self.session.close_warning(
+            "progress-invalid", f"{self.config.progress} reads again", "progress"
+        )
         self.progress_error = None
         self.progress_latest = tuple(read.entries)
         self.progress_updated_at = iso(watchedfile.modified_at(signature))
@@ -315,7 +319,7 @@ class Observer:
         folder = self.session.ctx.state_dir / "verify" / self.config.name
 
         async def job() -> VerifyResult:
-            folder.mkdir(parents=True, exist_ok=True)
+            private.make_folder(folder)
             return await run_verification(
                 self.config.cwd,
                 sha,

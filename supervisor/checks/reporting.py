@@ -13,6 +13,7 @@ import anyio
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.records import Event, RunRecord
 from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.files import private
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.git import gitops
 
@@ -179,6 +180,6 @@ def _build_and_write(folder: Path, name: str, data: ReportInput) -> None:
 
 def _write(folder: Path, name: str, result: dict[str, Any]) -> None:
     """Write the report's markdown and JSON files (in a worker thread: a report can be large)."""
-    folder.mkdir(exist_ok=True)
-    (folder / f"{name}.md").write_text(result["markdown"])
-    (folder / f"{name}.json").write_text(json.dumps(result["report"], indent=2))
+    private.make_folder(folder)
+    private.write_file(folder / f"{name}.md", result["markdown"])
+    private.write_file(folder / f"{name}.json", json.dumps(result["report"], indent=2))

@@ -23,6 +23,7 @@ import psutil
 from anyio.abc import Process, TaskGroup, TaskStatus
 
 from agentherd.sessions.config import command_argv
+from agentherd.supervisor.files import private
 from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import procs, runid
 
@@ -211,7 +212,7 @@ async def run_verification(
     scratch = gitops.scratch_worktree(worktree, full, dest, checkout)
     try:
         try:
-            await anyio.to_thread.run_sync(Path(scratch_root).mkdir, 0o777, True, True)
+            await anyio.to_thread.run_sync(private.make_folder, Path(scratch_root))
             where = await _checkout(scratch, checkout)
         except gitops.GitTimeout:
             error = f"checkout timed out after {timeout_s:g}s (verify_timeout)"
@@ -280,8 +281,8 @@ def _open_log(log_path: Path | None, sha: str, started_at: str) -> tuple[int, in
     if log_path is None:
         with tempfile.TemporaryFile() as temp:
             return os.dup(temp.fileno()), 0
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    private.make_folder(log_path.parent)
+    fd = private.open_file(log_path, os.O_RDWR | os.O_APPEND)
     os.write(fd, f"--- herd verify {sha} at {started_at} ---\n".encode())
     return fd, os.fstat(fd).st_size
 

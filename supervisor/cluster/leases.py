@@ -18,6 +18,8 @@ from pathlib import Path
 
 import psycopg
 
+from agentherd.supervisor.files import private
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS herd_hosts (
     name        text PRIMARY KEY,
@@ -59,8 +61,8 @@ def host_identity(state_dir: Path) -> str:
         return path.read_text().strip()
     except FileNotFoundError:
         token = uuid.uuid4().hex
-        state_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(token + "\n")
+        private.make_folder(state_dir)
+        private.write_file(path, token + "\n")
         return token
 
 

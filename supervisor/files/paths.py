@@ -6,6 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from agentherd.supervisor.files import private
+
 OUTPUT_FILE = "output.log"
 """A run's output (stdout and stderr as the agent wrote them), in its run folder."""
 
@@ -36,13 +38,32 @@ def socket_path_for(state_dir: Path) -> Path:
     return runtime_dir() / f"{digest}.sock"
 
 
+STATE_FILES = ("state.db", "state.db-wal", "state.db-shm", "daemon.log", "daemon.lock")
+"""The state folder's own files, made private at each start where an older herd left them
+readable (the folder itself, made 0700 first, already keeps others out of everything in it)."""
+
+
 def prepare_state_dir(state_dir: Path) -> None:
-    """Create `.herd/` with a `.gitignore` of `*`, so an agent's `git add -A` never commits it."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    ignore = state_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
-    (state_dir / "runs").mkdir(exist_ok=True)
+    """Create `.herd/` (0700) with a `.gitignore` of `*`, so an agent's `git add -A` never
+    commits it; raise StateDirUnwritable, one line for a person, when herd cannot write it."""
+    try:
+        private.make_folder(state_dir)
+        ignore = state_dir / ".gitignore"
+        if not ignore.exists():
+            private.write_file(ignore, "*\n")
+        private.make_folder(state_dir / "runs")
+        for name in STATE_FILES:
+            private.tighten_file(state_dir / name)
+    except OSError as exc:
+        raise private.StateDirUnwritable(state_dir, exc) from None
+
+
+def open_daemon_log(state_dir: Path) -> int:
+    """An append fd on `.herd/daemon.log` (0600), for a daemon's output."""
+    try:
+        return private.open_file(state_dir / "daemon.log", os.O_WRONLY | os.O_APPEND)
+    except OSError as exc:
+        raise private.StateDirUnwritable(state_dir, exc) from None
 
 
 def run_dir(state_dir: Path, session: str, run: int) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ from typing import Any
 from agentherd.sessions.checkpoint import Checkpoint
 from agentherd.sessions.open_warnings import WarningRecord
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
+from agentherd.supervisor.files import private
 from agentherd.supervisor.files.storeschema import StoreError, Transaction, migrate
 from agentherd.supervisor.files.storewarnings import fold_warnings, open_records
 
@@ -77,6 +79,9 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # Made 0600 first: sqlite would create it 0644 less the umask, and gives its -wal and
+        # -shm the database's own mode.
+        os.close(private.open_file(path, os.O_RDWR))
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

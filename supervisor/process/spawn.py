@@ -16,6 +16,7 @@ import anyio
 import psutil
 from anyio.abc import Process
 
+from agentherd.supervisor.files import private
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.process import cgroups, execwait
 from agentherd.supervisor.process.runfolder import EXIT_FILE, LOCK_FILE, describe_users
@@ -26,10 +27,11 @@ CGROUP_VAR = "HERD_CGROUP"
 # The wrapper first moves itself into the run's cgroup (when it has one), so everything it
 # starts is inside before it exists. It stays the group leader so a new daemon can learn how a
 # run it did not start ended. It traps (not ignores) the usual stop signals: a trap is reset in
-# the exec'd agent, an ignored signal would be inherited. It records the status after the exit.
+# the exec'd agent, an ignored signal would be inherited. It records the status after the exit,
+# under umask 077 set only then: the agent ran under the umask herd was started with.
 _WRAPPER = (
     'if [ -n "$HERD_CGROUP" ]; then { echo $$ > "$HERD_CGROUP/cgroup.procs"; } 2>/dev/null; fi; '
-    'trap : TERM INT HUP QUIT USR1 USR2; "$@"; s=$?; '
+    'trap : TERM INT HUP QUIT USR1 USR2; "$@"; s=$?; umask 077; '
     'printf "%s\\n" "$s" > "$HERD_RUN_DIR/exit_status"; exit $s'
 )
 # The status is written in place, by the shell itself: an `mv` from a temporary name cost a
@@ -75,8 +77,8 @@ async def launch(
     a lock already held means a run no state remembers still lives there: RunFolderBusy, never
     a wait and never a second agent. Raises OSError when the program cannot be started.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    lock_fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    private.make_folder(folder)
+    lock_fd = private.open_file(folder / LOCK_FILE, os.O_RDWR)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # never block the event loop
     except BlockingIOError:
@@ -93,8 +95,8 @@ async def launch(
         full_env.pop(CGROUP_VAR, None)  # never an outer run's (herd under herd)
         if cgroup is not None:
             full_env[CGROUP_VAR] = cgroup
-        _check_program(argv, cwd, full_env)
-        log_fd = os.open(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        check_program(argv, cwd, full_env)
+        log_fd = private.open_file(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND)
         try:
             process = await anyio.open_process(
                 ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv],
@@ -131,7 +133,7 @@ def disown(process: Process) -> None:
         transport._closed = True
 
 
-def _check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+def check_program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
     """Raise the OSError the exec would give, before the wrapper shell hides it."""
     if not argv:
         raise OSError("empty command")

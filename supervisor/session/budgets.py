@@ -65,6 +65,8 @@ class BudgetCheck:
     warnings: tuple[Event, ...] = ()
     """`budget-warning` events, written together."""
     stop: BudgetStop | None = None
+    settled: bool = False
+    """Every dimension warned of is under `warn_at` again (a limit raised): the warning closes."""
 
 
 class Budgeted(Protocol):
@@ -323,9 +325,16 @@ class BudgetKeeper:
         scope = record.handle if budget.covers == "task" else "life"
         warned = tuple(record.budget_warned) if record.budget_warned_for == scope else ()
         unchanged = BudgetCheck(notices, warned, scope)
-        if record.state not in STOPPABLE or not record.handle or not has_limits(budget):
-            return unchanged, None  # without a limit nothing can cross: the spend is not summed
+        if record.state not in STOPPABLE or not record.handle:
+            return unchanged, None
+        if not has_limits(budget):  # nothing can cross: the spend is not summed
+            return BudgetCheck(notices, (), scope, settled=bool(warned)), None
         spent = spend.spend(inputs, budget.covers, now)
+        # A dimension back under warn_at (its limit raised or removed) is no longer warned of:
+        # it may warn again, and with none left the warning's cause is gone.
+        past = {u.dimension for u in evaluate(budget, spent) if u.fraction >= budget.warn_at}
+        settled = bool(warned) and not past & set(warned)
+        warned = tuple(d for d in warned if d in past)
         found = crossings(budget, spent, set(warned), restarting=inputs.restarting)
         warnings = []
         for use in found.warn:
@@ -345,7 +354,7 @@ class BudgetKeeper:
         stop = None
         if found.exhausted is not None:
             stop = self._stop_for(inputs, found.exhausted, "session", budget.covers)
-        check = BudgetCheck(notices, warned, scope, tuple(warnings), stop)
+        check = BudgetCheck(notices, warned, scope, tuple(warnings), stop, settled and not warnings)
         if found.exhausted is not None:
             return check, None
         return check, _wall_time_left_s(budget, spent, warned)

@@ -90,6 +90,10 @@ class Desk:
             self.record.budget_warned_for = check.warned_for
         if check.warnings:
             self.pen.commit(*check.warnings)
+        if check.settled:
+            self.drift.close_warning(
+                "budget-warning", "the spend is under warn_at again: a limit was raised", "budget"
+            )
         if check.stop is not None:
             self.record.budget_stop_limit = check.stop.limit  # written with its event
             self.record.budget_stop_scope = check.stop.scope

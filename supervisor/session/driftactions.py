@@ -86,7 +86,9 @@ class DriftActions:
         argv = notify.fill(argv_template, values)
         async with self.ctx.notifications:
             result = await run_notify(argv, self.ctx.timings.notify_timeout_s)
-        if result.error is not None:
+        if result.error is None:
+            self.book.close_warning("notify-failed", f"notify for {event.kind} ran", "notify")
+        else:
             self.pen.commit(
                 self.pen.event(
                     "notify-failed",

@@ -91,6 +91,7 @@ async def prepare_restart(
             )
         if plan_kept and plan is not None:
             session.commit_events(plan.event(session, last_run, target_sha))
+        session.close_warning("rescue-failed", "the worktree was saved and reset", "rescue")
     except gitops.GitCancelled:
         where = (
             "before the rescue finished; the worktree is untouched"

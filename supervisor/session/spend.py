@@ -79,6 +79,9 @@ class SessionSpend:
         for real at its time. Otherwise the points in between repeat the last (`fill`)."""
         self._wall_moving = False
         """Whether the wall time was moving at the last sample (an active task's)."""
+        self._task_clock: tuple[str, float] | None = None
+        """(the task's ISO start, the monotonic time it corresponds to): its wall time is
+        measured on the monotonic clock from there."""
 
     # ----- figures --------------------------------------------------------------------------
 
@@ -145,7 +148,21 @@ class SessionSpend:
             clock_s=clock_s,
             plan_passing=plan.passing if plan is not None else None,
             plan_total=plan.total if plan is not None else None,
+            task_wall_s=self._task_wall_s(record.task_started_at) if active else None,
         )
+
+    def _task_wall_s(self, started_at: str | None) -> float | None:
+        """Seconds since the task began, on the monotonic clock from the first look at it (at
+        its start, or a new daemon's first: the only moment the wall clock is read for it)."""
+        if not started_at:
+            return None
+        now_s = time.monotonic()
+        if self._task_clock is None or self._task_clock[0] != started_at:
+            began = spending.unix_s(started_at)
+            if began is None:
+                return None
+            self._task_clock = (started_at, now_s - max(0.0, time.time() - began))
+        return now_s - self._task_clock[1]
 
     def spends(self, inputs: SpendInputs, now_unix_s: float) -> tuple[Spend, Spend]:
         """(task, life) spend now."""

@@ -26,6 +26,7 @@ from agentherd.supervisor.api.fleetapi import Fleet, LocalFleet
 from agentherd.supervisor.api.launcher import client_for
 from agentherd.supervisor.api.ondisk import DiskClient
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.files.private import StateDirUnwritable
 
 EXIT_PERSON = 2
 EXIT_INTERNAL = 70
@@ -68,9 +69,9 @@ def guarded(func: F) -> F:
             if exc.forbidden:
                 sys.exit(EXIT_FORBIDDEN)
             sys.exit(EXIT_PERSON if exc.person_error else EXIT_INTERNAL)
-        except Failure as exc:
+        except (Failure, StateDirUnwritable) as exc:
             click.echo(f"herd: {exc}", err=True)
-            sys.exit(exc.code)
+            sys.exit(exc.code if isinstance(exc, Failure) else EXIT_PERSON)
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:
@@ -106,7 +107,7 @@ def reader() -> Client | DiskClient:
     """The daemon, or with none running the state in .herd/ (read-only: never starts one)."""
     config = herd_config()
     client = client_for(config)
-    if client.ping():
+    if client.answers():
         warn_version(client)
         return client
     if not (config.state_dir / "state.db").is_file():

@@ -165,7 +165,7 @@ def tui() -> None:
     if config.cluster is not None:
         _open_cluster_tui(viewer_config())
         return
-    if client_for(config).ping():
+    if client_for(config).answers():
         _open_tui(config)
         return
     if not (config.state_dir / "state.db").is_file():

@@ -21,6 +21,10 @@ PROTOCOL = 1
 tests/test_fastpath.py checks they agree."""
 
 
+class DaemonBusy(LookupError):
+    """The daemon is there but at its connection cap: the full command line words it."""
+
+
 def installed_version() -> str | None:
     """This herd's version from its dist-info folder's name, as importlib.metadata finds it
     (without importing it), or None."""
@@ -91,6 +95,8 @@ def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **
         sock.send(json.dumps(hello).encode() + b"\n")
         greeting = json.loads(sock.readline().decode())
         result = greeting.get("result") or {}
+        if (greeting.get("error") or {}).get("code") == "busy":
+            raise DaemonBusy("at its connection cap")
         if not greeting.get("ok") or result.get("protocol") != PROTOCOL:
             raise LookupError("hello refused")
         if result.get("version") != version:

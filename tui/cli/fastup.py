@@ -43,35 +43,43 @@ def up_config(argv: list[str]) -> tuple[str | None] | None:
 
 
 def _answers(socket_path: str) -> bool:
-    """True when a daemon of this herd's version answers on the socket."""
+    """True when a daemon of this herd's version answers on the socket, or one is there but
+    busy (spawning another would only find its lock taken)."""
     try:
         fastcall.call(socket_path, "info", timeout_s=2.0)
+    except fastcall.DaemonBusy:
+        return True
     except (OSError, ValueError, LookupError):
         return False
     return True
 
 
-def _spawn_daemon(config_path: str) -> int:
+def _spawn_daemon(config_path: str) -> int | None:
     """Start the daemon as launcher.ensure_daemon does (its own session, output to its log),
-    told to check herd.toml first; return its pid."""
+    told to check herd.toml first; return its pid (None: the state folder is not writable)."""
     import subprocess  # only here: the other fast verbs start no process
+    from pathlib import Path
 
-    state_dir = os.path.join(os.path.dirname(config_path), fastcall.STATE_DIR_NAME)
-    os.makedirs(os.path.join(state_dir, "runs"), exist_ok=True)
-    ignore = os.path.join(state_dir, ".gitignore")
-    if not os.path.exists(ignore):  # paths.prepare_state_dir: an agent's `git add -A` skips it
-        with open(ignore, "w") as file:
-            file.write("*\n")
-    with open(os.path.join(state_dir, "daemon.log"), "ab") as log_file:
+    from agentherd.supervisor.files import paths, private
+
+    state_dir = Path(config_path).parent / fastcall.STATE_DIR_NAME
+    try:
+        paths.prepare_state_dir(state_dir)  # 0700, with its .gitignore
+        log_fd = paths.open_daemon_log(state_dir)
+    except private.StateDirUnwritable:
+        return None  # the full command line says so, in one line
+    try:
         process = subprocess.Popen(
             [sys.executable, "-m", "agentherd.supervisor.main", UP_CHECKED_FLAG, config_path],
             stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=log_file,
+            stdout=log_fd,
+            stderr=log_fd,
             start_new_session=True,
             cwd=os.path.dirname(config_path),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+    finally:
+        os.close(log_fd)
     # Not a child to wait for: _wait_serving reaps it only if it fails to start, and a serving
     # daemon outlives this process (marked done, Popen neither warns nor keeps it).
     process.returncode = 0
@@ -110,7 +118,8 @@ def fast_up(argv: list[str]) -> bool:
         return False
     if _answers(socket_path):
         return False  # a running daemon reads herd.toml again first: the full command line's
-    if not _wait_serving(socket_path, _spawn_daemon(path)):
+    pid = _spawn_daemon(path)
+    if pid is None or not _wait_serving(socket_path, pid):
         return False
     try:
         # No socket timeout: `up` first finishes the stops of a `herd down` that was cut short.
