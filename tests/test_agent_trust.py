@@ -75,8 +75,12 @@ def busy(herd: Herd, name: str, autostart: bool = False) -> str:
 
 
 def gated(herd: Herd, name: str = "gated") -> str:
-    """A simulated agent that tampers with its plan and waits at the approval gate."""
-    repo = sim_repo(herd.root / name, features=4)
+    """A simulated agent that tampers with its plan and waits at the approval gate.
+
+    Sixteen features: the gate holds it long before it could finish, however loaded the
+    machine (with four, a loaded run saw it exit just as the gate held it, and end `failed`).
+    """
+    repo = sim_repo(herd.root / name, features=16)
     agent = json.dumps([*SIMAGENT, "--delay", "0.3", "--tamper-at", "2"])
     return f"""
         [[session]]
