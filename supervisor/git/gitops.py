@@ -19,7 +19,14 @@ from agentherd.supervisor.git.history import (
     read_at,
     resolve_commit,
 )
-from agentherd.supervisor.git.rescue import RESCUE_IDENTITY, SavedRef, keep_head, save_rescue
+from agentherd.supervisor.git.rescue import (
+    RESCUE_IDENTITY,
+    Rescued,
+    SavedRef,
+    keep_head,
+    rescue,
+    save_rescue,
+)
 from agentherd.supervisor.git.reset import reset_worktree
 from agentherd.supervisor.git.scratch import forget_worktree, remove_scratch, scratch_worktree
 
@@ -30,6 +37,7 @@ __all__ = [
     "GitError",
     "GitTimeout",
     "NotAGitRepo",
+    "Rescued",
     "SavedRef",
     "changes",
     "changes_from_before",
@@ -46,6 +54,7 @@ __all__ = [
     "new_commits",
     "read_at",
     "remove_scratch",
+    "rescue",
     "reset_worktree",
     "resolve_commit",
     "run_git",

@@ -40,11 +40,13 @@ async def prepare_restart(
     saved: gitops.SavedRef | None = None
     step = "rescue"
     try:
+        wanted = target_rev(session, target, run_config)
         # One worker call for the look and the rescue, one for the target and the reset: on a
         # busy loop each hop to a worker and back was milliseconds of a crash's relaunch.
-        is_repo, saved = await anyio.to_thread.run_sync(
-            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline
+        is_repo, rescued = await anyio.to_thread.run_sync(
+            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline, wanted
         )
+        saved = rescued.saved if rescued is not None else None
         if not is_repo:
             if not session.git_warned and session.observer.git_error is None:
                 session.mark_git_warned(
@@ -69,12 +71,11 @@ async def prepare_restart(
                 )
             )
         step = "reset"
-        wanted = target_rev(session, target, run_config)
         keep_ref = None if saved else f"refs/herd/{run_config.name}/before-reset/{last_run}"
         plan = plankeep.PlanKeep.of(run_config, session.record.plan_baseline_raw)
         async with session.observer.plan_reads():
             target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
-                _reset, cwd, wanted, keep_ref, exclude, deadline, plan
+                _reset, cwd, wanted, keep_ref, exclude, deadline, plan, rescued
             )
         if target_sha:
             env_extra["HERD_CHECKPOINT"] = target_sha
@@ -116,12 +117,19 @@ async def prepare_restart(
 
 
 def _rescue(
-    cwd: Path, ref: str, message: str, exclude: list[Path], deadline: gitops.GitDeadline
-) -> tuple[bool, gitops.SavedRef | None]:
-    """(is a git worktree, the rescue saved on `ref` or None when the tree was clean)."""
+    cwd: Path,
+    ref: str,
+    message: str,
+    exclude: list[Path],
+    deadline: gitops.GitDeadline,
+    wanted: tuple[str, str],
+) -> tuple[bool, gitops.Rescued | None]:
+    """(is a git worktree, the rescue of everything a reset to `wanted` would remove)."""
     if not gitops.is_git_repo(cwd):
         return False, None
-    return True, gitops.save_rescue(cwd, ref, message, exclude, deadline)
+    kind, rev = wanted
+    target = rev if kind != HEAD else None  # a revision the reset resolves; checked there
+    return True, gitops.rescue(cwd, ref, message, exclude, deadline, target)
 
 
 HEAD, VERIFIED, REVISION = "head", "verified", "revision"
@@ -136,6 +144,7 @@ def _reset(
     exclude: list[Path],
     deadline: gitops.GitDeadline,
     plan: plankeep.PlanKeep | None = None,
+    rescued: gitops.Rescued | None = None,
 ) -> tuple[str | None, gitops.SavedRef | None, bool]:
     """Reset the worktree to `wanted`: (the commit reset to, or None before the first commit;
     HEAD's commits kept on `keep_ref` when given and they would be lost; whether the plan was
@@ -150,7 +159,7 @@ def _reset(
     deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
     kept = gitops.keep_head(cwd, keep_ref, target_sha, deadline) if keep_ref else None
     before = plan.read() if plan is not None else None
-    gitops.reset_worktree(cwd, target_sha, exclude, deadline)
+    gitops.reset_worktree(cwd, target_sha, exclude, deadline, rescued)
     # Right after the reset, in the same worker; the caller holds the plan reads meanwhile.
     return target_sha, kept, plan is not None and plan.keep(before)
 
