@@ -41,10 +41,12 @@ async def prepare_restart(
     step = "rescue"
     try:
         wanted = target_rev(session, target, run_config)
+        ended = session.ctx.store.run(run_config.name, last_run)
+        repo = (ended.git_dir, ended.git_dir_id) if ended is not None else (None, None)
         # One worker call for the look and the rescue, one for the target and the reset: on a
         # busy loop each hop to a worker and back was milliseconds of a crash's relaunch.
         is_repo, rescued = await anyio.to_thread.run_sync(
-            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline, wanted
+            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline, wanted, repo
         )
         saved = rescued.saved if rescued is not None else None
         if not is_repo:
@@ -75,7 +77,7 @@ async def prepare_restart(
         plan = plankeep.PlanKeep.of(run_config, session.record.plan_baseline_raw)
         async with session.observer.plan_reads():
             target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
-                _reset, cwd, wanted, keep_ref, exclude, deadline, plan, rescued
+                _reset, cwd, wanted, keep_ref, exclude, deadline, plan, rescued, repo
             )
         if target_sha:
             env_extra["HERD_CHECKPOINT"] = target_sha
@@ -123,8 +125,11 @@ def _rescue(
     exclude: list[Path],
     deadline: gitops.GitDeadline,
     wanted: tuple[str, str],
+    repo: tuple[str | None, str | None] = (None, None),
 ) -> tuple[bool, gitops.Rescued | None]:
-    """(is a git worktree, the rescue of everything a reset to `wanted` would remove)."""
+    """(is a git worktree, the rescue of everything a reset to `wanted` would remove), in the
+    repository `repo` (git folder, its id) its task began in and no other."""
+    gitops.check_identity(cwd, *repo)
     if not gitops.is_git_repo(cwd):
         return False, None
     kind, rev = wanted
@@ -145,10 +150,12 @@ def _reset(
     deadline: gitops.GitDeadline,
     plan: plankeep.PlanKeep | None = None,
     rescued: gitops.Rescued | None = None,
+    repo: tuple[str | None, str | None] = (None, None),
 ) -> tuple[str | None, gitops.SavedRef | None, bool]:
     """Reset the worktree to `wanted`: (the commit reset to, or None before the first commit;
     HEAD's commits kept on `keep_ref` when given and they would be lost; whether the plan was
     written back to its baseline after the reset)."""
+    gitops.check_identity(cwd, *repo)
     kind, rev = wanted
     if kind == HEAD:
         target_sha = gitops.head_sha(cwd)  # no diff stat needed
