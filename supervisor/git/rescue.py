@@ -168,8 +168,8 @@ def rescue(
     if head == gitfiles.UNKNOWN:
         head = head_or_none(top, deadline)
     scope = rescuetree.scope_of(paths, worktree) if head else ""
-    trees = rescuetree.build(paths, head, target, scope, exclude, deadline)
     head_tree = _head_tree(paths, head, deadline)
+    trees = rescuetree.build(paths, head, head_tree, target, scope, exclude, deadline)
     index = trees.index if trees.index not in (None, head_tree, trees.worktree) else None
     done = functools.partial(Rescued, removable=trees.removable, unsaved=trees.unsaved, scope=scope)
     if trees.worktree == head_tree and index is None:

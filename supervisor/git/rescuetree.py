@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import GitPaths
-from agentherd.supervisor.git import ignorerules
+from agentherd.supervisor.git import ignorerules, indexfile
 from agentherd.supervisor.git.gitproc import GitDeadline, GitError
 from agentherd.supervisor.git.gitrepo import inside
 from agentherd.supervisor.git.gitrun import first_line, run_ok, run_raw
@@ -55,6 +55,7 @@ def scope_of(paths: GitPaths, worktree: Path) -> str:
 def build(
     paths: GitPaths,
     head: str | None,
+    head_tree: str,
     target: str | None,
     prefix: str,
     exclude: Sequence[Path],
@@ -62,11 +63,15 @@ def build(
 ) -> RescueTrees:
     """The rescue's trees for a reset of `prefix` (the whole worktree when "") to `target`.
 
-    `target` defaults to HEAD. Outside `prefix` the trees are HEAD's: that is not the session's.
-    Untracked paths in `exclude` are held as HEAD has them (left out when HEAD has none).
+    `target` defaults to HEAD (whose tree is `head_tree`). Outside `prefix` the trees are
+    HEAD's: that is not the session's. Untracked paths in `exclude` are held as HEAD has them
+    (left out when HEAD has none).
     """
     top = paths.worktree
     scope = [literal(prefix)] if prefix and head else []
+    # Most crashes leave an index that is HEAD's, with nothing assumed unchanged: then the
+    # file says so, and neither its tree nor a refresh needs a git process.
+    facts = indexfile.read(paths.git_dir / "index", len(head) // 2) if head else None
     with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         try:
@@ -78,11 +83,14 @@ def build(
         if scope and head:  # what is staged outside the session's folder is a person's
             outside = f":(top,exclude,literal){prefix}"
             run_ok(top, "reset", "-q", head, "--", outside, env=env, deadline=deadline)
-        # Unmerged entries (a conflict) have no tree: the worktree's resolution is what counts.
-        staged = run_raw(top, "write-tree", env=env, deadline=deadline)
-        index_tree = staged.stdout.strip().decode("ascii") if staged.returncode == 0 else None
-        run_ok(top, *HONEST_STAT, "update-index", "-q", "--really-refresh", env=env,
-               ok_codes=(0, 1), deadline=deadline)  # fmt: skip
+        index_tree: str | None = head_tree
+        if facts is None or facts.tree != head_tree:
+            # Unmerged entries (a conflict) have no tree: the worktree's resolution counts.
+            staged = run_raw(top, "write-tree", env=env, deadline=deadline)
+            index_tree = staged.stdout.strip().decode("ascii") if staged.returncode == 0 else None
+        if facts is None or facts.assume_valid:
+            run_ok(top, *HONEST_STAT, "update-index", "-q", "--really-refresh", env=env,
+                   ok_codes=(0, 1), deadline=deadline)  # fmt: skip
         # --ignore-errors: an unreadable file must not lose the rest (exit 1 then; a full
         # disk is fatal, 128, and nothing is reset).
         failed = _add(top, env, deadline, "-A", "--", *scope)
