@@ -140,9 +140,7 @@ def test_a_full_disk_loses_no_work_and_no_state(small_disk: Path) -> None:
         step.write_text("commit")
         wait_until((small_disk / "worked").exists, 60, "the agent's commit and work")
         checkpoint = git(repo, "rev-parse", "HEAD").strip()
-        ask.until(
-            lambda s: (s.get("checkpoint") or {}).get("sha") == checkpoint, "the checkpoint"
-        )
+        ask.until(lambda s: (s.get("checkpoint") or {}).get("sha") == checkpoint, "the checkpoint")
 
         # 3. A crash whose rescue needs more room than there is (but enough for a restart);
         # nor is there room for the checkpoint's verification yet.

@@ -24,7 +24,9 @@ CRASH_ONCE = """
 """An agent that does `work` in its first run, then crashes (exit 3, or a SIGKILL of its own)."""
 
 
-def crash_once(herd: Herd, repo: Path, work: str, cwd: Path | None = None, kill: bool = False) -> None:
+def crash_once(
+    herd: Herd, repo: Path, work: str, cwd: Path | None = None, kill: bool = False
+) -> None:
     """Run one session in `cwd` (default `repo`) whose agent does `work` and crashes once."""
     end = "os.kill(os.getpid(), signal.SIGKILL)" if kill else "sys.exit(3)"
     body = "\n".join("    " + line for line in textwrap.dedent(work).strip().splitlines())

@@ -110,7 +110,7 @@ def _root_tree(data: bytes, at: int, hash_bytes: int) -> str | None:
             raise ValueError(f"index extension {signature!r}: git must read this index")
         if signature == b"TREE" and body.startswith(b"\0"):
             line_end = body.index(b"\n")
-            entries = int(body[1 : line_end].split(b" ")[0])
+            entries = int(body[1:line_end].split(b" ")[0])
             if entries >= 0:
                 found = body[line_end + 1 : line_end + 1 + hash_bytes].hex()
         at += 8 + size

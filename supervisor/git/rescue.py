@@ -181,10 +181,10 @@ def rescue(
         if copy_tree == trees.worktree and _same_parents(top, parents, head, index, deadline):
             return done(SavedRef(name, sha, tuple(e for e in earlier if e != name)))
     message = message or "herd rescue"
-    parents = [head] if head is not None else []
+    on = [head] if head is not None else []
     if index is not None:
-        parents.append(write_commit(paths, index, head, f"{message}: the index", deadline))
-    written = _commit(paths, trees.worktree, parents, message, deadline)
+        on.append(write_commit(paths, index, head, f"{message}: the index", deadline))
+    written = _commit(paths, trees.worktree, on, message, deadline)
     name = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
     return done(SavedRef(name, written, earlier))
 

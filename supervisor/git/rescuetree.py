@@ -28,6 +28,7 @@ HONEST_STAT = ("-c", "core.ignoreStat=false", "-c", "core.untrackedCache=false")
 """Every file is looked at, whatever the config says: an assumed-unchanged edit is an edit, and
 an untracked-cache extension in the copied index cannot hide a folder."""
 
+
 @dataclass(frozen=True)
 class RescueTrees:
     """What a rescue holds, as trees, and what its reset may remove."""
@@ -145,7 +146,9 @@ def _hold_as_head(
     """Hold the paths in `exclude` (herd.toml) as HEAD has them: a person's, not the agent's."""
     for path in inside(top, exclude):
         unstage = (
-            ["reset", "-q", head, "--"] if head else ["rm", "--cached", "-q", "--ignore-unmatch", "--"]
+            ["reset", "-q", head, "--"]
+            if head
+            else ["rm", "--cached", "-q", "--ignore-unmatch", "--"]
         )
         run_ok(top, *unstage, path, env=env, deadline=deadline)
 

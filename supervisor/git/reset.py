@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentherd.supervisor.git import gitfiles
 from agentherd.supervisor.git.gitproc import GitDeadline, GitError, wait_index_free
-from agentherd.supervisor.git.gitrepo import inside, repo_paths
+from agentherd.supervisor.git.gitrepo import head_or_none, inside, repo_paths
 from agentherd.supervisor.git.gitrun import run_ok, run_raw
 from agentherd.supervisor.git.history import resolve_commit
 from agentherd.supervisor.git.ignorerules import literal, split_z
@@ -44,7 +44,7 @@ def reset_worktree(
     paths = repo_paths(worktree)
     head = gitfiles.head_sha(paths)
     if head == gitfiles.UNKNOWN:
-        head = run_ok(paths.worktree, "rev-parse", "HEAD", deadline=deadline).strip().decode()
+        head = head_or_none(paths.worktree, deadline)
     # Resetting to HEAD itself (a crash's restart from the last checkpoint) needs no lookup.
     full = sha if sha == head else resolve_commit(worktree, sha)
     top = paths.worktree
@@ -60,7 +60,7 @@ def reset_worktree(
     wait_index_free(top, paths.git_dir / "index.lock", deadline)
     kept = _read_kept(top, inside(top, keep))
     if scope:
-        _reset_folder(top, scope, full, head, deadline)
+        _reset_folder(top, scope, full, head or "", deadline)
     else:
         run_ok(top, "reset", "--hard", "--quiet", full, deadline=deadline)
     for path, data in kept.items():  # a committed herd.toml the person edited stays edited
