@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -125,3 +126,16 @@ def test_below_the_top_a_reset_that_would_overwrite_a_persons_edit_is_refused(
         gitops.reset_worktree(repo / "pkg", older, rescued=rescued)
     assert head(repo) == newer
     assert (repo / "README.md").read_text() == "a person's edit on top\n"
+
+
+def test_a_changed_file_git_cannot_store_stops_the_reset(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    (repo / "a.txt").unlink()
+    os.mkfifo(repo / "a.txt")  # `add` stores no FIFO (exit 1, the rest is added)
+    (repo / "b.txt").write_text("the agent's b\n")
+    rescued = gitops.rescue(repo, REF, "m")
+    assert rescued.unsaved == ("a.txt",)
+    assert show(repo, f"{REF}:b.txt") == "the agent's b\n"
+    with pytest.raises(gitops.GitError, match=r"1 changed files could not be saved \(a.txt\)"):
+        gitops.reset_worktree(repo, head(repo), rescued=rescued)
+    assert (repo / "b.txt").read_text() == "the agent's b\n", "nothing was reset"

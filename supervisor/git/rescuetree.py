@@ -108,7 +108,7 @@ def build(
             failed |= _add(top, env, deadline, "-f", "--pathspec-from-file=-",
                            "--pathspec-file-nul", stdin=stdin)  # fmt: skip
             changes = _Changes.read(top, env, against, scope, deadline)
-        unsaved = [path for path in changes.deleted if os.path.lexists(top / path)]
+        unsaved = [p for p in changes.deleted if p not in held and os.path.lexists(top / p)]
         if failed:
             unsaved += _differs_from_disk(top, env, scope, deadline)
         tree = run_ok(top, "write-tree", env=env, deadline=deadline).strip().decode("ascii")
@@ -156,9 +156,11 @@ def _hold_as_head(
 def _differs_from_disk(
     top: Path, env: dict[str, str], scope: list[str], deadline: GitDeadline | None
 ) -> list[str]:
-    """Tracked files whose bytes on disk the private index does not hold (their add failed)."""
-    out = run_ok(top, *HONEST_STAT, "diff-files", "--name-only", "-z", "--", *scope, env=env,
-                 deadline=deadline)  # fmt: skip
+    """Tracked files whose bytes on disk the private index does not hold (their add failed).
+
+    `diff` rather than `diff-files`: it compares contents where only the stat data differs."""
+    out = run_ok(top, *HONEST_STAT, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z",
+                 "--", *scope, env=env, deadline=deadline)  # fmt: skip
     return split_z(out)
 
 
