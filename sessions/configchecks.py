@@ -1,8 +1,10 @@
 """Problems only this machine can show in a valid herd.toml: folders, programs, shared
-worktrees, cost limits no figure can reach, and what keeps it from joining a cluster."""
+worktrees, cost limits no figure can reach, `manages` naming nothing, and what keeps it from
+joining a cluster."""
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import os
 import shutil
@@ -82,7 +84,30 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
                 )
             else:
                 roots[root] = session.name
-    return problems + cost_budget_problems(config) + cluster_problems(config)
+    return (
+        problems
+        + manages_problems(config)
+        + cost_budget_problems(config)
+        + cluster_problems(config)
+    )
+
+
+def manages_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for `manages` entries that name no session of the file: they grant nothing."""
+    names = [s.name for s in config.sessions]
+    return [
+        Problem(
+            config.path.name,
+            f"{pattern!r} names no session in this file, so it grants nothing; "
+            "fix the name or remove it",
+            session.name,
+            "manages",
+            warning=True,
+        )
+        for session in config.sessions
+        for pattern in session.manages
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names)
+    ]
 
 
 def cost_budget_problems(config: HerdConfig) -> list[Problem]:

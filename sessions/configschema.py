@@ -47,6 +47,9 @@ MAX_COUNT = 2**63 - 1
 MAX_STOP_GRACE_S = 3600.0
 """`herd stop` and `herd down` wait up to stop_grace for a run to exit; longer looks like a hang."""
 
+MANAGES_PATTERN = re.compile(r"[A-Za-z0-9_*?\[\]!-]{1,64}")
+"""A `manages` entry: a session name, or a glob of names (fnmatch's * ? [...] [!...])."""
+
 
 def _positive(value: float | None) -> float | None:
     if value is None:
@@ -170,6 +173,8 @@ class SessionConfig(_Strict):
     """The price table entry for an estimated cost (default: the agent's usual model)."""
     host: Annotated[str | list[str] | None, AfterValidator(check_host_value)] = None
     """The cluster host (or hosts) this session may run on; none: any host ([cluster])."""
+    manages: list[str] = []
+    """Glob patterns of the session names an agent of this session may start, stop, read."""
 
     @field_validator("name")
     @classmethod
@@ -222,6 +227,17 @@ class SessionConfig(_Strict):
                 in_scope("", [pattern])
             except re.error as exc:
                 raise ValueError(f"{pattern!r} is not a valid pattern ({exc.msg})") from None
+        return value
+
+    @field_validator("manages")
+    @classmethod
+    def _manages(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not MANAGES_PATTERN.fullmatch(pattern):
+                raise ValueError(
+                    f"{pattern!r} is not a session name or a glob of names: use letters, "
+                    'digits, - and _, with * ? and [...], like "worker-*"'
+                )
         return value
 
     @field_validator("restart_from")

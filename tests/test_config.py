@@ -174,6 +174,27 @@ def test_two_sessions_in_one_worktree_get_a_warning(tmp_path: Path) -> None:
     )
 
 
+def test_manages_takes_globs_of_names_and_check_warns_of_one_naming_nothing(
+    tmp_path: Path,
+) -> None:
+    said = problems('[[session]]\nname = "a"\ncommand = ["true"]\nmanages = ["w/../x"]\n', tmp_path)
+    assert said == [
+        "herd.toml: session \"a\": manages: 'w/../x' is not a session name or a glob of names: "
+        'use letters, digits, - and _, with * ? and [...], like "worker-*"'
+    ]
+    assert problems('[[session]]\nname = "a"\ncommand = ["true"]\nmanages = "w-*"\n', tmp_path)
+    (tmp_path / "herd.toml").write_text(
+        '[[session]]\nname = "boss"\ncommand = ["true"]\nmanages = ["worker-*", "wroker-*"]\n'
+        '[[session]]\nname = "worker-1"\ncommand = ["true"]\n'
+    )
+    config = load_config(tmp_path / "herd.toml")
+    assert config.sessions[0].manages == ["worker-*", "wroker-*"]
+    assert [str(p) for p in environment_problems(config)] == [
+        "warning: herd.toml: session \"boss\": manages: 'wroker-*' names no session in this "
+        "file, so it grants nothing; fix the name or remove it"
+    ]
+
+
 SESSION = '[[session]]\nname = "a"\ncommand = ["true"]\n'
 NUL = "contains a NUL character (\\u0000), which no program argument, environment variable or "
 NUL += "path can hold; remove it"

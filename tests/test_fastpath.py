@@ -13,7 +13,7 @@ import pytest
 from conftest import make_repo
 
 from agentherd.supervisor.api import protocol
-from agentherd.tui.cli import fastcall, fastpath
+from agentherd.tui.cli import common, fastcall, fastpath
 
 HERD = [sys.executable, "-c", "from agentherd.tui.cli.fastpath import main; main()"]
 INSTALLED = str(Path(sys.executable).parent / "herd")
@@ -23,6 +23,8 @@ FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
     assert fastcall.PROTOCOL == protocol.PROTOCOL
     assert fastcall.installed_version() == protocol.HERD_VERSION
+    assert fastpath.EXIT_FORBIDDEN == common.EXIT_FORBIDDEN
+    assert fastpath.EXIT_INTERNAL == common.EXIT_INTERNAL
 
 
 def test_only_json_status_and_ls_take_the_fast_path() -> None:

@@ -35,7 +35,7 @@ from agentherd.sessions.states import (
     State,
     task_state,
 )
-from agentherd.tui.cli.cli import EXIT_INTERNAL, EXIT_PERSON, main
+from agentherd.tui.cli.cli import EXIT_FORBIDDEN, EXIT_INTERNAL, EXIT_PERSON, main
 from agentherd.tui.dashboard.app import ACTION_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +158,7 @@ def test_every_verb_and_option_is_documented() -> None:
 
 
 def test_every_exit_code_is_documented() -> None:
-    codes = {0, EXIT_PERSON, EXIT_INTERNAL, WAIT_TIMEOUT_EXIT, EXIT_INTERRUPTED}
+    codes = {0, EXIT_PERSON, EXIT_INTERNAL, EXIT_FORBIDDEN, WAIT_TIMEOUT_EXIT, EXIT_INTERRUPTED}
     assert_same(flat("Exit codes"), {str(c) for c in codes | set(WAIT_EXIT_CODES.values())}, "")
 
 

@@ -62,7 +62,7 @@ def write_toml(herd: Herd, *blocks: str) -> None:
 async def open_session(pilot: Pilot[Any], app: HerdApp, name: str) -> SessionScreen:
     """Put the cursor on `name` and press Enter; return the session screen."""
     table = app.query_one(SessionTable)
-    await until(pilot, lambda: name in table._order, f"{name}'s row")
+    await until(pilot, lambda: name in table.order, f"{name}'s row")
     table.move_cursor(row=table.get_row_index(name))
     await pilot.pause()
     await pilot.press("enter")

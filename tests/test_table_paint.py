@@ -97,7 +97,7 @@ async def test_a_painted_update_shows_the_new_cells_and_leaves_no_stale_line(
         await pilot.press("j")
         await pilot.pause()
         now = {s.session: s for s in statuses()}
-        names = table._order[:3]
+        names = table.order[:3]
         for round_ in range(3):
             for name in names:
                 now[name] = now[name].model_copy(update={"last_line": f"fresh {round_} {name}"})

@@ -44,7 +44,7 @@ async def test_a_longer_cell_widens_its_column_at_once_and_a_shorter_one_at_sett
         await until(pilot, lambda: table.row_count == 6, "rows")
         table._settle_at = float("inf")  # the clock must not settle behind the test's back
         before = width(table, "restarts")
-        name = table._order[0]
+        name = table.order[0]
         now = {s.session: s for s in statuses()}
         original = now[name]
         now[name] = original.model_copy(update={"restarts": 123456})

@@ -14,6 +14,7 @@ from anyio.abc import TaskGroup
 
 from agentherd.sessions import status_builder
 from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.records import Event
 from agentherd.sessions.states import (
     TERMINAL_STATES,
     WAIT_EXIT_CODES,
@@ -35,12 +36,14 @@ from agentherd.sessions.status import (
     WaitReply,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor.api import server, statusfeed
+from agentherd.supervisor.api import server, statusfeed, trust
 from agentherd.supervisor.api.opargs import checked
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.api.trust import PERSON, Scope
 from agentherd.supervisor.checks.reporting import session_report
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.process.peer import Peer
 from agentherd.supervisor.session import fleetstart
 from agentherd.supervisor.session.context import Context, Timings
 from agentherd.supervisor.session.errors import SessionError
@@ -128,41 +131,57 @@ class ControlApi:
         self.status_cache = statusfeed.StatusCache()
         """Status JSON per session for `subscribe` with `changes`, shared by subscribers."""
 
-    def _session(self, name: Any) -> SessionSupervisor:
-        if not isinstance(name, str) or name not in self.daemon.sessions:
-            known = ", ".join(sorted(self.daemon.sessions)) or "none"
+    def _session(self, name: Any, scope: Scope = PERSON) -> SessionSupervisor:
+        fleet = self._fleet(scope)
+        if not isinstance(name, str) or name not in fleet:
+            known = ", ".join(sorted(fleet)) or "none"
             raise ApiError("unknown-session", f"no session named {name!r} (sessions: {known})")
-        return self.daemon.sessions[name]
+        return fleet[name]
 
-    async def handle(self, request: dict[str, Any], send: server.Sender) -> None:
-        """Answer one request; streaming ops call `send` repeatedly."""
+    def _fleet(self, scope: Scope) -> Mapping[str, SessionSupervisor]:
+        """The sessions the asker may see: all of them for a person."""
+        if scope.person:
+            return self.daemon.sessions
+        return trust.VisibleFleet(self.daemon.sessions, scope, lambda: self.daemon.config)
+
+    def _scope(self, peer: Peer) -> Scope:
+        """Who asks (api/trust.py): a person, or an agent from inside some sessions."""
+        daemon = self.daemon
+        return trust.scope_of(
+            peer.lineage, trust.FleetRuns(daemon.sessions, daemon.store), daemon.state_dir
+        )
+
+    async def handle(self, request: dict[str, Any], send: server.Sender, peer: Peer) -> None:
+        """Answer one request of `peer`, if it may ask it; streaming ops call `send` repeatedly."""
         request = checked(request)
+        scope = self._scope(peer)
+        trust.authorize(request, scope, self.daemon.config)
         method = getattr(self, f"op_{str(request['op']).replace('-', '_')}")
         try:
-            await method(request, send)
+            await method(request, send, scope)
         except SessionError as exc:
             raise ApiError("bad-state", str(exc)) from None
 
-    def _statuses(self) -> list[dict[str, Any]]:
-        """Every session's status, as JSON."""
-        return [s.status().to_json() for s in self.daemon.sessions.values()]
+    def _statuses(self, scope: Scope) -> list[dict[str, Any]]:
+        """Every session's status the asker may see, as JSON."""
+        return [s.status().to_json() for s in self._fleet(scope).values()]
 
-    async def op_ls(self, request: dict[str, Any], send: server.Sender) -> None:
-        await send(result=self._statuses())
+    async def op_ls(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        await send(result=self._statuses(scope))
 
-    async def op_status(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_status(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         target = request.get("target")
         if not target:
-            await send(result=self._statuses())
+            await send(result=self._statuses(scope))
             return
-        await send(result=self._target_status(str(target)).to_json())
+        await send(result=self._target_status(str(target), scope).to_json())
 
-    def _target_status(self, target: str) -> SessionStatus | TaskStatus:
+    def _target_status(self, target: str, scope: Scope) -> SessionStatus | TaskStatus:
         """A session's status, or a task's when given a handle like api/3."""
         if "/" not in target:
-            return self._session(target).status()
+            return self._session(target, scope).status()
         name, _, number = target.partition("/")
-        supervisor = self._session(name)
+        supervisor = self._session(name, scope)
         if supervisor.record.handle == target:
             return supervisor.status()
         assert self.daemon.store is not None
@@ -173,12 +192,12 @@ class ControlApi:
             )
         return status_builder.task_status(name, target, task)
 
-    async def op_start(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
+    async def op_start(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        supervisor = self._session(request.get("name"), scope)
         handle = await supervisor.start()
         await send(result=_started(supervisor, handle))
 
-    async def op_up(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_up(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         with self.daemon.fleet_starts.one():  # the boot's git reads wait for the starts
             await self._up(request, send)
 
@@ -196,8 +215,8 @@ class ControlApi:
             raise ApiError("bad-state", "; ".join(refused))
         await send(result=started)
 
-    async def op_stop(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
+    async def op_stop(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        supervisor = self._session(request.get("name"), scope)
         kill = bool(request.get("kill"))
         reason = request.get("reason") or "user"
         if request.get("no_wait"):
@@ -209,8 +228,8 @@ class ControlApi:
             await supervisor.stop(kill=kill, reason=reason)
         await send(result=supervisor.status().to_json())
 
-    async def op_restart(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
+    async def op_restart(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        supervisor = self._session(request.get("name"), scope)
         source = request.get("from")
         try:
             handle = await supervisor.restart(source)
@@ -218,21 +237,21 @@ class ControlApi:
             raise ApiError("bad-request", str(exc)) from None
         await send(result=_started(supervisor, handle))
 
-    async def op_pause(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
+    async def op_pause(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        supervisor = self._session(request.get("name"), scope)
         await supervisor.pause()
         await send(result=supervisor.status().to_json())
 
-    async def op_resume(self, request: dict[str, Any], send: server.Sender) -> None:
-        supervisor = self._session(request.get("name"))
+    async def op_resume(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        supervisor = self._session(request.get("name"), scope)
         await supervisor.resume_run()
         await send(result=supervisor.status().to_json())
 
-    async def op_wait(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_wait(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         target = str(request.get("target") or "")
         timeout_s = request.get("timeout_s")
         name = target.partition("/")[0]
-        supervisor = self._session(name)
+        supervisor = self._session(name, scope)
         handle = target if "/" in target else supervisor.record.handle
         if handle is None:
             raise ApiError("bad-state", f"{name} has never been started; `herd start {name}`")
@@ -260,29 +279,37 @@ class ControlApi:
             with anyio.move_on_after(min(remaining or 1.0, 1.0)):
                 await changed.wait()
 
-    async def op_events(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_events(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         assert self.daemon.store is not None
         since = int(request.get("since") or 0)
         session = request.get("session")
         if session is not None:
-            self._session(session)
+            self._session(session, scope)
         follow = bool(request.get("follow"))
         limit = int(request.get("limit") or 1000)
         kinds = request.get("kinds")
+        store = self.daemon.store
+
+        def page() -> list[Event]:
+            """The next events the asker may see (an agent: of its sessions only)."""
+            among = None if scope.person or session is not None else list(self._fleet(scope))
+            return store.events(since, session, kinds, limit=limit, among=among)
+
         if not follow:
-            events = self.daemon.store.events(since, session, kinds, limit=limit)
-            await send(result=[e.to_json() for e in events])
+            await send(result=[e.to_json() for e in page()])
             return
         while True:
             changed = self.daemon.changed
-            events = self.daemon.store.events(since, session, kinds, limit=limit)
+            events = page()
             for event in events:
                 await send(stream=event.to_json())
                 since = event.seq or since
             if not events:
                 await changed.wait()
 
-    async def op_subscribe(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_subscribe(
+        self, request: dict[str, Any], send: server.Sender, scope: Scope
+    ) -> None:
         """Push coalesced snapshots of every session: at most one per SNAPSHOT_INTERVAL_S.
 
         With `changes`, one snapshot and then only what changed (supervisor/api/statusfeed.py).
@@ -290,21 +317,22 @@ class ControlApi:
         if request.get("changes"):
             patches = bool(request.get("patches"))
             assert self.daemon.ctx is not None  # served only once the daemon has its context
-            fleet, budgets = self.daemon.sessions, self.daemon.ctx.budgets
+            fleet, budgets = self._fleet(scope), self.daemon.ctx.budgets
             await statusfeed.stream_changes(fleet, budgets, self.status_cache, send, patches)
             return
         last_version = -1
+        fleet = self._fleet(scope)
         while True:
-            version = sum(s.version for s in self.daemon.sessions.values())
+            version = sum(s.version for s in fleet.values())
             if version != last_version:
                 last_version = version
-                sessions = [s.status() for s in self.daemon.sessions.values()]
+                sessions = [s.status() for s in fleet.values()]
                 await send(stream=Snapshot(sessions=sessions, at=iso(utc_now())).to_json())
             await anyio.sleep(SNAPSHOT_INTERVAL_S)
 
-    async def op_log_info(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_log_info(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Where a run's output (and the progress file) is, so clients read it themselves."""
-        supervisor = self._session(request.get("name"))
+        supervisor = self._session(request.get("name"), scope)
         number = int(request.get("run") or supervisor.record.run or 0)
         progress = supervisor.config.progress
         live = supervisor.run is not None and not supervisor.run.exited.is_set()
@@ -319,35 +347,35 @@ class ControlApi:
         )
         await send(result=reply.to_json())
 
-    async def op_approve(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_approve(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Adopt the current plan as the session's baseline (a person accepted the change)."""
-        supervisor = self._session(request.get("name"))
+        supervisor = self._session(request.get("name"), scope)
         await supervisor.approve()
         await send(result=supervisor.status().to_json())
 
-    async def op_reject(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_reject(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
-        supervisor = self._session(request.get("name"))
+        supervisor = self._session(request.get("name"), scope)
         await supervisor.reject()
         await send(result=supervisor.status().to_json())
 
-    async def op_ack(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_ack(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Acknowledge an open warning (or every one): it leaves the badge, stays in history."""
-        supervisor = self._session(request.get("name"))
+        supervisor = self._session(request.get("name"), scope)
         await supervisor.acknowledge(request.get("kind"))
         await send(result=supervisor.status().to_json())
 
-    async def op_spend(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_spend(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """A session's spend over time, for a chart: samples the budget keeper recorded."""
-        supervisor = self._session(request.get("name"))
+        supervisor = self._session(request.get("name"), scope)
         samples = supervisor.spend.samples_json()
         await send(result=SpendReply(session=supervisor.config.name, samples=samples).to_json())
 
-    async def op_report(self, request: dict[str, Any], send: server.Sender) -> None:
-        report = await session_report(self._session(request.get("name")).desk)
+    async def op_report(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        report = await session_report(self._session(request.get("name"), scope).desk)
         await send(result=ReportReply.model_validate(report).to_json())
 
-    async def op_down(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_down(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Stop every session gracefully, then the daemon; name whatever could not be stopped."""
         supervisors = list(self.daemon.sessions.values())
         waited_s = down_wait_s(supervisors, self.daemon.timings)
@@ -368,15 +396,15 @@ class ControlApi:
         await send(result=DownReply(stopped=stopped, left=left, waited_s=waited_s).to_json())
         self.daemon.request_shutdown()
 
-    async def op_shutdown(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_shutdown(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Exit the daemon and leave the agents running."""
         await send(result=ShutdownReply(pid=os.getpid()).to_json())
         self.daemon.request_shutdown()
 
-    async def op_reload(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_reload(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         await send(result=ReloadReply.model_validate(await self.daemon.reload()).to_json())
 
-    async def op_info(self, request: dict[str, Any], send: server.Sender) -> None:
+    async def op_info(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         info = DaemonInfo(
             version=HERD_VERSION,
             pid=os.getpid(),
@@ -384,7 +412,7 @@ class ControlApi:
             state_dir=str(self.daemon.state_dir),
             started_at=self.daemon.started_at,
             reconcile_passes=self.daemon.reconcile_passes,
-            sessions=sorted(self.daemon.sessions),
+            sessions=sorted(self._fleet(scope)),
         )
         await send(result=info.to_json())
 

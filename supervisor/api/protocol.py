@@ -18,6 +18,11 @@ except PackageNotFoundError:  # running from a source tree without an install
     HERD_VERSION = "0.0.0"
 
 
+FORBIDDEN = "forbidden"
+"""The error code of a request its asker may not make: from inside a session, what needs a
+person or another session (supervisor/api/trust.py). The command line exits 77 for it."""
+
+
 class ApiError(Exception):
     """An error reply: `code` tells scripts what happened, `message` tells people."""
 
@@ -43,6 +48,11 @@ class ApiError(Exception):
     def person_error(self) -> bool:
         """True when a person can fix it (exit 2); otherwise it is herd's own failure (70)."""
         return self.code in self.PERSON_CODES
+
+    @property
+    def forbidden(self) -> bool:
+        """True when the asker may not ask this (an agent asking for a person): exit 77."""
+        return self.code == FORBIDDEN
 
     def to_json(self) -> dict[str, Any]:
         """The `error` object of a reply."""

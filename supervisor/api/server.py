@@ -1,4 +1,4 @@
-"""The control API's server side: a private Unix socket, peer uid checked, JSON lines."""
+"""The control API's server side: a private Unix socket, its peer identified, JSON lines."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import errno
 import logging
 import os
 import resource
-import socket
-import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +21,7 @@ from agentherd.supervisor.api.protocol import (
     decode,
     encode,
 )
+from agentherd.supervisor.process.peer import Peer, identify
 
 log = logging.getLogger("herd.api")
 
@@ -59,7 +58,8 @@ class Sender(Protocol):
     def __call__(self, **reply: Any) -> Awaitable[None]: ...
 
 
-Handler = Callable[[dict[str, Any], Sender], Awaitable[None]]
+Handler = Callable[[dict[str, Any], Sender, Peer], Awaitable[None]]
+"""Answers one request of the client `Peer` (who asks decides what it may ask: api/trust.py)."""
 
 
 async def listen(path: Path) -> SocketListener:
@@ -68,15 +68,6 @@ async def listen(path: Path) -> SocketListener:
     path.unlink(missing_ok=True)
     listener = await anyio.create_unix_listener(str(path), mode=0o600)
     return listener
-
-
-def _peer_uid(stream: SocketStream) -> int | None:
-    raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
-    try:
-        creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    return int(struct.unpack("3i", creds)[1])
 
 
 def raise_fd_limit() -> int:
@@ -160,9 +151,10 @@ async def _refuse(stream: SocketStream, active: int) -> None:
 
 async def _connection(stream: SocketStream, handler: Handler) -> None:
     async with stream:
-        uid = _peer_uid(stream)
-        if uid not in (os.getuid(), 0):
-            log.warning("refused a connection from uid %s", uid)
+        # Off the loop: reading another process's /proc/<pid>/environ can wait on its memory.
+        peer = await anyio.to_thread.run_sync(identify, stream.extra(SocketAttribute.raw_socket))
+        if peer.uid not in (os.getuid(), 0):
+            log.warning("refused a connection from uid %s", peer.uid)
             return
         reader = BufferedByteReceiveStream(stream)
         greeted = False
@@ -183,14 +175,16 @@ async def _connection(stream: SocketStream, handler: Handler) -> None:
                         encode({"id": None, "ok": False, "error": too_long.to_json()})
                     )
                     return
-                greeted = await _answer(stream, line, handler, greeted)
+                greeted = await _answer(stream, line, handler, greeted, peer)
                 if not greeted:
                     return  # no handshake, or a protocol this daemon does not speak
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             return  # the client went away mid-reply (a closed dashboard, a ^C'd `herd logs -f`)
 
 
-async def _answer(stream: SocketStream, line: bytes, handler: Handler, greeted: bool) -> bool:
+async def _answer(
+    stream: SocketStream, line: bytes, handler: Handler, greeted: bool, peer: Peer
+) -> bool:
     """Answer one request line; returns whether the connection has (now) completed `hello`."""
     request_id: Any = None
 
@@ -220,7 +214,7 @@ async def _answer(stream: SocketStream, line: bytes, handler: Handler, greeted: 
                 )
             await send(result={"version": HERD_VERSION, "protocol": PROTOCOL, "pid": os.getpid()})
             return True
-        await handler(request, send)
+        await handler(request, send, peer)
     except ApiError as exc:
         await stream.send(encode({"id": request_id, "ok": False, "error": exc.to_json()}))
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):

@@ -280,6 +280,16 @@ class Store:
                 found[held.run.run] = held.run.model_copy()
         return [found[number] for number in sorted(found)]
 
+    def session_of_tag(self, tag: str) -> str | None:
+        """The session one of whose runs carries the tag `tag`, or None (another daemon's)."""
+        for held in self._held_changes():
+            if held.run is not None and held.run.tag == tag:
+                return held.run.session
+        row = self._db.execute(
+            "SELECT session FROM runs WHERE json_extract(data, '$.tag') = ? LIMIT 1", (tag,)
+        ).fetchone()
+        return str(row[0]) if row else None
+
     def task(self, handle: str) -> TaskRecord | None:
         """One task by its handle."""
         for held in self._held_changes():
@@ -294,13 +304,19 @@ class Store:
         session: str | None = None,
         kinds: Iterable[str] | None = None,
         limit: int = 1000,
+        among: Iterable[str] | None = None,
     ) -> list[Event]:
-        """Events after `since_seq`, oldest first, optionally of one session or some kinds."""
+        """Events after `since_seq`, oldest first, optionally of one session or some kinds;
+        with `among`, only events of those sessions (none of the daemon's own)."""
         query = "SELECT seq, at, session, run, kind, message, data FROM events WHERE seq > ?"
         params: list[Any] = [since_seq]
         if session is not None:
             query += " AND session = ?"
             params.append(session)
+        if among is not None:
+            names = list(among)
+            query += f" AND session IN ({','.join('?' * len(names))})"
+            params.extend(names)
         kind_list = list(kinds or ())
         if kind_list:
             query += f" AND kind IN ({','.join('?' * len(kind_list))})"

@@ -7,10 +7,22 @@ import click
 
 from agentherd.supervisor.api.protocol import HERD_VERSION
 from agentherd.tui.cli import daemonverbs, sessionverbs
-from agentherd.tui.cli.common import DAEMON_EXIT_TIMEOUT_S, EXIT_INTERNAL, EXIT_PERSON
+from agentherd.tui.cli.common import (
+    DAEMON_EXIT_TIMEOUT_S,
+    EXIT_FORBIDDEN,
+    EXIT_INTERNAL,
+    EXIT_PERSON,
+)
 from agentherd.tui.cli.daemonverbs import left_running_line
 
-__all__ = ["DAEMON_EXIT_TIMEOUT_S", "EXIT_INTERNAL", "EXIT_PERSON", "left_running_line", "main"]
+__all__ = [
+    "DAEMON_EXIT_TIMEOUT_S",
+    "EXIT_FORBIDDEN",
+    "EXIT_INTERNAL",
+    "EXIT_PERSON",
+    "left_running_line",
+    "main",
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

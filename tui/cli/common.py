@@ -29,6 +29,8 @@ from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
 
 EXIT_PERSON = 2
 EXIT_INTERNAL = 70
+EXIT_FORBIDDEN = 77
+"""Asked from inside a session for what needs a person or another session (sysexits' NOPERM)."""
 DAEMON_EXIT_TIMEOUT_S = 15.0
 """`herd down` waits this long for the daemon process to exit after its sessions stopped."""
 
@@ -63,6 +65,8 @@ def guarded(func: F) -> F:
             if debug_asked():
                 raise
             click.echo(f"herd: {exc.message}", err=True)
+            if exc.forbidden:
+                sys.exit(EXIT_FORBIDDEN)
             sys.exit(EXIT_PERSON if exc.person_error else EXIT_INTERNAL)
         except Failure as exc:
             click.echo(f"herd: {exc}", err=True)

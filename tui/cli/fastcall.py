@@ -71,8 +71,18 @@ def socket_path_of(config_file: str) -> str | None:
     return os.path.join(folder, f"{digest}.sock")
 
 
+class ErrorReply(LookupError):
+    """The daemon answered with an error: its code and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **args: Any) -> Any:
-    """One request on the control socket; raises LookupError on any error reply."""
+    """One request on the control socket; raises LookupError on any error reply (ErrorReply
+    for the daemon's own)."""
     version = installed_version()
     if version is None:
         raise LookupError("no installed version: the full command line copes")
@@ -88,5 +98,6 @@ def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **
         sock.send(json.dumps({"id": 1, "op": op, **args}).encode() + b"\n")
         reply = json.loads(sock.readline().decode())
     if not reply.get("ok"):
-        raise LookupError("error reply: the full command line words it")
+        error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+        raise ErrorReply(str(error.get("code")), str(error.get("message")))
     return reply.get("result")

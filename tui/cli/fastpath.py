@@ -8,12 +8,14 @@ import json
 import sys
 import time
 
-from agentherd.tui.cli.fastcall import call, config_path, socket_path_of
+from agentherd.tui.cli.fastcall import ErrorReply, call, config_path, socket_path_of
 
 DAEMON_EXIT_TIMEOUT_S = 15.0
 """cli.DAEMON_EXIT_TIMEOUT_S: `herd down` waits this long for the daemon process to exit."""
 DAEMON_EXIT_POLL_S = 0.02
 EXIT_INTERNAL = 70
+EXIT_FORBIDDEN = 77
+"""common.EXIT_FORBIDDEN: `down` asked from inside a session (tests/test_fastpath.py checks)."""
 
 
 def _split(argv: list[str]) -> tuple[str | None, list[str]] | None:
@@ -89,6 +91,9 @@ def fast_down(argv: list[str]) -> bool:
         return False  # the full command line words the error (no daemon, another version)
     try:
         result = call(socket_path, "down", timeout_s=None)
+    except ErrorReply as exc:  # refused, not gone: one line, as the full command line says it
+        sys.stderr.write(f"herd: {exc.message}\n")
+        sys.exit(EXIT_FORBIDDEN if exc.code == "forbidden" else EXIT_INTERNAL)
     except (OSError, ValueError, LookupError) as exc:
         sys.stderr.write(
             f"herd: the daemon went away during `herd down` ({exc}); see .herd/daemon.log\n"

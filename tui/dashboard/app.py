@@ -192,14 +192,15 @@ class HerdApp(App[None]):
 
     def shown_names(self) -> list[str]:
         """The sessions in the fleet view's current order and filter."""
-        return list(self.table._order)
+        return list(self.table.order)
 
     def select(self, name: str) -> None:
         """Put the fleet's cursor on session `name` (clearing a filter that hides it)."""
-        if name not in self.table._order:
+        if name not in self.table.order:
             self.fleet.filter_text = ""
-        if name in self.table._order:
-            self.table.move_cursor(row=self.table._order.index(name), animate=False)
+        order = self.table.order
+        if name in order:
+            self.table.move_cursor(row=order.index(name), animate=False)
 
     def open_session(self, name: str, tab: str = "output") -> None:
         """The session screen of `name`, on `tab` (the one open follows it: one deep, so

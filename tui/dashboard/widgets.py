@@ -58,6 +58,11 @@ class SessionTable(LineTable):
         self._step_due = False
         """A step of the fleet's changes waits for the next frame (`_step`)."""
 
+    @property
+    def order(self) -> tuple[str, ...]:
+        """The session names of the rows, top to bottom, in the current sort and filter."""
+        return tuple(self._order)
+
     def on_mount(self) -> None:
         """Add the columns once."""
         self._add_columns()
