@@ -80,9 +80,9 @@ def _wrap_git() -> None:
 
 
 def procs_subcommand(argv: list[str]) -> str:
-    from agentherd.supervisor.git.gitproc import _subcommand
+    from agentherd.supervisor.git.gitproc import subcommand
 
-    return _subcommand(argv)
+    return subcommand(argv)
 
 
 def _is_async(func: Callable[..., Any]) -> bool:

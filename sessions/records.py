@@ -142,6 +142,11 @@ class RunRecord(BaseModel):
     mode: str = "command"
     cwd: str | None = None
     """Where the run was launched: its crash is rescued there, whatever herd.toml says now."""
+    git_dir: str | None = None
+    """The git folder of `cwd` when the run's task began ("" outside git; None: not recorded).
+    A rescue or reset goes into no other: an agent can point `.git` anywhere."""
+    git_dir_id: str | None = None
+    """`device:inode` of that folder: the same path made anew is another repository."""
     pid: int | None = None
     pgid: int | None = None
     create_time: float | None = None

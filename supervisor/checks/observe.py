@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -314,12 +315,14 @@ class Observer:
     def _submit_verification(self, sha: str) -> None:
         if self.config.verify is None or self._verify_submit is None:
             return
+        from agentherd.supervisor.checks import verifyroom
         from agentherd.supervisor.checks.verify import run_verification
 
         folder = self.session.ctx.state_dir / "verify" / self.config.name
 
-        async def job() -> VerifyResult:
-            private.make_folder(folder)
+        async def once() -> VerifyResult:
+            with contextlib.suppress(OSError):  # a full disk: the log says so, then a retry
+                private.make_folder(folder)
             return await run_verification(
                 self.config.cwd,
                 sha,
@@ -330,6 +333,10 @@ class Observer:
                 env=self.config.env,
                 log_path=folder / f"{sha}.log",
             )
+
+        async def job() -> VerifyResult:
+            disk = self.session.ctx.state_dir
+            return await verifyroom.verify_when_room(once, disk, self.config.verify_timeout)
 
         self._verify_submit(self.config.name, sha, job, self._verified)
 

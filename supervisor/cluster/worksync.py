@@ -136,13 +136,19 @@ def sync_worktree(
     specs = [f"+{session_ref(session, k)}:refs/herd/{session}/remote/{k}" for k in heads]
     _git(top, "fetch", "--quiet", "--no-tags", remote, *specs, timeout_s=timeout_s)
     target = heads["verified"] if restart_from == "verified" and "verified" in heads else last
-    rescued = gitops.save_rescue(
-        top, f"refs/herd/{session}/rescue/before-move", "herd: rescue before a move", keep, deadline
+    rescue = gitops.rescue(
+        top,
+        f"refs/herd/{session}/rescue/before-move",
+        "herd: rescue before a move",
+        keep,
+        deadline,
+        target,
     )
+    rescued = rescue.saved
     kept = None
     if rescued is None:
         kept = gitops.keep_head(top, f"refs/herd/{session}/before-reset/before-move", target)
-    gitops.reset_worktree(top, target, keep, deadline)
+    gitops.reset_worktree(top, target, keep, deadline, rescue)
     return Synced(
         sha=target,
         last=last,

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from agentherd.supervisor.git.diffs import changes, changes_from_before, diffstat, files_touched
 from agentherd.supervisor.git.gitproc import GitCancelled, GitDeadline, GitError, GitTimeout
-from agentherd.supervisor.git.gitrepo import git_paths, head_sha, is_git_repo
+from agentherd.supervisor.git.gitrepo import (
+    RepoChanged,
+    check_identity,
+    git_paths,
+    head_sha,
+    identity,
+    is_git_repo,
+)
 from agentherd.supervisor.git.gitrun import NotAGitRepo, first_line, run_git
 from agentherd.supervisor.git.history import (
     commits_between,
@@ -19,7 +26,14 @@ from agentherd.supervisor.git.history import (
     read_at,
     resolve_commit,
 )
-from agentherd.supervisor.git.rescue import RESCUE_IDENTITY, SavedRef, keep_head, save_rescue
+from agentherd.supervisor.git.rescue import (
+    RESCUE_IDENTITY,
+    Rescued,
+    SavedRef,
+    keep_head,
+    rescue,
+    save_rescue,
+)
 from agentherd.supervisor.git.reset import reset_worktree
 from agentherd.supervisor.git.scratch import forget_worktree, remove_scratch, scratch_worktree
 
@@ -30,8 +44,11 @@ __all__ = [
     "GitError",
     "GitTimeout",
     "NotAGitRepo",
+    "RepoChanged",
+    "Rescued",
     "SavedRef",
     "changes",
+    "check_identity",
     "changes_from_before",
     "commits_between",
     "diffstat",
@@ -41,11 +58,13 @@ __all__ = [
     "git_paths",
     "head_checkpoint",
     "head_sha",
+    "identity",
     "is_git_repo",
     "keep_head",
     "new_commits",
     "read_at",
     "remove_scratch",
+    "rescue",
     "reset_worktree",
     "resolve_commit",
     "run_git",

@@ -99,7 +99,7 @@ def run_bounded(
     deadline: GitDeadline | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `argv` in its own process group; kill the group after `limit_s` or on cancel."""
-    what = f"git {_subcommand(argv)}"
+    what = f"git {subcommand(argv)}"
     if deadline is not None:
         deadline.check(what)
         limit_s = min(limit_s, deadline.remaining_s())
@@ -140,7 +140,7 @@ def _drain(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _subcommand(argv: Sequence[str]) -> str:
+def subcommand(argv: Sequence[str]) -> str:
     """The git subcommand in an argv that starts with `git` and `-c key=value` pairs."""
     i = 1
     while i < len(argv) and argv[i].startswith("-"):

@@ -125,3 +125,36 @@ def inside(top: Path, paths: Sequence[Path]) -> list[str]:
         except ValueError:
             continue
     return found
+
+
+class RepoChanged(GitError):
+    """The folder is no longer in the repository its task began in: nothing is rescued or reset."""
+
+
+def identity(worktree: Path) -> tuple[str, str]:
+    """(the git folder of the worktree holding `worktree`, its `device:inode`); ("", "") when
+    it is in none."""
+    try:
+        git_dir = repo_paths(worktree).git_dir
+        info = os.stat(git_dir)
+    except (NotAGitRepo, OSError):
+        return "", ""
+    return str(git_dir), f"{info.st_dev}:{info.st_ino}"
+
+
+def check_identity(worktree: Path, git_dir: str | None, git_dir_id: str | None) -> None:
+    """Raise RepoChanged unless `worktree` is in the repository `identity` found before
+    (None: nothing was recorded, nothing to compare)."""
+    if git_dir is None:
+        return
+    now_dir, now_id = identity(worktree)
+    if (now_dir, now_id) == (git_dir, git_dir_id or ""):
+        return
+    then = git_dir or "no repository"
+    now = now_dir or "no repository"
+    if now_dir == git_dir:
+        now = f"another repository at {now_dir} (made anew)"
+    raise RepoChanged(
+        f"{worktree} is in {now}, not in {then} as when its task began; "
+        "nothing is rescued into another repository or reset"
+    )

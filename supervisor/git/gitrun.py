@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agentherd.supervisor.git.gitproc import GitDeadline, GitError, run_bounded
+from agentherd.supervisor.git.gitproc import GitDeadline, GitError, run_bounded, subcommand
 
 GIT_TIMEOUT_S = 600.0
 """Upper bound for one git command: an `add -A` or checkout of a large tree takes minutes, but
@@ -128,7 +128,8 @@ def run_ok(
     """Run `git <args>` in `cwd`; its stdout, or GitError with a one-line message."""
     result = run_raw(cwd, *args, env=env, stdin=stdin, deadline=deadline)
     if result.returncode not in ok_codes:
-        raise GitError(f"git {args[0]} failed in {cwd}: {first_line(result.stderr)}")
+        what = subcommand(["git", *args])
+        raise GitError(f"git {what} failed in {cwd}: {first_line(result.stderr)}")
     return result.stdout
 
 

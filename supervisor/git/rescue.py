@@ -1,23 +1,23 @@
 """Saving an agent's work on refs of herd's own before a reset: the dirty tree, or HEAD.
 
-A rescue commit is made by git's own plumbing (`add -A` and `write-tree` in a temporary index,
-`commit-tree`, `update-ref`), so it saves exactly what the reset and clean then remove, with
+A rescue commit is made by git's own plumbing (`add` and `write-tree` in a temporary index,
+`commit-tree`, `update-ref`; `rescuetree` builds the trees), so it saves what the reset and
+clean then remove (the reset removes nothing else), with
 the config git honours (a filter driver in `add`, a commit encoding) and none of the user's
 hooks, fsmonitor or signing (`gitrun` turns them off).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentherd.sessions.checkpoint import GitPaths
-from agentherd.supervisor.git import gitfiles
+from agentherd.supervisor.git import gitfiles, rescuetree
 from agentherd.supervisor.git.gitproc import GitDeadline, GitError
-from agentherd.supervisor.git.gitrepo import head_or_none, inside, repo_paths
+from agentherd.supervisor.git.gitrepo import head_or_none, repo_paths
 from agentherd.supervisor.git.gitrun import check_rev, run_ok, run_raw
 
 RESCUE_IDENTITY = {
@@ -82,36 +82,6 @@ def _create_ref(
     raise GitError(f"{ref} has {MAX_REF_COPIES} copies in {top}; not saving another")
 
 
-def _dirty_tree(
-    paths: GitPaths, head: str | None, exclude: Sequence[Path], deadline: GitDeadline | None
-) -> str:
-    """The tree of the worktree as `add -A` sees it (not ignored), built in a temporary index.
-
-    Untracked paths in `exclude` are held as HEAD has them (left out when HEAD has none).
-    """
-    top = paths.worktree
-    with tempfile.TemporaryDirectory(prefix="herd-rescue-") as tmp:
-        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        try:
-            # A copy keeps what is staged and the cached stat data (no full re-hash); copy2
-            # keeps the index's mtime too, which git's racy-entry check compares against.
-            shutil.copy2(paths.git_dir / "index", Path(tmp) / "index")
-        except FileNotFoundError:
-            if head is not None:
-                run_ok(top, "read-tree", head, env=index, deadline=deadline)
-        # --ignore-errors: an unreadable file must not lose the rest (exit 1 then).
-        run_ok(top, "add", "-A", "--ignore-errors", env=index, ok_codes=(0, 1), deadline=deadline)
-        for path in inside(top, exclude):
-            # As HEAD has it: a committed herd.toml neither deleted nor edited, else left out.
-            unstage = (
-                ["reset", "-q", head, "--"]
-                if head
-                else ["rm", "--cached", "-q", "--ignore-unmatch", "--"]
-            )
-            run_ok(top, *unstage, path, env=index, deadline=deadline)
-        return run_ok(top, "write-tree", env=index, deadline=deadline).strip().decode("ascii")
-
-
 def _head_tree(paths: GitPaths, head: str | None, deadline: GitDeadline | None) -> str:
     """The tree of HEAD (git's empty tree before the first commit), from `.git` when it can."""
     top = paths.worktree
@@ -128,10 +98,32 @@ def write_commit(
     paths: GitPaths, tree: str, head: str | None, message: str, deadline: GitDeadline | None
 ) -> str:
     """The rescue commit of `tree` on `head`, written by `git commit-tree`; its sha."""
-    parent = ["-p", head] if head is not None else []
-    commit_args = ["commit-tree", tree, *parent, "-m", message]
+    return _commit(paths, tree, [head] if head is not None else [], message, deadline)
+
+
+def _commit(
+    paths: GitPaths, tree: str, parents: Sequence[str], message: str, deadline: GitDeadline | None
+) -> str:
+    """A commit of `tree` on `parents` by herd's identity, written by `git commit-tree`."""
+    linked = [arg for parent in parents for arg in ("-p", parent)]
+    commit_args = ["commit-tree", tree, *linked, "-m", message]
     out = run_ok(paths.worktree, *commit_args, env=RESCUE_IDENTITY, deadline=deadline)
     return out.strip().decode("ascii")
+
+
+@dataclass(frozen=True)
+class Rescued:
+    """A rescue done for a reset: where it saved the work, and what the reset may remove."""
+
+    saved: SavedRef | None
+    """The rescue commit, or None when there was nothing to save."""
+    removable: frozenset[str] = frozenset()
+    """Untracked paths (from the top) the rescue holds: the clean after the reset removes
+    these and nothing else."""
+    unsaved: tuple[str, ...] = ()
+    """Changed files git could not store: the reset must not overwrite them."""
+    scope: str = ""
+    """The session's folder from the top ("" for the whole worktree): all the reset touches."""
 
 
 def save_rescue(
@@ -141,15 +133,30 @@ def save_rescue(
     exclude: Sequence[Path] = (),
     deadline: GitDeadline | None = None,
 ) -> SavedRef | None:
-    """Commit the dirty tree (staged, modified, untracked; not ignored) to a NEW ref.
+    """Commit the dirty tree to a NEW ref (see `rescue`); None when there is nothing to save."""
+    return rescue(worktree, ref, message, exclude, deadline).saved
 
+
+def rescue(
+    worktree: Path,
+    ref: str,
+    message: str,
+    exclude: Sequence[Path] = (),
+    deadline: GitDeadline | None = None,
+    target: str | None = None,
+) -> Rescued:
+    """Commit everything a reset of `worktree` to `target` (default HEAD) would lose to a NEW ref.
+
+    The commit's tree is the worktree of the session's folder (`worktree`; outside it, HEAD's):
+    staged, modified and untracked files, assumed-unchanged edits, and files the agent's own
+    `.gitignore` hides that the clean would remove. When the index holds what neither HEAD nor
+    that tree does (`git add f; rm f`), its tree is a second parent, as `git stash` keeps it.
     The real index, the worktree and HEAD are left exactly as they are, no hook runs and no
-    user identity is needed: the tree is built in a temporary index. Untracked paths in
-    `exclude` (herd.toml living in the worktree) are not the agent's work: the rescue holds
-    them as HEAD does (left out when HEAD has none).
+    user identity is needed. Untracked paths in `exclude` (herd.toml living in the worktree)
+    are not the agent's work: the rescue holds them as HEAD does.
     A rescue ref is never moved: when `ref` exists (the same run rescued again, e.g. by a new
     daemon after a kill mid-reset), the commit goes on `ref.2`, `ref.3`..., unless one of them
-    already holds this very tree on this HEAD. Returns None when there is nothing to save.
+    already holds this very tree on this HEAD.
     """
     paths = repo_paths(worktree)
     top = paths.worktree
@@ -160,18 +167,41 @@ def save_rescue(
     head = gitfiles.head_sha(paths)
     if head == gitfiles.UNKNOWN:
         head = head_or_none(top, deadline)
-    tree = _dirty_tree(paths, head, exclude, deadline)
-    if tree == _head_tree(paths, head, deadline):
-        return None
+    scope = rescuetree.scope_of(paths, worktree) if head else ""
+    head_tree = _head_tree(paths, head, deadline)
+    trees = rescuetree.build(paths, head, head_tree, target, scope, exclude, deadline)
+    index = trees.index if trees.index not in (None, head_tree, trees.worktree) else None
+    done = functools.partial(Rescued, removable=trees.removable, unsaved=trees.unsaved, scope=scope)
+    if trees.worktree == head_tree and index is None:
+        return done(None)
     # Mostly neither the ref nor a copy exists yet: then no git process need list them.
     copies = [] if gitfiles.no_ref_like(paths, ref) else _copies(top, ref, deadline)
     earlier = tuple(name for name, *_ in copies)
     for name, sha, copy_tree, parents in copies:
-        if copy_tree == tree and parents == (head or ""):
-            return SavedRef(name, sha, tuple(e for e in earlier if e != name))
-    written = write_commit(paths, tree, head, message or "herd rescue", deadline)
+        if copy_tree == trees.worktree and _same_parents(top, parents, head, index, deadline):
+            return done(SavedRef(name, sha, tuple(e for e in earlier if e != name)))
+    message = message or "herd rescue"
+    on = [head] if head is not None else []
+    if index is not None:
+        on.append(write_commit(paths, index, head, f"{message}: the index", deadline))
+    written = _commit(paths, trees.worktree, on, message, deadline)
     name = _create_ref(top, ref, written, "herd rescue", earlier, deadline)
-    return SavedRef(name, written, earlier)
+    return done(SavedRef(name, written, earlier))
+
+
+def _same_parents(
+    top: Path, parents: str, head: str | None, index: str | None, deadline: GitDeadline | None
+) -> bool:
+    """True when a rescue commit's `parents` are `head` and (when given) a commit of `index`."""
+    found = parents.split()
+    if found[:1] != ([head] if head else []):
+        return False
+    if index is None:
+        return len(found) == (1 if head else 0)
+    if len(found) != 2:
+        return False
+    tree = run_raw(top, "rev-parse", f"{found[1]}^{{tree}}", deadline=deadline).stdout.strip()
+    return tree.decode("ascii", "replace") == index
 
 
 def keep_head(

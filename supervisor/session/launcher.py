@@ -17,6 +17,7 @@ from agentherd.sessions.records import RunRecord, TaskRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
+from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import runfolder, runid, spawn
 from agentherd.supervisor.session import agentusage
 from agentherd.supervisor.session.context import Context
@@ -76,6 +77,7 @@ class Launcher:
         argv, mode = launchspec.run_argv(
             config, mode, number, self.record.agent_session_id, env_extra
         )
+        git_dir, git_dir_id = await self._repository(number, config.cwd)
         folder = run_dir(self.ctx.state_dir, config.name, number)
         forgotten = self.ctx.store.run(config.name, number) is None
         tag = uuid.uuid4().hex
@@ -92,6 +94,8 @@ class Launcher:
             argv=argv,
             mode=mode,
             cwd=str(config.cwd),
+            git_dir=git_dir,
+            git_dir_id=git_dir_id,
             tag=tag,
             cgroup=cgroup,
             started_at=iso(utc_now()),
@@ -148,6 +152,19 @@ class Launcher:
             config,
         )
         self.watch(live)
+
+    async def _repository(self, number: int, cwd: Path) -> tuple[str, str]:
+        """The repository the run works in: the one its task began in (a restart's agent may
+        have pointed `.git` elsewhere meanwhile), found afresh when the task begins."""
+        previous = self.ctx.store.run(self.pen.config().name, number - 1) if number > 1 else None
+        if (
+            previous is not None
+            and previous.handle == self.record.handle
+            and previous.cwd == str(cwd)
+            and previous.git_dir is not None
+        ):
+            return previous.git_dir, previous.git_dir_id or ""
+        return await anyio.to_thread.run_sync(gitops.identity, cwd)
 
     async def refuse_if_taken(self, other: str | None, own_folder: Path | None) -> None:
         """Refuse a start beside another session's agent (`other`) or an old run's processes;

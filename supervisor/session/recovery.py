@@ -40,11 +40,15 @@ async def prepare_restart(
     saved: gitops.SavedRef | None = None
     step = "rescue"
     try:
+        wanted = target_rev(session, target, run_config)
+        ended = session.ctx.store.run(run_config.name, last_run)
+        repo = (ended.git_dir, ended.git_dir_id) if ended is not None else (None, None)
         # One worker call for the look and the rescue, one for the target and the reset: on a
         # busy loop each hop to a worker and back was milliseconds of a crash's relaunch.
-        is_repo, saved = await anyio.to_thread.run_sync(
-            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline
+        is_repo, rescued = await anyio.to_thread.run_sync(
+            _rescue, cwd, ref, f"herd: rescue of run {last_run}", exclude, deadline, wanted, repo
         )
+        saved = rescued.saved if rescued is not None else None
         if not is_repo:
             if not session.git_warned and session.observer.git_error is None:
                 session.mark_git_warned(
@@ -69,12 +73,11 @@ async def prepare_restart(
                 )
             )
         step = "reset"
-        wanted = target_rev(session, target, run_config)
         keep_ref = None if saved else f"refs/herd/{run_config.name}/before-reset/{last_run}"
         plan = plankeep.PlanKeep.of(run_config, session.record.plan_baseline_raw)
         async with session.observer.plan_reads():
             target_sha, kept, plan_kept = await anyio.to_thread.run_sync(
-                _reset, cwd, wanted, keep_ref, exclude, deadline, plan
+                _reset, cwd, wanted, keep_ref, exclude, deadline, plan, rescued, repo
             )
         if target_sha:
             env_extra["HERD_CHECKPOINT"] = target_sha
@@ -117,12 +120,22 @@ async def prepare_restart(
 
 
 def _rescue(
-    cwd: Path, ref: str, message: str, exclude: list[Path], deadline: gitops.GitDeadline
-) -> tuple[bool, gitops.SavedRef | None]:
-    """(is a git worktree, the rescue saved on `ref` or None when the tree was clean)."""
+    cwd: Path,
+    ref: str,
+    message: str,
+    exclude: list[Path],
+    deadline: gitops.GitDeadline,
+    wanted: tuple[str, str],
+    repo: tuple[str | None, str | None] = (None, None),
+) -> tuple[bool, gitops.Rescued | None]:
+    """(is a git worktree, the rescue of everything a reset to `wanted` would remove), in the
+    repository `repo` (git folder, its id) its task began in and no other."""
+    gitops.check_identity(cwd, *repo)
     if not gitops.is_git_repo(cwd):
         return False, None
-    return True, gitops.save_rescue(cwd, ref, message, exclude, deadline)
+    kind, rev = wanted
+    target = rev if kind != HEAD else None  # a revision the reset resolves; checked there
+    return True, gitops.rescue(cwd, ref, message, exclude, deadline, target)
 
 
 HEAD, VERIFIED, REVISION = "head", "verified", "revision"
@@ -137,10 +150,13 @@ def _reset(
     exclude: list[Path],
     deadline: gitops.GitDeadline,
     plan: plankeep.PlanKeep | None = None,
+    rescued: gitops.Rescued | None = None,
+    repo: tuple[str | None, str | None] = (None, None),
 ) -> tuple[str | None, gitops.SavedRef | None, bool]:
     """Reset the worktree to `wanted`: (the commit reset to, or None before the first commit;
     HEAD's commits kept on `keep_ref` when given and they would be lost; whether the plan was
     written back to its baseline after the reset)."""
+    gitops.check_identity(cwd, *repo)
     kind, rev = wanted
     if kind == HEAD:
         target_sha = gitops.head_sha(cwd)  # no diff stat needed
@@ -151,7 +167,7 @@ def _reset(
     deadline.renew()  # the reset gets a budget of its own: a slow rescue must not starve it
     kept = gitops.keep_head(cwd, keep_ref, target_sha, deadline) if keep_ref else None
     before = plan.read() if plan is not None else None
-    gitops.reset_worktree(cwd, target_sha, exclude, deadline)
+    gitops.reset_worktree(cwd, target_sha, exclude, deadline, rescued)
     # Right after the reset, in the same worker; the caller holds the plan reads meanwhile.
     return target_sha, kept, plan is not None and plan.keep(before)
 
