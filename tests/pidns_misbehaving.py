@@ -23,7 +23,8 @@ def run_python(code: str, **options: object) -> None:
 
 def test_signals_pid_1() -> None:
     """What `stop_tree` does with a run whose pid was recorded as 1."""
-    run_python("import os, signal; os.kill(1, signal.SIGTERM)")
+    # The sender stays a moment, so the sentinel reads its command line (a zombie has none).
+    run_python("import os, signal, time; os.kill(1, signal.SIGTERM); time.sleep(2)")
 
 
 def test_signals_its_own_process_group() -> None:
