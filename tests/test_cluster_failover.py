@@ -4,11 +4,13 @@ after its lease has expired, and never runs on two hosts at once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from clusterhosts import HostProc, cluster_toml, fleet_of
 from conftest import script, wait_until
+from netcut import CuttableLink
 from pgcluster import require_cluster_extra
 
 require_cluster_extra()
@@ -20,17 +22,29 @@ pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
 LEASE_S = 3.0
 
 
-def marker(marks: Path, seconds: float) -> str:
-    """A session that notes where and when it starts and ends (the folder names the host)."""
+def marker(marks: Path, held_on: str) -> str:
+    """A session that notes where and when it starts and ends (the folder names the host). On
+    host `held_on` it runs until its host dies or fences it; elsewhere it ends in a moment."""
     return script(f"""
         import os, time
         host = os.path.basename(os.path.dirname(os.getcwd()))
         with open({str(marks)!r}, "a") as f:
             f.write(f"start {{host}} {{time.time()}}\\n")
-        time.sleep({seconds})
+        time.sleep(3600 if host == {held_on!r} else 0.5)
         with open({str(marks)!r}, "a") as f:
             f.write(f"end {{host}} {{time.time()}}\\n")
     """)
+
+
+@pytest.fixture
+def link(pg_url: str) -> Iterator[CuttableLink]:
+    """A link to PostgreSQL the test can cut; asked for before `hosts`, it is closed only
+    once they are down (a host cut off at `herd down` waits out the engine's retries)."""
+    address = pg_url.rsplit("/", 1)[0]
+    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
+    cuttable = CuttableLink(server_host, int(server_port))
+    yield cuttable
+    cuttable.close()
 
 
 def lease_expiry(url: str, host: str) -> float:
@@ -69,7 +83,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     toml = cluster_toml(f"""
         [[session]]
         name = "job"
-        command = {marker(marks, 4.0)}
+        command = {marker(marks, held_on="h1")}
         cwd = "work"
         restart = "never"
         autostart = false
@@ -108,55 +122,49 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
 
 def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     tmp_path: Path,
+    link: CuttableLink,
     hosts: list[HostProc],
     pg_url: str,
 ) -> None:
-    from netcut import CuttableLink
-
     marks = tmp_path / "marks.txt"
     toml = cluster_toml(f"""
         [[session]]
         name = "job"
-        command = {marker(marks, 6.0)}
+        command = {marker(marks, held_on="h1")}
         cwd = "work"
         restart = "never"
         autostart = false
     """)
     address, database = pg_url.rsplit("/", 1)
-    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
-    link = CuttableLink(server_host, int(server_port))
     through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
     for name, url in (("h1", through_link), ("h2", pg_url)):
         host = HostProc(tmp_path, name, toml, url)
         (host.root / "work").mkdir()
         hosts.append(host)
+    for host in hosts:
+        host.start()
+    fleet = fleet_of(hosts[1], pg_url)
     try:
-        for host in hosts:
-            host.start()
-        fleet = fleet_of(hosts[1], pg_url)
-        try:
-            handle = fleet.start("job").handle  # both idle: the tie goes to h1
-            wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
-            link.cut()
-            cut_at = time.time()
-            wait_until(
-                lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
-                LEASE_S * 2,
-                "h1 to stop its agent (fencing)",
-            )
-            fenced_at = time.time()
-            assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
-            assert hosts[0].client.call("status", target="job")["reason"] == "fenced"
-            waited = fleet.wait(handle, timeout_s=90)
-            assert (waited.state, waited.exit) == ("completed", 0)
-            link.restore()  # h1 returns: fenced, it does not take the session back
-            wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
-            wait_until(lambda: ("stopped", "fenced") in seen_rows(fleet), 30, "h1 to publish again")
-            assert seen(fleet) == ("completed", "h2")
-        finally:
-            fleet.close()
+        handle = fleet.start("job").handle  # both idle: the tie goes to h1
+        wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
+        link.cut()
+        cut_at = time.time()
+        wait_until(
+            lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
+            LEASE_S * 2,
+            "h1 to stop its agent (fencing)",
+        )
+        fenced_at = time.time()
+        assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
+        assert hosts[0].client.call("status", target="job")["reason"] == "fenced"
+        waited = fleet.wait(handle, timeout_s=90)
+        assert (waited.state, waited.exit) == ("completed", 0)
+        link.restore()  # h1 returns: fenced, it does not take the session back
+        wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
+        wait_until(lambda: ("stopped", "fenced") in seen_rows(fleet), 30, "h1 to publish again")
+        assert seen(fleet) == ("completed", "h2")
     finally:
-        link.close()
+        fleet.close()
     lines = marks.read_text().splitlines()
     starts = [line.split() for line in lines if line.startswith("start")]
     assert [s[1] for s in starts] == ["h1", "h2"], lines
