@@ -23,17 +23,27 @@ LEASE_S = 3.0
 
 
 def marker(marks: Path, held_on: str) -> str:
-    """A session that notes where and when it starts and ends (the folder names the host). On
-    host `held_on` it runs until its host dies or fences it; elsewhere it ends in a moment."""
+    """A session that notes where and when it starts, beats every 0.1 s while it runs, and
+    ends (the folder names the host). On host `held_on` it runs until its host dies or fences
+    it; elsewhere it ends after half a second. Its beats say when it last ran."""
     return script(f"""
         import os, time
         host = os.path.basename(os.path.dirname(os.getcwd()))
-        with open({str(marks)!r}, "a") as f:
-            f.write(f"start {{host}} {{time.time()}}\\n")
-        time.sleep(3600 if host == {held_on!r} else 0.5)
-        with open({str(marks)!r}, "a") as f:
-            f.write(f"end {{host}} {{time.time()}}\\n")
+        def mark(what):
+            with open({str(marks)!r}, "a") as f:
+                f.write(f"{{what}} {{host}} {{time.time()}}\\n")
+        mark("start")
+        ends = time.time() + (3600 if host == {held_on!r} else 0.5)
+        while time.time() < ends:
+            mark("beat")
+            time.sleep(0.1)
+        mark("end")
     """)
+
+
+def last_beat(lines: list[str], host: str) -> float:
+    """When the session last showed it ran on `host` (epoch seconds, the agent's clock)."""
+    return max(float(line.split()[2]) for line in lines if line.startswith(f"beat {host} "))
 
 
 @pytest.fixture
@@ -114,6 +124,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     assert [s[1] for s in starts] == ["h1", "h2"], lines  # once on h1, once (moved) on h2
     assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
     moved_at = float(starts[1][2])
+    assert last_beat(lines, "h1") < moved_at, "h1's agent died with its host, before the move"
     # The lease runs from h1's last renewal (every LEASE_S/3), not from the kill.
     assert moved_at >= lease_expiry(pg_url, "h1"), "recovered only after the lease expired"
     assert moved_at - killed_at >= LEASE_S * 2 / 3 - 0.1
@@ -170,4 +181,5 @@ def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     assert [s[1] for s in starts] == ["h1", "h2"], lines
     assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
     assert float(starts[1][2]) > fenced_at, "h2 began only after h1 had stopped its agent"
+    assert last_beat(lines, "h1") < fenced_at, "the fence stopped h1's agent, not only its record"
     assert hosts[0].client.call("status", target="job")["state"] == "stopped"
