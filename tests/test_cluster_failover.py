@@ -4,11 +4,13 @@ after its lease has expired, and never runs on two hosts at once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from clusterhosts import HostProc, cluster_toml, fleet_of
 from conftest import script, wait_until
+from netcut import CuttableLink
 from pgcluster import require_cluster_extra
 
 require_cluster_extra()
@@ -20,17 +22,39 @@ pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
 LEASE_S = 3.0
 
 
-def marker(marks: Path, seconds: float) -> str:
-    """A session that notes where and when it starts and ends (the folder names the host)."""
+def marker(marks: Path, held_on: str) -> str:
+    """A session that notes where and when it starts, beats every 0.1 s while it runs, and
+    ends (the folder names the host). On host `held_on` it runs until its host dies or fences
+    it; elsewhere it ends after half a second. Its beats say when it last ran."""
     return script(f"""
         import os, time
         host = os.path.basename(os.path.dirname(os.getcwd()))
-        with open({str(marks)!r}, "a") as f:
-            f.write(f"start {{host}} {{time.time()}}\\n")
-        time.sleep({seconds})
-        with open({str(marks)!r}, "a") as f:
-            f.write(f"end {{host}} {{time.time()}}\\n")
+        def mark(what):
+            with open({str(marks)!r}, "a") as f:
+                f.write(f"{{what}} {{host}} {{time.time()}}\\n")
+        mark("start")
+        ends = time.time() + (3600 if host == {held_on!r} else 0.5)
+        while time.time() < ends:
+            mark("beat")
+            time.sleep(0.1)
+        mark("end")
     """)
+
+
+def last_beat(lines: list[str], host: str) -> float:
+    """When the session last showed it ran on `host` (epoch seconds, the agent's clock)."""
+    return max(float(line.split()[2]) for line in lines if line.startswith(f"beat {host} "))
+
+
+@pytest.fixture
+def link(pg_url: str) -> Iterator[CuttableLink]:
+    """A link to PostgreSQL the test can cut; asked for before `hosts`, it is closed only
+    once they are down (a host cut off at `herd down` waits out the engine's retries)."""
+    address = pg_url.rsplit("/", 1)[0]
+    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
+    cuttable = CuttableLink(server_host, int(server_port))
+    yield cuttable
+    cuttable.close()
 
 
 def lease_expiry(url: str, host: str) -> float:
@@ -69,7 +93,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     toml = cluster_toml(f"""
         [[session]]
         name = "job"
-        command = {marker(marks, 4.0)}
+        command = {marker(marks, held_on="h1")}
         cwd = "work"
         restart = "never"
         autostart = false
@@ -100,6 +124,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     assert [s[1] for s in starts] == ["h1", "h2"], lines  # once on h1, once (moved) on h2
     assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
     moved_at = float(starts[1][2])
+    assert last_beat(lines, "h1") < moved_at, "h1's agent died with its host, before the move"
     # The lease runs from h1's last renewal (every LEASE_S/3), not from the kill.
     assert moved_at >= lease_expiry(pg_url, "h1"), "recovered only after the lease expired"
     assert moved_at - killed_at >= LEASE_S * 2 / 3 - 0.1
@@ -108,58 +133,53 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
 
 def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     tmp_path: Path,
+    link: CuttableLink,
     hosts: list[HostProc],
     pg_url: str,
 ) -> None:
-    from netcut import CuttableLink
-
     marks = tmp_path / "marks.txt"
     toml = cluster_toml(f"""
         [[session]]
         name = "job"
-        command = {marker(marks, 6.0)}
+        command = {marker(marks, held_on="h1")}
         cwd = "work"
         restart = "never"
         autostart = false
     """)
     address, database = pg_url.rsplit("/", 1)
-    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
-    link = CuttableLink(server_host, int(server_port))
     through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
     for name, url in (("h1", through_link), ("h2", pg_url)):
         host = HostProc(tmp_path, name, toml, url)
         (host.root / "work").mkdir()
         hosts.append(host)
+    for host in hosts:
+        host.start()
+    fleet = fleet_of(hosts[1], pg_url)
     try:
-        for host in hosts:
-            host.start()
-        fleet = fleet_of(hosts[1], pg_url)
-        try:
-            handle = fleet.start("job").handle  # both idle: the tie goes to h1
-            wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
-            link.cut()
-            cut_at = time.time()
-            wait_until(
-                lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
-                LEASE_S * 2,
-                "h1 to stop its agent (fencing)",
-            )
-            fenced_at = time.time()
-            assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
-            assert hosts[0].client.call("status", target="job")["reason"] == "fenced"
-            waited = fleet.wait(handle, timeout_s=90)
-            assert (waited.state, waited.exit) == ("completed", 0)
-            link.restore()  # h1 returns: fenced, it does not take the session back
-            wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
-            wait_until(lambda: ("stopped", "fenced") in seen_rows(fleet), 30, "h1 to publish again")
-            assert seen(fleet) == ("completed", "h2")
-        finally:
-            fleet.close()
+        handle = fleet.start("job").handle  # both idle: the tie goes to h1
+        wait_until(lambda: marks.exists() and "start h1" in marks.read_text(), 60, "h1 runs")
+        link.cut()
+        cut_at = time.time()
+        wait_until(
+            lambda: hosts[0].client.call("status", target="job")["state"] == "stopped",
+            LEASE_S * 2,
+            "h1 to stop its agent (fencing)",
+        )
+        fenced_at = time.time()
+        assert fenced_at - cut_at < LEASE_S, "fenced before its lease could have expired"
+        assert hosts[0].client.call("status", target="job")["reason"] == "fenced"
+        waited = fleet.wait(handle, timeout_s=90)
+        assert (waited.state, waited.exit) == ("completed", 0)
+        link.restore()  # h1 returns: fenced, it does not take the session back
+        wait_until(lambda: hosts[0].ready(), 30, "h1 to rejoin")
+        wait_until(lambda: ("stopped", "fenced") in seen_rows(fleet), 30, "h1 to publish again")
+        assert seen(fleet) == ("completed", "h2")
     finally:
-        link.close()
+        fleet.close()
     lines = marks.read_text().splitlines()
     starts = [line.split() for line in lines if line.startswith("start")]
     assert [s[1] for s in starts] == ["h1", "h2"], lines
     assert [line.split()[1] for line in lines if line.startswith("end")] == ["h2"], lines
     assert float(starts[1][2]) > fenced_at, "h2 began only after h1 had stopped its agent"
+    assert last_beat(lines, "h1") < fenced_at, "the fence stopped h1's agent, not only its record"
     assert hosts[0].client.call("status", target="job")["state"] == "stopped"

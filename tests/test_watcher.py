@@ -201,12 +201,34 @@ async def test_new_session_restarts_the_watch_and_is_heard(tmp_path: Path) -> No
         await watcher.wait_watching()
         assert watcher.restarts == 1
         assert watcher.starts == 2
+        assert got.calls == [("s1", "progress")]  # its folder's changes in the gap, unseen
+        got.calls.clear()
         append(second.path)
         await got.wait_for("s2", "progress")
         append(first.path)
         await got.wait_for("s1", "progress")
         watcher.set_targets([second, first])  # same folders: no restart
         assert watcher.restarts == 1
+
+
+@pytest.mark.anyio
+async def test_a_commit_made_while_the_watch_restarts_is_reported(tmp_path: Path) -> None:
+    """A run's start restarts the watch (its log folder is new); a commit its agent makes at
+    that moment raised its event on the watch that gives way, closed unread: reported anyway
+    (it once waited for the daemon's minute-long slow pass, and a moved session's commits
+    reached the checkpoint remote a minute late)."""
+    repo = make_repo(tmp_path / "repo")
+    run = tmp_path / "run-1"
+    run.mkdir()
+    got = Recorder()
+    watcher = FleetWatcher(got)
+    watcher.set_targets(git_targets("s1", repo))
+    async with running(watcher):
+        watcher.set_targets([*git_targets("s1", repo), WatchTarget("s1", "log", run / "out.log")])
+        commit(repo)  # before the loop runs again: the watch that saw it closes with it unread
+        await watcher.wait_watching()
+        assert watcher.restarts == 1
+        await got.wait_for("s1", "git")
 
 
 @pytest.mark.anyio

@@ -202,6 +202,7 @@ class FleetWatcher:
     async def _watch_once(self, task_status: TaskStatus[None]) -> None:
         """Run one watch over the folders that exist now, until asked to restart."""
         stop = self._stop = anyio.Event()
+        before = self._watched
         dirs = self._watched = self._existing()
         if not dirs:
             self._settled.set()
@@ -222,12 +223,17 @@ class FleetWatcher:
                     return  # a folder vanished or appeared while starting: just start again
                 await self._failed(exc, stop)
                 return
-            # The watches are in place before anyone waiting for them wakes up.
-            self._settled.set()
-            task_status.started()
             self._reporting = True
             self._notify = notify
             self._disarmed = set()
+            # What changed while the last watch gave way to this one raised no event here (its
+            # unread events closed with it): every target it covered is reported as changed.
+            await self._dispatch_all(before.keys() & dirs.keys())
+            # The watches are in place, and those reports made, before anyone waiting wakes up
+            # (unless newer targets came meanwhile: the watch for them tells).
+            if not stop.is_set():
+                self._settled.set()
+            task_status.started()
             async with anyio.create_task_group() as tg:
 
                 async def restart_when_asked() -> None:
@@ -242,6 +248,13 @@ class FleetWatcher:
             notify.close()
         await anyio.lowlevel.checkpoint()  # a stop on shutdown is no restart: let the cancel in
         self.restarts += 1
+
+    async def _dispatch_all(self, folders: set[str]) -> None:
+        """Report every target in `folders` as changed (their changes may have gone unseen)."""
+        files = [path for path in self._files if os.path.dirname(path) in folders]
+        heads = [os.path.join(folder, "HEAD") for folder in self._git_dirs if folder in folders]
+        if files or heads:
+            await self._dispatch([*files, *heads])
 
     async def _failed(self, exc: Exception, stop: anyio.Event) -> None:
         self.failures += 1
