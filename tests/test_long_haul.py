@@ -47,16 +47,17 @@ def session_run(herd: Herd, name: str) -> int:
 
 
 def sample(herd: Herd, pid: int, run: int) -> Sample:
-    """The daemon's figures over a few crashes' worth of looks: its peak memory, and the
-    fewest open files and watches it held (a run's files and a rescue's git pipes come and go
-    with each crash, more of them at once on a loaded machine: a leak raises the floor)."""
+    """The daemon's figures over a few crashes' worth of looks: its peak memory and watches,
+    and the fewest open files it held (a run's files and a rescue's git pipes come and go with
+    each crash, more of them at once on a loaded machine: a leak raises the floor; the watches
+    drop to none while the watch restarts for a new run's folder: a leak raises the peak)."""
     process = psutil.Process(pid)
-    rss, fds, watches = 0, 1 << 30, 1 << 30
+    rss, fds, watches = 0, 1 << 30, 0
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:
         rss = max(rss, process.memory_info().rss)
         fds = min(fds, process.num_fds())
-        watches = min(watches, inotify_watches(pid))
+        watches = max(watches, inotify_watches(pid))
         time.sleep(0.05)
     return Sample(run, rss, fds, watches)
 
