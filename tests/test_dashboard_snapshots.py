@@ -43,6 +43,10 @@ async def open_tab(pilot: Pilot[Any], key: str) -> None:
         if "report" in calls and "events" in calls:
             break
         await pilot.pause(0.02)
+    for _ in range(500):  # the report is the screen's last read: then every tab is filled
+        if getattr(pilot.app.screen, "report", None):
+            break
+        await pilot.pause(0.02)
     await pilot.pause(0.3)
 
 
