@@ -97,7 +97,9 @@ def test_the_exec_wait_finds_a_child_among_the_newer_pids() -> None:
         found = execwait._newer_children(wrapper)
         assert [p.pid for p in found] == [p.pid for p in children]
     finally:
-        for proc in psutil.Process(parent.pid).children():
+        forked = psutil.Process(parent.pid).children()
+        for proc in forked:
             proc.kill()
         parent.kill()
         parent.wait(10)
+        psutil.wait_procs(forked, timeout=10)  # reaped by PID 1 once orphaned: gone, not zombies
