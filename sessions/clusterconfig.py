@@ -1,4 +1,4 @@
-"""`[cluster]` in herd.toml: one fleet across hosts on PostgreSQL (README "Across hosts").
+"""`[cluster]` in herd.toml: one fleet across hosts on PostgreSQL (docs/cluster.md).
 
 The Postgres URL holds a password, so the file names only the environment variable that holds
 it; `configchecks.cluster_problems` says in one line what is missing on this machine.
@@ -32,6 +32,9 @@ class ClusterConfig(BaseModel):
     """The NAME of the environment variable holding the PostgreSQL URL (never the URL)."""
     lease: Duration = 30.0
     """A host that has not renewed its lease for this long is dead; its sessions may move."""
+    grace: Duration | None = None
+    """After its lease, how long a silent host keeps its agents (a short database outage
+    stops nothing) and no other host may take its work; none: as long as `lease`."""
     max_sessions: int | None = None
     """Sessions running at once across every host (the whole fleet)."""
     max_sessions_per_host: int | None = None
@@ -57,6 +60,18 @@ class ClusterConfig(BaseModel):
         if value < MIN_LEASE_S:
             raise ValueError(f"must be at least {MIN_LEASE_S:g}s")
         return value
+
+    @field_validator("grace")
+    @classmethod
+    def _grace(cls, value: float | None) -> float | None:
+        if value is not None and value < 0:
+            raise ValueError('must be a duration, like "30s" (0: a silent host is dead at once)')
+        return value
+
+    @property
+    def grace_s(self) -> float:
+        """The grace after the lease, in seconds (`lease` when herd.toml names none)."""
+        return self.lease if self.grace is None else self.grace
 
     @field_validator("max_sessions", "max_sessions_per_host")
     @classmethod

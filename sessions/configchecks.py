@@ -7,13 +7,15 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import os
+import resource
+import shlex
 import shutil
 from pathlib import Path
 
 from agentherd.sessions.adapters import AGENTS, price_for
 from agentherd.sessions.clusterconfig import POSTGRES_SCHEMES
-from agentherd.sessions.configschema import HerdConfig
-from agentherd.sessions.prices import price_table
+from agentherd.sessions.configschema import HerdConfig, SessionConfig
+from agentherd.sessions.prices import lookup, price_table, table_header
 from agentherd.sessions.problems import Problem
 
 
@@ -42,6 +44,60 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+def _program_problem(
+    session: SessionConfig, argv: list[str] | str | None, field: str
+) -> tuple[str, bool] | None:
+    """Why the program of `argv` cannot run here (and whether that is only a warning), or
+    None. A text command runs through sh -c: sh is always there. A path in the worktree of a
+    verify program may be one the agent writes (a warning); a command's must exist now."""
+    if not isinstance(argv, list) or not argv:
+        return None
+    program = argv[0]
+    if "/" in program:
+        candidate = session.cwd / program
+        if _is_file(candidate) and os.access(candidate, os.X_OK):
+            return None
+        if field == "command":
+            return f"{program!r} is not on PATH; install it or give its full path", False
+        return f"{program!r} is not an executable file yet; the agent may write it", True
+    search_path = session.env.get("PATH", os.environ.get("PATH"))
+    if shutil.which(program, path=search_path) is not None:
+        return None
+    return f"{program!r} is not on PATH; install it or give its full path", False
+
+
+FDS_PER_SESSION = 3
+"""Open files a running session holds in the daemon: its run's pidfd and output log (2 at rest,
+bench/scale.py counts them) and a pipe of a git or verify process while one runs."""
+FDS_OF_THE_DAEMON = 512
+"""The daemon's own open files beside its sessions': 256 clients at once (the API's
+MAX_CONNECTIONS), the store, the watcher, its log, room for git."""
+
+
+def open_files_needed(sessions: int) -> int:
+    """How many open files the daemon of a fleet of `sessions` sessions may need at once."""
+    return FDS_OF_THE_DAEMON + FDS_PER_SESSION * sessions
+
+
+def open_files_problems(config: HerdConfig, hard_limit: int | None = None) -> list[Problem]:
+    """A fleet the daemon cannot hold open within this machine's hard open-file limit."""
+    if hard_limit is None:
+        hard_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    needed = open_files_needed(len(config.sessions))
+    if hard_limit == resource.RLIM_INFINITY or needed <= hard_limit:
+        return []
+    return [
+        Problem(
+            config.path.name,
+            f"{len(config.sessions)} sessions need up to {needed:,} open files in the daemon "
+            f"({FDS_PER_SESSION} a session, {FDS_OF_THE_DAEMON} its own) but this machine's hard "
+            f"limit is {hard_limit:,}: raise it (`ulimit -Hn` as root, `LimitNOFILE=` in a "
+            "systemd unit) or split the fleet; sessions past it fail to start",
+            warning=True,
+        )
+    ]
+
+
 def environment_problems(config: HerdConfig) -> list[Problem]:
     """Problems only the machine can show: missing folders, programs not on PATH, shared trees."""
     file = config.path.name
@@ -52,23 +108,14 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
         if cwd_problem:
             problems.append(Problem(file, cwd_problem, session.name, "cwd"))
             continue
-        if isinstance(session.command, list):
-            program = session.command[0]
-            search_path = session.env.get("PATH", os.environ.get("PATH"))
-            if "/" in program:
-                candidate = session.cwd / program
-                found = _is_file(candidate) and os.access(candidate, os.X_OK)
-            else:
-                found = shutil.which(program, path=search_path) is not None
-            if not found:
-                problems.append(
-                    Problem(
-                        file,
-                        f"{program!r} is not on PATH; install it or give its full path",
-                        session.name,
-                        "command",
-                    )
-                )
+        for field, argv in (
+            ("command", session.command),
+            ("verify_setup", session.verify_setup),
+            ("verify", session.verify),
+        ):
+            problem = _program_problem(session, argv, field)
+            if problem is not None:
+                problems.append(Problem(file, problem[0], session.name, field, warning=problem[1]))
         root = _worktree_root(session.cwd)
         if root is not None:
             if root in roots:
@@ -88,8 +135,52 @@ def environment_problems(config: HerdConfig) -> list[Problem]:
         problems
         + manages_problems(config)
         + cost_budget_problems(config)
+        + fleet_turns_problems(config)
+        + unpriced_model_problems(config)
         + cluster_problems(config)
+        + cluster_after_problems(config)
+        + notifications_problems(config)
+        + open_files_problems(config)
     )
+
+
+def notifications_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for `urls_env` variables unset here: a daemon started from here sends nothing
+    through them (each message that cannot go is a `notification-failed` event)."""
+    table = config.notifications
+    if table is None:
+        return []
+    return [
+        Problem(
+            config.path.name,
+            f"{name} is not set here; export it (an Apprise URL, like ntfys://ntfy.sh/TOPIC) "
+            "where the daemon starts",
+            None,
+            "notifications.urls_env",
+            warning=True,
+        )
+        for name in table.urls_env
+        if not os.environ.get(name)
+    ]
+
+
+def cluster_after_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for `after` across hosts: the engine places tasks without following chains."""
+    if config.cluster is None:
+        return []
+    return [
+        Problem(
+            config.path.name,
+            "is not followed across hosts yet: the cluster may start this session before "
+            f"{', '.join(session.after)} completed; run the chain without [cluster], or start "
+            "each link yourself",
+            session.name,
+            "after",
+            warning=True,
+        )
+        for session in config.sessions
+        if session.after
+    ]
 
 
 def manages_problems(config: HerdConfig) -> list[Problem]:
@@ -141,6 +232,78 @@ def cost_budget_problems(config: HerdConfig) -> list[Problem]:
                 'give them price = "MODEL"',
                 None,
                 "fleet.budget.cost_usd",
+                warning=True,
+            )
+        )
+    return problems
+
+
+def fleet_turns_problems(config: HerdConfig) -> list[Problem]:
+    """A warning for a fleet `turns` limit over sessions whose turns herd cannot count (a
+    session's own such limit is refused when the file is read)."""
+    blind = [s.name for s in config.sessions if not AGENTS[s.agent].counts_turns]
+    if config.fleet.budget.turns is None or not blind:
+        return []
+    return [
+        Problem(
+            config.path.name,
+            f"the fleet's turns count one a run for {', '.join(blind)} (herd cannot count "
+            "their turns); limit tokens or cost_usd instead",
+            None,
+            "fleet.budget.turns",
+            warning=True,
+        )
+    ]
+
+
+MODEL_FLAGS: dict[str, tuple[str, ...]] = {
+    "claude": ("--model",),
+    "gemini": ("--model", "-m"),
+    "codex": ("--model", "-m"),
+    "aider": ("--model",),  # its -m is --message
+}
+"""How each agent whose cost herd prices by its model is told the model on its command line."""
+
+MODEL_ENV: dict[str, str] = {"claude": "ANTHROPIC_MODEL", "gemini": "GEMINI_MODEL"}
+"""The environment variable each agent takes its model from."""
+
+
+def named_model(agent: str, command: list[str] | str, env: dict[str, str]) -> str | None:
+    """The model a session's command line (or environment) tells its agent to use, or None."""
+    flags = MODEL_FLAGS.get(agent, ())
+    words = command
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:  # unbalanced quotes: words as they stand
+            words = command.split()
+    found = None
+    for index, word in enumerate(words):
+        for flag in flags:
+            if word == flag and index + 1 < len(words):
+                found = words[index + 1]
+            elif word.startswith(flag + "="):
+                found = word.removeprefix(flag + "=")
+    variable = MODEL_ENV.get(agent)
+    return found or (env.get(variable) if variable else None) or None
+
+
+def unpriced_model_problems(config: HerdConfig) -> list[Problem]:
+    """Warnings for a session whose agent is told a model herd has no price for."""
+    table = price_table(config.prices)
+    problems = []
+    for session in config.sessions:
+        model = named_model(session.agent, session.command, session.env)
+        if model is None or session.price is not None or lookup(model, table) is not None:
+            continue
+        problems.append(
+            Problem(
+                config.path.name,
+                f"herd has no price for model {model!r}, so its cost will show unpriced and a "
+                f"cost budget cannot count it; add {table_header(model)} with input_usd_per_mtok "
+                'and output_usd_per_mtok, or name one with price = "MODEL"',
+                session.name,
+                "command",
                 warning=True,
             )
         )

@@ -8,10 +8,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from agentherd.sessions import configwords
+from agentherd.sessions.chain import after_problems
 from agentherd.sessions.configschema import CONFIG_NAME, HerdConfig, SessionConfig
-from agentherd.sessions.prices import lookup, price_table
+from agentherd.sessions.keynames import ACTION_IDS, TERMINAL_ACTION_IDS
+from agentherd.sessions.prices import lookup, price_table, table_header
 from agentherd.sessions.problems import ConfigError, Problem
 
 TOP_KEYS = set(HerdConfig.model_fields) - {"sessions", "path"} | {"session", "defaults"}
@@ -72,14 +75,11 @@ _TYPE_MESSAGES = {
 _ARGV_FIELDS = ("command", "resume", "verify", "verify_setup")
 
 
-def _message(error: Any, known: set[str]) -> str:
+def _message(error: Any, model: type[BaseModel], session: bool) -> str:
     kind = error["type"]
     loc = error["loc"]
     if kind == "extra_forbidden":
-        key = str(loc[-1])
-        close = difflib.get_close_matches(key, sorted(known), n=1)
-        hint = f'; did you mean "{close[0]}"?' if close else "; remove it"
-        return f"unknown key{hint}"
+        return configwords.unknown_key(model, loc, session)
     if kind == "missing":
         return "required; add it"
     if kind == "list_type" and len(loc) == 2 and loc[0] in _ARGV_FIELDS:
@@ -90,12 +90,16 @@ def _message(error: Any, known: set[str]) -> str:
     for prefix in ("Value error, ", "Assertion failed, "):
         text = text.removeprefix(prefix)
     if kind == "literal_error":
-        return text.replace("Input should be", "must be")
+        return configwords.literal(error, text)
     return text[0].lower() + text[1:] if text else kind
 
 
 def _validation_problems(
-    exc: ValidationError, file: str, session: str | None, known: set[str], prefix: str = ""
+    exc: ValidationError,
+    file: str,
+    session: str | None,
+    model: type[BaseModel],
+    prefix: str = "",
 ) -> list[Problem]:
     problems: dict[tuple[str, str], Problem] = {}
     errors = exc.errors()
@@ -111,7 +115,8 @@ def _validation_problems(
         if len(error["loc"]) > 1 and any(other.startswith(field + ".") for other in fields):
             continue
         key = (field, error["type"] if error["type"] == "extra_forbidden" else "")
-        problems.setdefault(key, Problem(file, _message(error, known), session, field or None))
+        message = _message(error, model, model is SessionConfig)
+        problems.setdefault(key, Problem(file, message, session, field or None))
     return list(problems.values())
 
 
@@ -136,7 +141,7 @@ def _defaults_problems(
     except ValidationError as exc:
         problems.extend(
             p
-            for p in _validation_problems(exc, file, None, SESSION_KEYS, prefix="defaults.")
+            for p in _validation_problems(exc, file, None, SessionConfig, prefix="defaults.")
             if p.field != "defaults."  # whole-session rules (until-done) are judged per session
         )
         bad |= {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
@@ -213,7 +218,10 @@ def parse_config(text: str, path: Path) -> HerdConfig:
         raise ConfigError(nul_problems)
     problems: list[Problem] = []
     for key in raw:
-        if key not in TOP_KEYS:
+        if key in SESSION_KEYS:  # written above every [[session]]: it is a session's key
+            message = "is a session's key: write it under a [[session]], or in [defaults]"
+            problems.append(Problem(file, message, field=key))
+        elif key not in TOP_KEYS:
             close = difflib.get_close_matches(key, sorted(TOP_KEYS), n=1)
             hint = f'; did you mean "{close[0]}"?' if close else "; remove it"
             problems.append(Problem(file, f"unknown key{hint}", field=key))
@@ -221,9 +229,11 @@ def parse_config(text: str, path: Path) -> HerdConfig:
     if not isinstance(defaults, dict):
         problems.append(Problem(file, "must be a table: [defaults]", field="defaults"))
         defaults = {}
-    if "name" in defaults:
-        problems.append(Problem(file, "name is per session; remove it", field="defaults.name"))
-        defaults = {k: v for k, v in defaults.items() if k != "name"}
+    for per_session in ("name", "after", "archived"):
+        if per_session in defaults:
+            message = f"{per_session} is per session; remove it"
+            problems.append(Problem(file, message, field=f"defaults.{per_session}"))
+            defaults = {k: v for k, v in defaults.items() if k != per_session}
     defaults_problems, defaults = _defaults_problems(defaults, file, path.parent)
     problems.extend(defaults_problems)
     raw_sessions = raw.get("session", [])
@@ -252,27 +262,36 @@ def parse_config(text: str, path: Path) -> HerdConfig:
         try:
             session = SessionConfig.model_validate(merged)
         except ValidationError as exc:
-            problems.extend(_validation_problems(exc, file, label, SESSION_KEYS))
+            problems.extend(_validation_problems(exc, file, label, SessionConfig))
             continue
         if session.name in seen:
             problems.append(Problem(file, "another session has this name", label, "name"))
         seen.add(session.name)
         sessions.append(session)
+    labels = [_session_label(entry, index) for index, entry in enumerate(raw_sessions)]
+    problems.extend(after_problems(sessions, file, labels))
     top = {k: v for k, v in raw.items() if k not in ("session", "defaults")}
     try:
         config = HerdConfig.model_validate({**top, "sessions": sessions, "path": path})
     except ValidationError as exc:
-        problems.extend(_validation_problems(exc, file, None, TOP_KEYS))
+        problems.extend(_validation_problems(exc, file, None, HerdConfig))
         config = None
     if config is not None:
+        for action in config.keys:
+            if action.replace("_", "-") not in (*ACTION_IDS, *TERMINAL_ACTION_IDS):
+                close = difflib.get_close_matches(action.replace("_", "-"), ACTION_IDS, n=1)
+                hint = f'did you mean "{close[0]}"?' if close else f"known: {', '.join(ACTION_IDS)}"
+                problems.append(Problem(file, f"no such action; {hint}", field=f"keys.{action}"))
         table = price_table(config.prices)
         for session in config.sessions:
             if session.price is not None and lookup(session.price, table) is None:
                 message = f"{session.price!r} is not in the price table; name a model such as "
-                message += f'"claude-sonnet-4-5" or "gpt-5-codex", or add [prices.{session.price}]'
+                message += (
+                    f'"claude-sonnet-4-5" or "gpt-5-codex", or add {table_header(session.price)}'
+                )
                 problems.append(Problem(file, message, session.name, "price"))
     if problems or config is None:
-        raise ConfigError(problems)
+        raise ConfigError(problems, partial=config)
     return config
 
 

@@ -19,8 +19,11 @@ from pydantic import (
 
 from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.clusterconfig import ClusterConfig, check_host_value
+from agentherd.sessions.configwords import placeholder_problems
 from agentherd.sessions.drift import DRIFT_KIND_NAMES
 from agentherd.sessions.durations import parse_duration
+from agentherd.sessions.notify import PLACEHOLDERS
+from agentherd.sessions.notifyconfig import NotificationsConfig
 from agentherd.sessions.prices import Price
 from agentherd.sessions.scope import in_scope
 
@@ -37,7 +40,13 @@ else:
     """Each drift kind sessions/drift.py declares."""
 RestartPolicy = Literal["never", "on-failure", "always", "until-done"]
 DriftAction = Literal["warn", "notify", "pause", "restart", "stop"]
-DEFAULT_NOTIFY_ON = ("failed", "budget-stop", "waiting-approval", "plan-tampered")
+DEFAULT_NOTIFY_ON = (
+    "failed",
+    "budget-stop",
+    "waiting-approval",
+    "waiting-input",
+    "plan-tampered",
+)
 DEFAULT_LOG_MAX_BYTES = 268_435_456
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -46,6 +55,9 @@ MAX_COUNT = 2**63 - 1
 """The largest count or byte size herd accepts: SQLite's largest integer, where such values go."""
 MAX_STOP_GRACE_S = 3600.0
 """`herd stop` and `herd down` wait up to stop_grace for a run to exit; longer looks like a hang."""
+
+SESSION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A session's name (and so each entry of an `after` list)."""
 
 MANAGES_PATTERN = re.compile(r"[A-Za-z0-9_*?\[\]!-]{1,64}")
 """A `manages` entry: a session name, or a glob of names (fnmatch's * ? [...] [!...])."""
@@ -130,6 +142,9 @@ class FleetConfig(_Strict):
 
 Argv = list[str]
 
+ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.:@/-]{1,64}")
+"""An `account` value: short and printable, as the dashboard shows it."""
+
 
 def command_argv(value: Argv | str) -> list[str]:
     """The argv of a command value of herd.toml: a string runs through /bin/sh -c, a list is it."""
@@ -154,6 +169,9 @@ class SessionConfig(_Strict):
     """None: herd's default (Timings.rate_limit_wait_s, 60s)."""
     rate_limit_wait_max: Duration | None = None
     """None: herd's default (Timings.rate_limit_wait_max_s, 1h)."""
+    account: str | None = None
+    """The provider account whose rate limit the session shares (None: the agent and where its
+    API key comes from, e.g. `claude:ANTHROPIC_API_KEY` or `claude:login`; sessions/accounts.py)."""
     stable_after: Duration = 60.0
     max_crashes: int = 5
     crash_window: Duration = 600.0
@@ -173,13 +191,20 @@ class SessionConfig(_Strict):
     """The price table entry for an estimated cost (default: the agent's usual model)."""
     host: Annotated[str | list[str] | None, AfterValidator(check_host_value)] = None
     """The cluster host (or hosts) this session may run on; none: any host ([cluster])."""
+    interactive: bool = False
+    """Run the command on a pseudo-terminal kept by a holder process: `herd attach` shows it."""
     manages: list[str] = []
     """Glob patterns of the session names an agent of this session may start, stop, read."""
+    after: list[str] = []
+    """Sessions whose tasks must complete (verified, where they verify) before this one starts."""
+    archived: bool = False
+    """Put away (`herd archive`): out of the fleet view and `herd ls`, never started, its
+    history kept."""
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", value):
+        if not SESSION_NAME.fullmatch(value):
             raise ValueError("use 1-64 letters, digits, - and _")
         return value
 
@@ -240,6 +265,14 @@ class SessionConfig(_Strict):
                 )
         return value
 
+    @field_validator("after")
+    @classmethod
+    def _after(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not SESSION_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a session name; use the `name` of a session")
+        return value
+
     @field_validator("restart_from")
     @classmethod
     def _restart_from(cls, value: str) -> str:
@@ -284,6 +317,16 @@ class SessionConfig(_Strict):
             raise ValueError("must be a positive duration")
         return value
 
+    @field_validator("account")
+    @classmethod
+    def _account(cls, value: str | None) -> str | None:
+        if value is not None and not ACCOUNT_NAME.fullmatch(value):
+            raise ValueError(
+                'must be 1-64 letters, digits or `_.:@/-`, like "claude:team-key" '
+                "(sessions with the same account share its rate limit)"
+            )
+        return value
+
     @field_validator("rate_limit_wait", "rate_limit_wait_max")
     @classmethod
     def _rate_limit_wait(cls, value: float | None) -> float | None:
@@ -300,6 +343,15 @@ class SessionConfig(_Strict):
             raise ValueError(
                 "rate_limit_wait_max is shorter than rate_limit_wait; "
                 "make it at least as long, or remove it"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _turns_seen(self) -> SessionConfig:
+        if self.budget.turns is not None and not AGENTS[self.agent].counts_turns:
+            raise ValueError(
+                f"budget.turns: herd cannot count {self.agent}'s turns (it prints one per run, "
+                "not one per model answer); limit tokens or cost_usd instead, or remove it"
             )
         return self
 
@@ -326,6 +378,8 @@ class HerdConfig(_Strict):
 
     notify: list[str] | None = None
     notify_on: list[str] = list(DEFAULT_NOTIFY_ON)
+    notifications: NotificationsConfig | None = None
+    """Messages with the evidence through Apprise (sessions/notifyconfig.py)."""
     fleet: FleetConfig = FleetConfig()
     keys: dict[str, str] = {}
     cluster: ClusterConfig | None = None
@@ -339,6 +393,9 @@ class HerdConfig(_Strict):
     def _notify(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or not value[0]):
             raise ValueError('must be an argv list with a program first, like ["notify-send", "x"]')
+        wrong = placeholder_problems(value or [], PLACEHOLDERS)
+        if wrong:
+            raise ValueError(wrong[0])
         return value
 
     @field_validator("keys")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, MESSAGE
 from agentherd.sessions.config import SessionConfig
 
 NOT_DONE = "none"
@@ -21,14 +22,24 @@ def fill(argv: list[str], values: Mapping[str, str]) -> list[str]:
     return filled
 
 
+def takes_messages(config: SessionConfig) -> bool:
+    """The session's `resume` has a `{message}` for `herd send` to fill."""
+    return config.resume is not None and MESSAGE in " ".join(config.argv(config.resume))
+
+
 def run_argv(
     config: SessionConfig,
     mode: str,
     number: int,
     agent_session_id: str | None,
     env_extra: Mapping[str, str],
+    message: str | None = None,
 ) -> tuple[list[str], str]:
-    """Run `number`'s argv and mode: `resume` when asked and possible, else `command`."""
+    """Run `number`'s argv and mode: `resume` when asked and possible, else `command`.
+
+    `{message}` is the text `herd send` gave, else herd's own continue prompt; it is filled
+    last, so the words of a message are never taken for placeholders.
+    """
     values = {
         "session_id": agent_session_id or "",
         "checkpoint": env_extra.get("HERD_CHECKPOINT") or NOT_DONE,
@@ -37,6 +48,7 @@ def run_argv(
         "plan": config.plan or "",
         "rescue_ref": env_extra.get("HERD_RESCUE_REF") or NOT_DONE,
     }
+    values["message"] = message if message is not None else fill([CONTINUE_PROMPT], values)[0]
     if mode == "resume" and config.resume is not None and agent_session_id:
         return fill(config.argv(config.resume), values), "resume"
     return fill(config.argv(config.command), values), "command"

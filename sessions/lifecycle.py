@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from agentherd.sessions.budget import raised_since_stop
+from agentherd.sessions.config import Budget, SessionConfig
+from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.states import TERMINAL_STATES, State
 
 UNTIL_DONE_IDLE_RUNS = 3
@@ -54,6 +57,14 @@ class Trigger(StrEnum):
     """A drift rule with action `pause` fired: wait for a person."""
     APPROVE = "approve"
     REJECT = "reject"
+    AGENT_WAITS = "agent-waits"
+    """The agent's own signal (a hook) says it waits for a person."""
+    AGENT_WORKS = "agent-works"
+    """The agent's own signal says it works again (a prompt was given, a tool runs)."""
+    AFTER_DONE = "after-done"
+    """A session of a queued task's `after` completed: start it, or wait for the next one."""
+    AFTER_FAILED = "after-failed"
+    """A session of a queued task's `after` ended without completing: the task never runs."""
 
 
 @dataclass(frozen=True)
@@ -73,15 +84,35 @@ def _rows(
 
 
 _ENDED = (State.IDLE, *sorted(TERMINAL_STATES))
-_LIVE = (State.RUNNING, State.PAUSED)
+_LIVE = (State.RUNNING, State.PAUSED, State.WAITING_INPUT)
 _STOPPABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL, State.VERIFYING, State.BACKOFF)
 _EXITABLE = (State.STARTING, *_LIVE, State.WAITING_APPROVAL)
-"""A run can end (and be judged) while starting (adopted by a new daemon), running, paused, or
-held at the approval gate (a SIGKILL reaches a stopped process too)."""
+"""A run can end (and be judged) while starting (adopted by a new daemon), running, paused,
+waiting for a person's input, or held at the approval gate (a SIGKILL reaches a stopped
+process too)."""
 
 T = Trigger
 TABLE: tuple[Row, ...] = (
     *_rows(_ENDED, State.STARTING, [T.START], "a new task"),
+    *_rows(_ENDED, State.QUEUED, [T.START], "a new task waits for its `after` sessions"),
+    Row(
+        State.QUEUED,
+        State.STARTING,
+        frozenset([T.AFTER_DONE, T.START]),
+        "its `after` sessions completed (or `herd start --now`)",
+    ),
+    Row(
+        State.QUEUED,
+        State.QUEUED,
+        frozenset([T.AFTER_DONE]),
+        "one `after` session completed (or the worktree is busy): it waits for the next",
+    ),
+    Row(
+        State.QUEUED,
+        State.STOPPED,
+        frozenset([T.AFTER_FAILED, T.STOPPED, T.BUDGET]),
+        "an `after` session failed or was stopped, or a person (or a budget) stopped it",
+    ),
     Row(State.BACKOFF, State.STARTING, frozenset([T.RESTART]), "backoff over: relaunch"),
     Row(State.STARTING, State.RUNNING, frozenset([T.SPAWNED, T.ADOPT]), "the run lives"),
     *_rows(
@@ -91,10 +122,17 @@ TABLE: tuple[Row, ...] = (
         "a new daemon found the run alive",
     ),
     Row(State.STARTING, State.FAILED, frozenset([T.SPAWN_FAILED, T.LOST]), "never ran"),
-    *_rows([State.RUNNING, State.PAUSED, State.STOPPING], State.FAILED, [T.LOST], "daemon died"),
-    Row(State.RUNNING, State.PAUSED, frozenset([T.PAUSE]), "SIGSTOP"),
+    *_rows([*_LIVE, State.STOPPING], State.FAILED, [T.LOST], "daemon died"),
+    *_rows([State.RUNNING, State.WAITING_INPUT], State.PAUSED, [T.PAUSE], "SIGSTOP"),
+    Row(
+        State.RUNNING,
+        State.WAITING_INPUT,
+        frozenset([T.AGENT_WAITS]),
+        "the agent waits for a person",
+    ),
+    Row(State.WAITING_INPUT, State.RUNNING, frozenset([T.AGENT_WORKS]), "the agent works again"),
     Row(State.PAUSED, State.RUNNING, frozenset([T.RESUME]), "SIGCONT"),
-    *_rows(_LIVE + (State.STARTING,), State.STOPPING, [T.STOP, T.BUDGET], "stop signal sent"),
+    *_rows((*_LIVE, State.STARTING), State.STOPPING, [T.STOP, T.BUDGET], "stop signal sent"),
     Row(State.STOPPING, State.STOPPING, frozenset([T.STOP]), "a second stop (kill)"),
     Row(State.STOPPING, State.STOPPED, frozenset([T.STOPPED, T.BUDGET]), "the run is gone"),
     Row(State.STOPPING, State.FAILED, frozenset([T.UNKILLABLE]), "processes remain"),
@@ -333,6 +371,24 @@ def up_starts(autostart: bool, state: State, reason: str | None) -> bool:
     return autostart and (state == State.IDLE or stopping_for_down(state, reason))
 
 
+def budget_raised(record: SessionRecord, budget: Budget, fleet_budget: Budget) -> bool:
+    """A session stopped by a budget whose limit now leaves room (`herd up` starts it)."""
+    if record.state != State.STOPPED:
+        return False
+    stopped_by = fleet_budget if record.budget_stop_scope == "fleet" else budget
+    return raised_since_stop(stopped_by, record.reason, record.budget_stop_limit)
+
+
+def wanted_by_up(config: SessionConfig, record: SessionRecord, fleet_budget: Budget) -> bool:
+    """`herd up` with no names starts this session: autostart, and idle, downed, or stopped by
+    a budget that a person has since raised; never an archived one."""
+    if config.archived:
+        return False
+    if config.autostart and budget_raised(record, config.budget, fleet_budget):
+        return True
+    return up_starts(config.autostart, record.state, record.reason)
+
+
 def up_finishes_stop(state: State, reason: str | None) -> bool:
     """A `herd down` whose daemon was killed mid-stop: `up` finishes that stop first."""
     return state == State.STOPPING and stopping_for_down(state, reason)
@@ -366,11 +422,11 @@ def without_live_run(state: State, stop_requested: bool, run_ended: bool = False
         # A run is recorded before its spawn, so with none recorded no agent of it can exist:
         # starting it now cannot make a second copy.
         return Recovery.RELAUNCH
-    if state in (State.RUNNING, State.PAUSED) and run_ended:
+    if state in (State.RUNNING, State.PAUSED, State.WAITING_INPUT) and run_ended:
         # Its end (exit code, output) is on record: judging it now is what the dead daemon
         # was about to do, so nothing is lost and nothing runs twice.
         return Recovery.JUDGE_AGAIN
-    if state in (State.RUNNING, State.STOPPING, State.PAUSED):
+    if state in (State.RUNNING, State.STOPPING, State.PAUSED, State.WAITING_INPUT):
         return Recovery.FAIL_LOST
     return Recovery.NOTHING
 
@@ -383,7 +439,13 @@ def ended_unwatched(state: State, stop_requested: bool) -> bool:
 def adopted_state(state: State) -> State | None:
     """The state a re-adopted live run puts the session in (None: it stays as it is)."""
     # A run held at the approval gate is still stopped (SIGSTOP): it keeps waiting for a person.
-    kept = (State.RUNNING, State.PAUSED, State.STOPPING, State.WAITING_APPROVAL)
+    kept = (
+        State.RUNNING,
+        State.PAUSED,
+        State.STOPPING,
+        State.WAITING_APPROVAL,
+        State.WAITING_INPUT,
+    )
     return None if state in kept else State.RUNNING
 
 

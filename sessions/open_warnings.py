@@ -18,6 +18,7 @@ CLOSED_BY: dict[str, frozenset[str]] = {
     "verify-failed": frozenset({"verify-passed"}),
     "rate-limited": frozenset({"run-started"}),
     "usage-backwards": frozenset({"run-started"}),
+    "resume-mismatch": frozenset({"resume-checked", "task-started"}),
     **{kind.name: kind.closed_by for kind in DRIFT_WARNINGS.values() if kind.closed_by},
 }
 """A warning closes when a later event of one of these kinds arrives (the report's rule too)."""
@@ -29,7 +30,11 @@ CLOSES_WHEN: dict[str, str] = {
     "verify-failed": "`verify` passes on a later checkpoint",
     "rate-limited": "the next run starts",
     "usage-backwards": "the next run starts (it counts its own figures)",
+    "cost-unpriced": "the next task starts (a `[prices.MODEL]` entry and `herd up` price the "
+    "model from then on)",
     "resume-refused": "a later run resumes the agent's session again (a new session id)",
+    "resume-mismatch": "a later resumed run continues its stored conversation, or a new task "
+    "starts",
     "plan-invalid": "the plan file reads again",
     "progress-invalid": "the progress file reads again",
     "not-a-git-repo": "git reads the session's folder (it became a repository)",

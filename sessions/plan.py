@@ -1,8 +1,8 @@
 """The written plan (a JSON feature list): parse it, and diff it against its baseline.
 
-Indices (in errors, changes, newly_passing and regressed) are 0-based positions in the JSON
-array, shown as ``item [3]`` in messages. An empty list is a valid plan that is not all
-passing.
+Indices (in changes, newly_passing and regressed) are 0-based positions in the JSON array;
+every message counts items from 1 (``item 4``), as a person reads the Plan tab. An empty
+list is a valid plan that is not all passing.
 """
 
 from __future__ import annotations
@@ -202,19 +202,19 @@ def _item_list(value: object) -> list[Any]:
 def _parse_item(index: int, raw: object) -> PlanItem:
     """Turn one JSON element into a PlanItem, or raise PlanError naming the item."""
     if not isinstance(raw, dict):
-        raise PlanError(f"item [{index}]: expected an object, got {_kind_of(raw)}")
+        raise PlanError(f"item {index + 1}: expected an object, got {_kind_of(raw)}")
     description = raw.get("description", raw.get("title"))
     if not isinstance(description, str) or not description.strip():
         if "description" in raw or "title" in raw:
-            raise PlanError(f"item [{index}]: 'description' must be a non-empty string")
-        raise PlanError(f"item [{index}]: missing 'description' (or 'title')")
+            raise PlanError(f"item {index + 1}: 'description' must be a non-empty string")
+        raise PlanError(f"item {index + 1}: missing 'description' (or 'title')")
     item_id = raw.get("id")
     if item_id is None:
         key = description
     elif isinstance(item_id, str | int) and not isinstance(item_id, bool):
         key = str(item_id)
     else:
-        raise PlanError(f"item [{index}]: 'id' must be a string or a number")
+        raise PlanError(f"item {index + 1}: 'id' must be a string or a number")
     if "passes" in raw:
         passes = _is_passing(raw["passes"])
     else:
@@ -340,6 +340,27 @@ def diff_plan(baseline: Plan, current: Plan) -> PlanDiff:
         newly_passing=tuple(newly_passing),
         regressed=tuple(regressed),
     )
+
+
+CHANGE_TEXT_CHARS = 80
+"""An item's text in a change's words is cut to this many characters (a phone's line)."""
+
+
+def change_text(index: int, change: str, description: str, chars: int = CHANGE_TEXT_CHARS) -> str:
+    """`reworded item 3 "Tax lines..."`: a forbidden change as a person reads it, items counted
+    from 1 everywhere (events, notify, the dashboard); JSON keeps its 0-based `index`."""
+    text = " ".join(description.split())
+    before, arrow, after = text.partition(" → ")
+    if arrow and len(text) > chars:  # a rewording: both sides keep their start
+        half = max((chars - len(arrow)) // 2, 2)
+        text = _cut(before, half) + arrow + _cut(after, half)
+    item = f"{change} item {index + 1}"
+    return f'{item} "{_cut(text, chars)}"' if text else item
+
+
+def _cut(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters, an ellipsis marking the cut."""
+    return text if len(text) <= chars else text[: max(chars - 1, 0)] + "…"
 
 
 def _reworded(before: PlanItem, now: PlanItem) -> str:

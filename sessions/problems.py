@@ -28,6 +28,9 @@ class Problem:
 class ConfigError(Exception):
     """herd.toml cannot be used; `problems` says why, one line each."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], partial: object = None) -> None:
         super().__init__("\n".join(str(p) for p in problems))
         self.problems = problems
+        self.partial = partial
+        """The config of the sessions that were right (a HerdConfig), or None: `herd check`
+        looks at their folders and programs too, so every problem shows in one run."""

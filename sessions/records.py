@@ -16,11 +16,13 @@ WARNING_KINDS = frozenset(
         "plan-invalid",
         "budget-warning",
         "usage-backwards",
+        "cost-unpriced",
         "rate-limited",
         "verify-failed",
         # herd could not do all it meant to
         "notify-failed",
         "resume-refused",
+        "resume-mismatch",
         "not-a-git-repo",
         "log-capped",
         "progress-invalid",
@@ -38,14 +40,31 @@ EVENT_KINDS: dict[str, str] = {
     "disk-full": "the state disk was full; the changes held in memory meanwhile are now written",
     "verify-leftovers-removed": "scratch worktrees and processes of a killed daemon's "
     "verifications were removed",
+    "mcp-call": "a tool of `herd mcp` was called; data: tool, arguments, origin (`person` or "
+    "`inside session 'NAME'`, as the daemon read the caller), via (`mcp`)",
+    "notification-failed": "a [notifications] message was not sent (a service refused it or "
+    "could not be reached, or a `urls_env` variable is unset); data: title, session",
     # a task and its runs
     "task-started": "a task began (`start`, `restart`, `up` or autostart); data: handle",
+    "queued": "a task was asked for but waits for a session of its `after` (or for its "
+    "worktree); it starts with `task-started`; data: handle, waits_for",
     "run-started": "a run was launched; data: pid, argv, mode (command or resume)",
     "run-exited": "a run ended; data: exit_code, signal, outcome",
+    "message-queued": "`herd send` gave the session a text for its next run; "
+    "data: message_id, origin, chars",
+    "message-delivered": "a run took the sent text as its {message}; data: message_id, origin",
+    "message-dropped": "a sent text no run will take (the task was stopped, or no "
+    "conversation to resume); data: message_id, origin",
     "adopted": "a new daemon took over a run that was still alive; data: pid",
     "stopping": "herd is stopping the run (stop signal, grace, then SIGKILL); data: kill",
     "paused": "the whole run was stopped with SIGSTOP",
+    "terminal-writer": "an attach took an interactive run's terminal's input (its one "
+    "writer until it detaches); data: by (`a person`, or `an agent inside session 'x'`), pid, tty",
     "resumed": "the whole run was continued with SIGCONT",
+    "resume-checked": "a resumed run's agent named the conversation herd stored: it went on "
+    "with it; data: agent_session_id, file (the agent's own record it appends to, or null)",
+    "resume-mismatch": "a resumed run's agent named another conversation than the one herd "
+    "stored: the earlier work is not in its context; data: expected, agent_session_id, file",
     "restart-scheduled": "the session waits in backoff before its next run; "
     "data: delay_s, crashed, step",
     "restart-cancelled": "a stop came while a restart was saving or resetting the worktree; "
@@ -66,8 +85,9 @@ EVENT_KINDS: dict[str, str] = {
     "output_tail",
     "plan-baseline": "the first plan seen, against which every later change is judged; "
     "data: passing, total",
-    "plan-approved": "a person adopted the changed plan as the new baseline; data: passing, total",
-    "plan-rejected": "a person had the baseline plan written back",
+    "plan-approved": "a person adopted the changed plan as the new baseline; data: passing, "
+    "total, by, origin (who answered from where: `herd web` and its client's address)",
+    "plan-rejected": "a person had the baseline plan written back; data: by, origin",
     "plan-kept": "a restart's worktree reset brought back a plan copy older than the baseline "
     "(approved or restored since): herd wrote the baseline back, with the checkpoint's passes",
     "plan-invalid": "the plan file cannot be read; the last good plan is kept",
@@ -79,6 +99,12 @@ EVENT_KINDS: dict[str, str] = {
     "data: kind",
     "waiting-approval": "on_drift = pause: the run is stopped (SIGSTOP) until `herd approve` or "
     "`herd reject`; data: kind",
+    "waiting-input": "an interactive run's agent waits for a person (a permission prompt, a "
+    "question, a finished answer at its prompt), as its own hook said; data: signal",
+    "working": "an interactive run's agent works again after waiting-input (a prompt was "
+    "given, a tool runs); data: signal",
+    "message-typed": "`herd send` typed a text and Enter into an interactive run's terminal; "
+    "data: message_id, origin, chars",
     "approved": "a person answered waiting-approval with approve: the run continues",
     "rejected": "a person answered waiting-approval with reject: the run continues on the "
     "baseline plan, or stops when there was no plan change",
@@ -103,8 +129,12 @@ EVENT_KINDS: dict[str, str] = {
     "budget:<dimension>; data as budget-warning",
     "usage-backwards": "the agent reported lower totals than before; they are ignored, the "
     "higher ones kept (a figure never goes down)",
+    "cost-unpriced": "the agent used a model herd has no price for: its tokens are left out "
+    "of the cost (shown unpriced), never priced as another model; add [prices.MODEL] to "
+    "herd.toml; data: model (once per model per task)",
     "rate-limited": "the agent hit a rate limit; the session waits in backoff until it "
-    "resets; data: delay_s, resets_at, resumes_at",
+    "resets; data: delay_s, resets_at, resumes_at, delay_source (agent: the agent's reset "
+    "time; guess: herd's wait), account",
     # named by the contract; nothing emits them yet
 }
 """Every event kind herd writes, with its meaning in one line (docs/reference.md lists them)."""
@@ -165,6 +195,19 @@ class RunRecord(BaseModel):
     stop_requested: bool = False
     stop_reason: str | None = None
     """Why the stop was asked (user, down, ...), so a daemon killed mid-stop ends it the same."""
+    message_id: str | None = None
+    """The `herd send` message this run was resumed with (its `{message}`), if any."""
+
+
+class PendingMessage(BaseModel):
+    """A `herd send` text waiting for the session's next run, kept with the session's record
+    so a daemon restart keeps it; the run that takes it names its `id`."""
+
+    id: str
+    text: str
+    at: str
+    origin: str
+    """Who sent it: `person`, or `inside session 'NAME'` for an agent's request."""
 
 
 class TaskRecord(BaseModel):
@@ -219,3 +262,7 @@ class SessionRecord(BaseModel):
     """The limit that stopped the session by budget, so `herd up` can tell it was raised."""
     budget_stop_scope: str | None = None
     """Whose budget that was: "session" or "fleet"."""
+    pending_message: PendingMessage | None = None
+    """A `herd send` text the next run takes (the resume's `{message}`), used once."""
+    limit: dict[str, str | None] | None = None
+    """The rate limit it last parked on: `account`, `delay_source` (agent | guess), `resets_at`."""

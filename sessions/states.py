@@ -9,10 +9,15 @@ class State(StrEnum):
     """Where a session stands; stored and shown as these exact strings."""
 
     IDLE = "idle"
+    QUEUED = "queued"
+    """A task was asked for but waits its turn: for its `after` sessions to complete."""
     STARTING = "starting"
     RUNNING = "running"
     PAUSED = "paused"
     WAITING_APPROVAL = "waiting-approval"
+    WAITING_INPUT = "waiting-input"
+    """The run lives and its agent waits for a person: a permission prompt, a question, or a
+    finished answer at its prompt (the agent's own hooks said so)."""
     VERIFYING = "verifying"
     """The run ended; its final checkpoint waits for its verdict before the task goes on."""
     BACKOFF = "backoff"
@@ -27,18 +32,27 @@ TERMINAL_STATES = frozenset({State.STOPPED, State.COMPLETED, State.FAILED})
 
 ACTIVE_STATES = frozenset(
     {
+        State.QUEUED,
         State.STARTING,
         State.RUNNING,
         State.PAUSED,
         State.WAITING_APPROVAL,
+        State.WAITING_INPUT,
         State.VERIFYING,
         State.BACKOFF,
         State.STOPPING,
     }
 )
 
+LIVE_STATES = frozenset({State.RUNNING, State.PAUSED, State.WAITING_INPUT})
+"""A run lives and no gate holds it: working, paused by a person, or waiting for input."""
+
+RUN_STATES = ACTIVE_STATES - {State.QUEUED}
+"""A task whose agent is at work or about to be (a queued one has no run yet)."""
+
 _TASK_STATE = {
     State.IDLE: "working",
+    State.QUEUED: "working",
     State.STARTING: "working",
     State.RUNNING: "working",
     State.PAUSED: "working",
@@ -46,6 +60,7 @@ _TASK_STATE = {
     State.BACKOFF: "working",
     State.STOPPING: "working",
     State.WAITING_APPROVAL: "input_required",
+    State.WAITING_INPUT: "input_required",
     State.COMPLETED: "completed",
     State.FAILED: "failed",
     State.STOPPED: "cancelled",
@@ -60,14 +75,22 @@ def task_state(state: State) -> str:
 WAIT_EXIT_CODES = {State.COMPLETED: 0, State.FAILED: 1, State.STOPPED: 3}
 """`herd wait` exit codes by how the task ended; 124 means the wait timed out."""
 WAIT_TIMEOUT_EXIT = 124
+WAIT_UNREACHABLE_EXIT = 4
+"""`herd wait --until`: the session settled in another state (idle, stopped, completed,
+failed) that only a person's start leaves, so the states asked for cannot come."""
 
 REASONS: dict[str, str] = {
     "user": "a person stopped, killed, restarted or paused it",
     "down": "`herd down` stopped it; the next `herd up` starts it again",
     "host-lost": "across hosts: the host it ran on stopped renewing its lease; this is that "
-    "host's last word until the engine moves the task (after the lease expired)",
-    "fenced": "stopped (SIGKILL): its host could not renew its cluster lease, so the session "
-    "may run elsewhere",
+    "host's last word until the engine moves the task (after lease and grace); on that host, "
+    "once back: the task it no longer owns, ended there",
+    "fenced": "stopped (SIGKILL): its host could not renew its cluster lease, or the session "
+    "was given to another host, so the session may run elsewhere",
+    "fleet-limit": "queued, across hosts: the task waits for a slot of the whole fleet "
+    "(`[cluster] max_sessions`)",
+    "host-limit": "queued, across hosts: the task's host has no free slot "
+    "(`max_sessions_per_host`); it starts there when one frees",
     "crashed": "backoff: the run failed; the next run starts after the delay",
     "exited": "backoff: the run exited cleanly and the restart policy runs it again",
     "disk-full": "backoff: the run ended while the disk was full; the restart waits for "
@@ -97,6 +120,12 @@ REASON_PATTERNS: dict[str, str] = {
     "cost_usd, turns or restarts)",
     "exit <code>": "failed (restart = never): the run exited with this code",
     "signal <name>": "failed (restart = never): this signal ended the run",
+    "after:<name>": "queued: the task starts once session <name> (of its `after`) has "
+    "completed; the first one not completed yet is named",
+    "after-failed:<name>": "stopped: session <name> of its `after` ended failed or stopped, so "
+    "this link of the chain can never run",
+    "worktree:<name>": "queued: its `after` sessions completed, but session <name> runs in "
+    "the same worktree; it starts when that task ends",
     "drift:<kind>": "on_drift said stop (stopped) or restart (backoff) for this drift kind; "
     "waiting-approval carries the kind itself",
 }

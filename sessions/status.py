@@ -19,6 +19,7 @@ from pydantic import (
     model_serializer,
 )
 
+from agentherd.sessions.diffreply import DiffReply
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import State
 
@@ -158,7 +159,11 @@ class UsageStatus(Wire):
     total_tokens: int = 0
     cost_usd: float | None = None
     cost_estimated: bool = False
+    cost_unpriced_model: str | None = None
+    """A model the agent named that herd has no price for: the cost leaves its tokens out."""
     turns: int = 0
+    uncounted_requests: int = 0
+    """Requests a kill cut off mid-answer: billed in part or whole, counted in no figure."""
 
 
 class LogsStatus(Wire):
@@ -214,8 +219,15 @@ class SessionStatus(Wire):
     """The last line of output a person can read, already summarised."""
     agent: str = "plain"
     next_restart_at: str | None = None
+    message_waiting: dict[str, Any] | None = None
+    """A `herd send` text the next run takes: `id`, `at`, `origin`, `chars`; else null."""
+    limit: dict[str, Any] | None = None
+    """Waiting on a rate limit: `waiting` (agent: it retries by itself while it runs; herd:
+    parked in backoff), `account`, `since`, `until`, `delay_source`, `attempt`; else null."""
     host: str | None = None
     """The host it runs (or last ran) on, across hosts (`[cluster]`); null on one machine."""
+    archived: bool = False
+    """herd.toml has it `archived` (`herd archive`): out of `herd ls` and the fleet view."""
 
 
 class TaskStatus(Wire):
@@ -242,13 +254,19 @@ class StartReply(Wire):
     handle: str
     session: str
     state: State
+    reason: str | None = None
+    """Why it is in that state: `after:NAME` for a task queued behind a session of its `after`."""
 
 
 class UpStarted(Wire):
-    """One session `up` started (or found running)."""
+    """One session `up` started (or found running, or queued behind its `after`)."""
+
+    omit_if_none: ClassVar[frozenset[str]] = frozenset({"state", "reason"})
 
     session: str
     handle: str
+    state: State | None = None
+    reason: str | None = None
 
 
 class WaitReply(Wire):
@@ -258,6 +276,24 @@ class WaitReply(Wire):
     state: State
     reason: str | None = None
     exit: int
+
+
+class SendReply(Wire):
+    """`send`: what became of a `herd send` text, and with `wait`, how its run ended."""
+
+    session: str
+    message_id: str
+    outcome: str
+    """`queued` (a run is under way: the next one takes it), `started` (a run began with it) or
+    `typed` (into an interactive run's terminal, with Enter)."""
+    handle: str | None = None
+    run: int | None = None
+    """The run that took the message, once one has."""
+    state: State | None = None
+    """With `wait`: the session's state once that run ended."""
+    run_outcome: str | None = None
+    """With `wait`: how that run ended (success, crashed, ...); `dropped`: no run took it;
+    typed: `turn-ended` (the agent waits for input again) or `timeout`."""
 
 
 class LogInfoReply(Wire):
@@ -291,6 +327,12 @@ class ShutdownReply(Wire):
     """`shutdown`: the daemon's pid (it exits, leaving agents running)."""
 
     pid: int
+
+
+class RecordedReply(Wire):
+    """`mcp_call`: the call is in the event log."""
+
+    recorded: bool
 
 
 class ReloadReply(Wire):
@@ -332,6 +374,13 @@ class SpendReply(Wire):
     samples: list[list[Any]] = Field(default_factory=list)
 
 
+class LinkReply(Wire):
+    """`link_ok`: whether a notification's approval link is good now, else why not."""
+
+    ok: bool
+    why: str | None = None
+
+
 class Snapshot(Wire):
     """One item of the `subscribe` stream: every session's status."""
 
@@ -351,15 +400,20 @@ REPLIES: dict[str, Any] = {
     "reject": SessionStatus,
     "ack": SessionStatus,
     "wait": WaitReply,
+    "send": SendReply,
     "events": list[Event],
     "subscribe": Snapshot,
     "log_info": LogInfoReply,
     "report": ReportReply,
     "spend": SpendReply,
+    "diff": DiffReply,
     "down": DownReply,
     "shutdown": ShutdownReply,
     "reload": ReloadReply,
     "info": DaemonInfo,
+    "terminal_writer": SessionStatus,
+    "mcp_call": RecordedReply,
+    "link_ok": LinkReply,
 }
 """The type of each operation's reply (of each streamed item for `subscribe`); `status` has
 `parse_status`, and an `events -f` item is one `Event`."""

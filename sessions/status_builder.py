@@ -65,6 +65,52 @@ class StatusFacts:
     last_line: str = ""
     logs: LogsStatus | None = None
     fleet: dict[str, Any] | None = None
+    account: str | None = None
+    """The session's provider account (sessions/accounts.py)."""
+    limit_wait: dict[str, Any] | None = None
+    """The live run's agent retrying a rate limit by itself (LimitWait.to_json())."""
+    archived: bool = False
+
+
+def limit_json(facts: StatusFacts) -> dict[str, Any] | None:
+    """The status's `limit`: parked on a rate limit by herd, or the agent retrying one."""
+    record = facts.record
+    if record.state == State.BACKOFF and record.reason == "rate-limit":
+        parked = record.limit or {}
+        return {
+            "waiting": "herd",
+            "account": parked.get("account") or facts.account,
+            "since": facts.run.ended_at if facts.run is not None else None,
+            "until": record.backoff_until,
+            "resets_at": parked.get("resets_at"),
+            "delay_source": parked.get("delay_source") or "guess",
+            "attempt": None,
+        }
+    if facts.limit_wait is not None and facts.alive:
+        wait = facts.limit_wait
+        return {
+            "waiting": "agent",
+            "account": facts.account,
+            "since": wait.get("since"),
+            "until": wait.get("retry_at"),
+            "resets_at": wait.get("retry_at"),
+            "delay_source": "agent",
+            "attempt": wait.get("attempt"),
+        }
+    return None
+
+
+def message_json(record: SessionRecord) -> dict[str, Any] | None:
+    """The status's `message_waiting`: what a sent text is, not its words (they can be long)."""
+    message = record.pending_message
+    if message is None:
+        return None
+    return {
+        "id": message.id,
+        "at": message.at,
+        "origin": message.origin,
+        "chars": len(message.text),
+    }
 
 
 def build(facts: StatusFacts) -> SessionStatus:
@@ -95,6 +141,9 @@ def build(facts: StatusFacts) -> SessionStatus:
         last_line=facts.last_line,
         agent=facts.agent,
         next_restart_at=record.backoff_until if record.state == State.BACKOFF else None,
+        message_waiting=message_json(record),
+        limit=limit_json(facts),
+        archived=facts.archived,
     )
 
 

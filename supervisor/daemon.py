@@ -31,6 +31,7 @@ from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.files.watcher import FleetWatcher, WatchKind
 from agentherd.supervisor.process import cgroups, childwatch, spawn
 from agentherd.supervisor.session import fleetstart
+from agentherd.supervisor.session.budgets import FleetShare
 from agentherd.supervisor.session.context import Context, Timings
 from agentherd.supervisor.session.news import News
 from agentherd.supervisor.session.stalltimer import watch_stalls
@@ -39,7 +40,14 @@ from agentherd.supervisor.session.supervisor import SessionSupervisor
 log = logging.getLogger("herd.daemon")
 
 RUN_MAY_LIVE = frozenset(
-    {State.STARTING, State.RUNNING, State.PAUSED, State.WAITING_APPROVAL, State.STOPPING}
+    {
+        State.STARTING,
+        State.RUNNING,
+        State.PAUSED,
+        State.WAITING_APPROVAL,
+        State.WAITING_INPUT,
+        State.STOPPING,
+    }
 )
 """States of a session whose run's processes may be alive (backoff and verifying have none)."""
 
@@ -64,9 +72,18 @@ class Daemon:
     """One per state folder: the single writer of state, and the control API's server."""
 
     def __init__(
-        self, config: HerdConfig, socket_path: Path | None = None, timings: Timings | None = None
+        self,
+        config: HerdConfig,
+        socket_path: Path | None = None,
+        timings: Timings | None = None,
+        owns: Callable[[str], bool] | None = None,
+        fleet_share: FleetShare | None = None,
     ) -> None:
         self.config = config
+        self.owns = owns
+        self.fleet_share = fleet_share
+        """Across hosts: the other hosts' spend, for the fleet budget's sum."""
+        """Across hosts: whether this host may restart or re-adopt a session (Context.owns)."""
         self.state_dir = config.state_dir
         self.socket_path = socket_path or socket_path_for(self.state_dir)
         self.timings = timings or Timings()
@@ -115,7 +132,7 @@ class Daemon:
         """Run until `down` or `shutdown`; agents keep running when the daemon exits."""
         if self._lock_fd is None:
             self.take_lock()
-        log.info("open-file limit %d", server.raise_fd_limit())
+        log.info("open-file limit %d", server.raise_fd_limit(len(self.config.sessions)))
         childwatch.use_pidfd_watcher()
         try:
             self.store = Store(self.state_dir / "state.db")
@@ -134,8 +151,10 @@ class Daemon:
                     news=self.news,
                     sessions=self.sessions,
                     watcher=self.watcher,
+                    owns=self.owns,
                 )
                 assert ctx.watch is not None
+                ctx.budgets.share = self.fleet_share
                 ctx.use_config(self.config)
                 self.queue = VerificationQueue(MAX_CONCURRENT_VERIFICATIONS)
                 await tg.start(self.queue.run)
@@ -148,14 +167,16 @@ class Daemon:
                 await self._clean_verify_leftovers()
                 for supervisor in self.sessions.values():
                     await supervisor.reconcile()
+                # A link whose `after` completed while no daemon ran (or just before) moves on.
+                ctx.chains.advance_all()
                 self.reconciled.set()
                 # Plans, progress files, logs (git folders later), resolved off the loop: a
                 # fleet's realpath walks on it hold `herd up`'s first requests back.
                 await ctx.watch.update_off_loop()
                 await tg.start(self.watcher.run)
                 for supervisor in list(self.sessions.values()):
-                    supervisor.on_file_change("plan")
-                    supervisor.on_file_change("progress")
+                    supervisor.refresher.changed("plan")
+                    supervisor.refresher.changed("progress")
                     await anyio.lowlevel.checkpoint()  # a fleet's reads start in slices
                 tg.start_soon(self._first_git_reads)
                 self.commit_daemon_event(
@@ -207,7 +228,7 @@ class Daemon:
             await self.ctx.watch.update_off_loop()
         async with anyio.create_task_group() as reads:
             for supervisor in list(self.sessions.values()):
-                reads.start_soon(each, functools.partial(supervisor.refresh_now, "git"))
+                reads.start_soon(each, functools.partial(supervisor.refresher.now, "git"))
 
     async def _clean_verify_leftovers(self) -> None:
         """Remove what a daemon killed mid-verification left; the checkpoint is verified again."""
@@ -268,10 +289,11 @@ class Daemon:
             if current is None:
                 supervisor = self._add_session(session_config, records.get(session_config.name))
                 await supervisor.observer.git_paths()
-                supervisor.refresh_everything()
+                supervisor.refresher.everything()
                 added.append(session_config.name)
             elif current.config != session_config:
                 current.config = session_config
+                current.touch()  # its status shows the new config (`archived`)
                 changed.append(session_config.name)
         wanted = {s.name for s in config.sessions}
         for name in [n for n in self.sessions if n not in wanted]:
@@ -285,6 +307,7 @@ class Daemon:
         self.ctx.use_config(config)
         self.ctx.budgets.mark_all()  # limits may have changed
         self.ctx.watch.update()
+        self.ctx.chains.advance_all()  # a link's `after` may have changed
         summary = {"added": added, "changed": changed, "removed": removed, "still_running": kept}
         if added or changed or removed or kept:
             parts = [f"{k.replace('_', ' ')}: {', '.join(v)}" for k, v in summary.items() if v]
@@ -294,7 +317,7 @@ class Daemon:
     def _on_file_change(self, session: str, kind: WatchKind) -> None:
         supervisor = self.sessions.get(session)
         if supervisor is not None:
-            supervisor.on_file_change(kind)
+            supervisor.refresher.changed(kind)
 
     async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run background work whose failure must be logged, never take the daemon down."""
@@ -328,9 +351,9 @@ class Daemon:
                 for supervisor in group:
                     if self.sessions.get(supervisor.config.name) is not supervisor:
                         continue  # removed by a reload meanwhile
-                    supervisor.check_log_cap()
+                    supervisor.follower.check_log_cap()
                     supervisor.check_stall()
-                    supervisor.refresh_everything()
+                    supervisor.refresher.everything()
                     budgets.revisit(supervisor)
             if not sessions:
                 await anyio.sleep(self.timings.reconcile_s)
@@ -367,19 +390,30 @@ class Daemon:
         )
         for supervisor in self.sessions.values():
             supervisor.observer.reread()  # checkpoints the store could not take come from git
-            supervisor.refresh_everything()
+            supervisor.refresher.everything()
 
     def commit_daemon_event(self, kind: str, message: str) -> None:
+        self.commit_event(Event(at=iso(utc_now()) or "", kind=kind, message=message))
+
+    def commit_event(self, event: Event) -> None:
+        """Write an event that changes no state (the daemon's own, a recorded call) and
+        announce it."""
         assert self.store is not None
-        event = Event(at=iso(utc_now()) or "", kind=kind, message=message)
         self.news.announce(self.store.commit(Change(events=(event,))))
 
     # ----- the API ----------------------------------------------------------------------
 
 
-def run_foreground(config: HerdConfig, socket_path: Path | None = None) -> None:
-    """`herd daemon`: serve until `herd down`, SIGTERM or SIGINT (which leave agents running)."""
-    daemon = Daemon(config, socket_path)
+def run_foreground(
+    config: HerdConfig,
+    socket_path: Path | None = None,
+    owns: Callable[[str], bool] | None = None,
+    fleet_share: FleetShare | None = None,
+) -> None:
+    """`herd daemon`: serve until `herd down`, SIGTERM or SIGINT (which leave agents running);
+    `owns`: across hosts, which sessions this host may restart or re-adopt; `fleet_share`:
+    the other hosts' spend."""
+    daemon = Daemon(config, socket_path, owns=owns, fleet_share=fleet_share)
     daemon.take_lock()  # before any task starts, so a second daemon exits at once
 
     async def main() -> None:

@@ -45,6 +45,15 @@ HERD = str(Path(sys.executable).parent / "herd")
 TEST_ID_VAR = "HERD_TEST_ID"
 
 
+def pid_gone(pid: int) -> bool:
+    """True when no live (non-zombie) process has `pid`: one look, so a reap between two
+    looks (pid_exists, then Process) cannot raise."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def wait_until(
     predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "", poll_s: float = 0.02
 ) -> Any:

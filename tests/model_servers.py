@@ -12,7 +12,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,14 @@ class Step:
     status: int = 0
     after_s: float = HANG_LIMIT_S
     """A `drop` step closes its stream this long after the hold began, unless told sooner."""
+    retry_s: float | None = None
+    """A `status` step's reset time, said the way the real API says it (None: not said)."""
+    retry_as: tuple[str, ...] = ("header",)
+    """Where the reset time is said: `header` (Retry-After), `text` (the error message, as
+    Gemini's API words it: "Please retry in 20s."), `detail` (Gemini's RetryInfo detail),
+    `stream` (the Responses API: a 200 stream whose `response.failed` is a
+    `rate_limit_exceeded` saying "Please try again in 120s."), `usage` (ChatGPT's Codex backend:
+    a `usage_limit_reached` 429 whose reset is only in its `x-codex-primary-*` headers)."""
 
 
 def tool(name: str, **args: Any) -> Step:
@@ -60,19 +68,50 @@ def drop(after_s: float = HANG_LIMIT_S) -> Step:
     return Step("drop", after_s=after_s)
 
 
-def fail(status: int) -> Step:
-    """The API answers with this HTTP error status (401, 429, 529...)."""
-    return Step("status", status=status)
+def fail(status: int, retry_s: float | None = None, said: tuple[str, ...] = ("header",)) -> Step:
+    """The API answers with this HTTP error status (401, 429, 529...).
+
+    retry_s: the reset time it gives, in the places `said` names (see `Step.retry_as`).
+    """
+    return Step("status", status=status, retry_s=retry_s, retry_as=said)
+
+
+def retry_words(step: Step, words: str) -> str:
+    """An error message with the step's reset time in words where the step says so."""
+    if step.retry_s is not None and "text" in step.retry_as:
+        return f"{words} Please retry in {step.retry_s:g}s."
+    return words
 
 
 @dataclass(frozen=True)
 class Tokens:
-    """The usage the server reports for every answer it completes."""
+    """Usage figures: a server's base for its answers, one answer's report, or a bill's sum."""
 
     input: int = 100
     output: int = 30
     cache_read: int = 20
     cache_write: int = 10
+
+    def nth(self, number: int) -> Tokens:
+        """What answer `number` (from 0) reports: each non-zero figure `number` above the base.
+
+        No two answers report the same usage, so a count that takes an answer twice or loses
+        one disagrees with the server's ledger.
+        """
+        return Tokens(*(value + number if value else 0 for value in astuple(self)))
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+
+@dataclass(frozen=True)
+class Served:
+    """One answer the server completed: what it reported, and whether the script asked for it."""
+
+    tokens: Tokens
+    scripted: bool
+    kind: str = "main"
+    """main | subagent | compaction | side: which of the agent's requests it answered."""
 
 
 class ScriptedServer:
@@ -86,10 +125,9 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         """Every scripted request's JSON body, in order."""
         self.paths: list[str] = []
-        self.answered = 0
-        self.served = 0
-        """Every answer completed, side requests too (each carried `tokens`): the bill."""
-        """Answers the server completed (each reported `tokens` once)."""
+        self.ledger: list[Served] = []
+        """Every answer completed, side requests too, in order, with the usage it reported."""
+        self._begun = 0
         self.hanging = threading.Event()
         """Set while a `hang` or `drop` step holds a request."""
         self.dropped = threading.Event()
@@ -126,13 +164,15 @@ class ScriptedServer:
                 owner.paths.append(self.path)
                 owner.handle(self, body)
 
-            def send_json(self, status: int, obj: Any) -> None:
+            def send_json(self, status: int, obj: Any, retry_after: str | None = None) -> None:
                 data = json.dumps(obj).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                if status == 429:
-                    self.send_header("Retry-After", "3600")
+                if retry_after is None and status == 429:
+                    retry_after = "3600"  # an unscripted limit: far off, as a quota's would be
+                if retry_after:
+                    self.send_header("Retry-After", retry_after)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -203,24 +243,50 @@ class ScriptedServer:
         """Close the stream a `drop` step holds now, instead of after its time."""
         self._drop_now.set()
 
-    def completed(self) -> None:
+    def begin(self) -> Tokens:
+        """The usage the answer now beginning reports (its start and its end say the same)."""
         with self._lock:
-            self.answered += 1
+            self._begun += 1
+            return self.tokens.nth(self._begun - 1)
 
-    def served_one(self) -> None:
+    def served_one(self, tokens: Tokens, scripted: bool = True, kind: str = "") -> None:
+        """Enter a completed answer in the ledger (kind: see `Served.kind`)."""
         with self._lock:
-            self.served += 1
+            self.ledger.append(Served(tokens, scripted, kind or ("main" if scripted else "side")))
             if self.log_path is not None:  # the hand-run server: its bill so far, for a person
-                bill = {
-                    "answers": self.served,
-                    **{k: v * self.served for k, v in vars(self.tokens).items()},
-                }
+                bill = {"answers": len(self.ledger), **asdict(self.bill())}
                 self.log_path.with_name(
                     self.log_path.name.replace(".requests.jsonl", ".bill.json")
                 ).write_text(json.dumps(bill) + "\n")
 
+    @property
+    def served(self) -> int:
+        """Answers completed, side requests too."""
+        return len(self.ledger)
+
+    @property
+    def answered(self) -> int:
+        """Scripted answers completed (the conversation's, not side requests)."""
+        return sum(1 for entry in self.ledger if entry.scripted)
+
+    def bill(self, scripted_only: bool = False, first: int = 0, last: int | None = None) -> Tokens:
+        """The sum of what answers `first` to `last` (ledger order) reported."""
+        entries = self.ledger[first:last]
+        total = Tokens(0, 0, 0, 0)
+        for entry in entries:
+            if entry.scripted or not scripted_only:
+                total = total + entry.tokens
+        return total
+
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def retry_header(step: Step) -> str | None:
+        """The Retry-After a `status` step sends (whole seconds): None for the default, "" none."""
+        if step.retry_s is None:
+            return None
+        return str(max(1, round(step.retry_s))) if "header" in step.retry_as else ""
 
 
 def _ids() -> Iterator[str]:
@@ -231,8 +297,34 @@ def _ids() -> Iterator[str]:
 _id = _ids()
 
 
+_SUBAGENT_MARK = "cc_is_subagent=true"
+"""Claude Code's billing header in a subagent's system prompt (2.1.197 and 2.1.332)."""
+
+_COMPACTION_MARK = "create a detailed summary of the conversation"
+"""Claude Code's compaction request asks this in a user message, the last or one before a
+system note (the request carries the tools too)."""
+
+COMPACT_SUMMARY = (
+    "<analysis>Scripted.</analysis>\n<summary>The work so far: files written.</summary>"
+)
+
+
 class AnthropicServer(ScriptedServer):
-    """The Anthropic Messages API (`POST /v1/messages`, streaming or not) for Claude Code."""
+    """The Anthropic Messages API (`POST /v1/messages`, streaming or not) for Claude Code.
+
+    A subagent's requests (its system prompt carries `cc_is_subagent=true`) take their answers
+    from `subagent_steps` when given (a subagent may run beside the main thread), else from
+    the one script. A compaction request is answered with COMPACT_SUMMARY, off the script.
+    """
+
+    def __init__(
+        self,
+        steps: list[Step],
+        tokens: Tokens = Tokens(),
+        subagent_steps: list[Step] | None = None,
+    ) -> None:
+        super().__init__(steps, tokens)
+        self.subagent_steps = subagent_steps
 
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         if "/v1/messages" not in handler.path or "count_tokens" in handler.path:
@@ -242,9 +334,26 @@ class AnthropicServer(ScriptedServer):
             # Side requests (titles, summaries) are not part of the conversation's script.
             self._answer(handler, body, text("ok"), scripted=False)
             return
+        if _COMPACTION_MARK in json.dumps(body.get("messages")):
+            self._answer(handler, body, text(COMPACT_SUMMARY), False, "compaction")
+            return
+        if _SUBAGENT_MARK in json.dumps(body.get("system")):
+            step = self._next_subagent_step(body)
+            self._answer(handler, body, step, True, "subagent")
+            return
         self._answer(handler, body, self.next_step(body), scripted=True)
 
-    def _answer(self, handler: Any, body: dict[str, Any], step: Step, scripted: bool) -> None:
+    def _next_subagent_step(self, body: dict[str, Any]) -> Step:
+        """A subagent's next answer: from its own script when there is one."""
+        if self.subagent_steps is None:
+            return self.next_step(body)
+        with self._lock:
+            self.requests.append(body)
+            return self.subagent_steps.pop(0) if self.subagent_steps else text("Subagent done.")
+
+    def _answer(
+        self, handler: Any, body: dict[str, Any], step: Step, scripted: bool, kind: str = ""
+    ) -> None:
         if step.kind == "status":
             error_type = {429: "rate_limit_error", 401: "authentication_error"}.get(
                 step.status, "overloaded_error"
@@ -253,11 +362,15 @@ class AnthropicServer(ScriptedServer):
                 step.status,
                 {
                     "type": "error",
-                    "error": {"type": error_type, "message": f"scripted {step.status}"},
+                    "error": {
+                        "type": error_type,
+                        "message": retry_words(step, f"scripted {step.status}"),
+                    },
                 },
+                self.retry_header(step),
             )
             return
-        tokens = self.tokens
+        tokens = self.begin()
         message_id = f"msg_{next(_id)}"
         model = body.get("model") or "claude-sonnet-4-5"
         start_usage = {
@@ -297,9 +410,7 @@ class AnthropicServer(ScriptedServer):
                     "usage": usage,
                 },
             )
-            self.served_one()
-            if scripted:
-                self.completed()
+            self.served_one(tokens, scripted, kind)
             return
         handler.start_events()
         handler.event(
@@ -346,9 +457,7 @@ class AnthropicServer(ScriptedServer):
             },
         )
         handler.event("message_stop", {"type": "message_stop"})
-        self.served_one()
-        if scripted:
-            self.completed()
+        self.served_one(tokens, scripted, kind)
 
 
 class OpenAIResponsesServer(ScriptedServer):
@@ -362,13 +471,22 @@ class OpenAIResponsesServer(ScriptedServer):
         if not handler.path.rstrip("/").endswith("/responses"):
             handler.send_json(404, {"error": {"message": "not scripted"}})
             return
-        step = self.next_step(body)
+        schema = _title_schema(body)
+        scripted = schema is None
+        step = self.next_step(body) if scripted else text(json.dumps(_fill_schema(schema)))
+        if step.kind == "status" and "stream" in step.retry_as:
+            self._failed_stream(handler, body, step)
+            return
+        if step.kind == "status" and "usage" in step.retry_as:
+            self._usage_limit(handler, step)
+            return
         if step.kind == "status":
+            words = retry_words(step, f"scripted {step.status}")
             handler.send_json(
-                step.status, {"error": {"message": f"scripted {step.status}", "type": "error"}}
+                step.status, {"error": {"message": words, "type": "error"}}, self.retry_header(step)
             )
             return
-        tokens = self.tokens
+        tokens = self.begin()
         response_id = f"resp_{next(_id)}"
         model = body.get("model") or "gpt-5.1-codex"
         shell = {"id": response_id, "object": "response", "model": model, "status": "in_progress"}
@@ -414,8 +532,50 @@ class OpenAIResponsesServer(ScriptedServer):
         }
         done = {**shell, "status": "completed", "output": [item], "usage": usage}
         handler.event("response.completed", {"type": "response.completed", "response": done})
-        self.served_one()
-        self.completed()
+        self.served_one(tokens, scripted)
+
+    @staticmethod
+    def _usage_limit(handler: Any, step: Step) -> None:
+        """A usage limit as ChatGPT's Codex backend says it: the reset in headers only."""
+        import time
+
+        error = {"type": "usage_limit_reached", "message": "The usage limit has been reached"}
+        data = json.dumps({"error": {**error, "plan_type": "plus"}}).encode()
+        handler.send_response(step.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.send_header("x-codex-primary-used-percent", "100")
+        handler.send_header("x-codex-primary-window-minutes", "300")
+        reset_at = int(time.time() + (step.retry_s or 0))
+        handler.send_header("x-codex-primary-reset-at", str(reset_at))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def _failed_stream(self, handler: Any, body: dict[str, Any], step: Step) -> None:
+        """A stream that fails at once on a rate limit (Codex prints the API's words)."""
+        model = body.get("model") or "gpt-5.1-codex"
+        shell = {"id": f"resp_{next(_id)}", "object": "response", "model": model}
+        handler.start_events()
+        handler.event("response.created", {"type": "response.created", "response": shell})
+        failed = {**shell, "status": "failed", "error": _stream_failure(step)}
+        handler.event("response.failed", {"type": "response.failed", "response": failed})
+
+
+def _title_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of a request without tools that asks for one (the interactive Codex's
+    thread-title request, a side request off the script); None for the conversation's own."""
+    if body.get("tools"):
+        return None
+    fmt = (body.get("text") or {}).get("format") or {}
+    schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+    return schema if isinstance(schema, dict) else None
+
+
+def _stream_failure(step: Step) -> dict[str, Any]:
+    """A Responses stream's rate-limit failure, worded as the API words it."""
+    wait = f" Please try again in {step.retry_s:g}s." if step.retry_s is not None else ""
+    message = f"Rate limit reached for requests per min (RPM): Limit 3, Used 3.{wait}"
+    return {"code": "rate_limit_exceeded", "message": message}
 
 
 class OpenAIChatServer(ScriptedServer):
@@ -432,11 +592,12 @@ class OpenAIChatServer(ScriptedServer):
         scripted = bool(body.get("tools"))
         step = self.next_step(body) if scripted else text("A title")
         if step.kind == "status":
+            words = retry_words(step, f"scripted {step.status}")
             handler.send_json(
-                step.status, {"error": {"message": f"scripted {step.status}", "type": "error"}}
+                step.status, {"error": {"message": words, "type": "error"}}, self.retry_header(step)
             )
             return
-        tokens = self.tokens
+        tokens = self.begin()
         usage = {
             "prompt_tokens": tokens.input,
             "completion_tokens": tokens.output,
@@ -450,9 +611,7 @@ class OpenAIChatServer(ScriptedServer):
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             answer = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
             handler.send_json(200, answer)
-            self.served_one()
-            if scripted:
-                self.completed()
+            self.served_one(tokens, scripted)
             return
         handler.start_events()
         if step.kind in ("hang", "drop"):
@@ -480,9 +639,7 @@ class OpenAIChatServer(ScriptedServer):
         handler.event(None, {**base, "choices": [], "usage": usage})
         handler.wfile.write(b"data: [DONE]\n\n")
         handler.wfile.flush()
-        self.served_one()
-        if scripted:
-            self.completed()
+        self.served_one(tokens, scripted)
 
 
 def _fill_schema(schema: Any) -> Any:
@@ -513,22 +670,17 @@ class GeminiServer(ScriptedServer):
 
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         path = handler.path
-        tokens = self.tokens
-        usage = {
-            "promptTokenCount": tokens.input,
-            "candidatesTokenCount": tokens.output,
-            "cachedContentTokenCount": tokens.cache_read,
-            "totalTokenCount": tokens.input + tokens.output,
-        }
         if ":countTokens" in path:
-            handler.send_json(200, {"totalTokens": tokens.input})
+            handler.send_json(200, {"totalTokens": self.tokens.input})
             return
         if ":generateContent" in path:
             config = body.get("generationConfig") or body.get("generation_config") or {}
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
             answer = json.dumps(_fill_schema(schema)) if schema else "ok"
-            handler.send_json(200, self._chunk([{"text": answer}], "STOP", usage))
-            self.served_one()
+            tokens = self.begin()
+            chunk = self._chunk([{"text": answer}], "STOP", self._usage(tokens), _model_of(path))
+            handler.send_json(200, chunk)
+            self.served_one(tokens, scripted=False)
             return
         if ":streamGenerateContent" not in path:
             handler.send_json(404, {"error": {"message": "not scripted"}})
@@ -538,14 +690,19 @@ class GeminiServer(ScriptedServer):
             status_name = {429: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED"}.get(
                 step.status, "UNAVAILABLE"
             )
-            handler.send_json(
-                step.status,
-                {"error": {"code": step.status, "message": "scripted", "status": status_name}},
-            )
+            error: dict[str, Any] = {
+                "code": step.status,
+                "message": retry_words(step, "scripted"),
+                "status": status_name,
+            }
+            if step.retry_s is not None and "detail" in step.retry_as:
+                retry_info = "type.googleapis.com/google.rpc.RetryInfo"
+                error["details"] = [{"@type": retry_info, "retryDelay": f"{step.retry_s:g}s"}]
+            handler.send_json(step.status, {"error": error}, self.retry_header(step))
             return
         handler.start_events()
         if step.kind in ("hang", "drop"):
-            handler.event(None, self._chunk([{"text": ""}], None, None))
+            handler.event(None, self._chunk([{"text": ""}], None, None, _model_of(path)))
             if step.kind == "drop":
                 self.hold_then_drop(handler, step)
             else:
@@ -555,19 +712,36 @@ class GeminiServer(ScriptedServer):
             parts = [{"functionCall": {"name": step.name, "args": step.args}}]
         else:
             parts = [{"text": step.text}]
-        handler.event(None, self._chunk(parts, "STOP", usage))
-        self.served_one()
-        self.completed()
+        tokens = self.begin()
+        handler.event(None, self._chunk(parts, "STOP", self._usage(tokens), _model_of(path)))
+        self.served_one(tokens)
 
     @staticmethod
-    def _chunk(parts: list[Any], finish: str | None, usage: Any) -> dict[str, Any]:
+    def _usage(tokens: Tokens) -> dict[str, int]:
+        return {
+            "promptTokenCount": tokens.input,
+            "candidatesTokenCount": tokens.output,
+            "cachedContentTokenCount": tokens.cache_read,
+            "totalTokenCount": tokens.input + tokens.output,
+        }
+
+    @staticmethod
+    def _chunk(parts: list[Any], finish: str | None, usage: Any, model: str) -> dict[str, Any]:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
         if finish:
             candidate["finishReason"] = finish
-        chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-test"}
+        # As the Gemini API does: the answer names the model asked for (Gemini CLI keys its
+        # stats by it).
+        chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": model}
         if usage:
             chunk["usageMetadata"] = usage
         return chunk
+
+
+def _model_of(path: str) -> str:
+    """The model a Gemini API path asks for (`/v1beta/models/NAME:streamGenerateContent`)."""
+    name = path.split("/models/", 1)[-1].split(":", 1)[0]
+    return name or "gemini-test"
 
 
 SERVERS: dict[str, type[ScriptedServer]] = {
@@ -580,11 +754,11 @@ SERVERS: dict[str, type[ScriptedServer]] = {
 
 def _step_from_json(obj: dict[str, Any]) -> Step:
     """{"tool": NAME, "args": {...}} | {"text": "..."} | {"hang": true} | {"drop": SECONDS}
-    | {"status": 429}."""
+    | {"status": 429, "retry_s": 20, "said": ["header", "text", "detail"]}."""
     if "tool" in obj:
         return tool(obj["tool"], **obj.get("args", {}))
     if "status" in obj:
-        return fail(int(obj["status"]))
+        return fail(int(obj["status"]), obj.get("retry_s"), tuple(obj.get("said", ["header"])))
     if obj.get("hang"):
         return hang()
     if "drop" in obj:

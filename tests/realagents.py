@@ -6,6 +6,7 @@ them gets a skip that says how to install them; with CI=true a missing binary fa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Herd, git, make_repo, wait_until
+from model_servers import ScriptedServer, Tokens
 
 from agentherd.sessions import prices
 from agentherd.sessions.adapters import price_for
@@ -143,6 +145,11 @@ def rescued_and_resumed(herd: Herd, draft: Path) -> tuple[dict[str, Any], list[d
     assert not draft.exists()  # saved on the rescue ref, then reset
     started = herd.events(MAIN, "run-started")
     assert [e["data"]["mode"] for e in started] == ["command", "resume"]
+    # The resumed agent named the stored conversation and appends to its own record of it.
+    (checked,) = herd.events(MAIN, "resume-checked")
+    assert checked["data"]["agent_session_id"] == status["agent_session_id"]
+    assert checked["data"]["file"] and Path(checked["data"]["file"]).is_file()
+    assert not herd.events(MAIN, "resume-mismatch")
     return status, started
 
 
@@ -169,6 +176,41 @@ def assert_cost_estimated(agent: str, usage: dict[str, Any]) -> None:
     expected = prices.with_estimate(Usage.from_json(usage), price)
     assert usage["cost_estimated"] is True
     assert usage["cost_usd"] == pytest.approx(expected.cost_usd) and usage["cost_usd"] > 0
+
+
+def assert_cost_unpriced(herd: Herd, usage: dict[str, Any], models: set[str]) -> None:
+    """A run on models herd has no price for: no cost at all (never another model's price),
+    the model named in status, a `cost-unpriced` warning once per model, and the words that say
+    so. A run on two models (Gemini's router and its answerer) may be told of both: the live
+    reader can see the one before the run's last line names the other."""
+    assert usage["cost_usd"] is None and usage["cost_estimated"] is False, usage
+    model = usage["cost_unpriced_model"]
+    assert model in models, (model, models)
+
+    def of_model() -> list[dict[str, Any]]:
+        return [e for e in herd.events(MAIN, "cost-unpriced") if e["data"]["model"] == model]
+
+    said = wait_until(of_model, timeout_s=10)
+    named = [e["data"]["model"] for e in herd.events(MAIN, "cost-unpriced")]
+    assert len(said) == 1 and len(named) == len(set(named)) and set(named) <= models, named
+    header = f'[prices."{model}"]' if "." in model else f"[prices.{model}]"  # TOML quoting
+    assert header in said[0]["message"]
+    hint = f"no price for {model}: add {header} to herd.toml"
+    assert hint in herd.cli("status", MAIN).stdout
+    assert "unpriced" in herd.cli("ls").stdout
+    assert header in herd.cli("report", MAIN).stdout
+
+
+def assert_in_flight_said(herd: Herd, server: ScriptedServer, status: dict[str, Any]) -> None:
+    """The killed run's held request was begun and never finished, so no figure of it exists
+    anywhere: herd counts none of it, and says so in its run, status and report."""
+    assert server.hanging.is_set()  # the hold: an answer begun, never finished nor billed
+    runs = herd.daemon.store.runs(MAIN)
+    assert [r.usage["uncounted_requests"] for r in runs] == [1, 0]
+    assert status["usage"]["uncounted_requests"] == 1
+    words = "1 request cut off by a kill is not counted"
+    assert words in herd.cli("status", MAIN).stdout
+    assert words in herd.cli("report", MAIN).stdout
 
 
 def preset(agent: str) -> dict[str, Any]:
@@ -267,8 +309,11 @@ def gemini_env(
     }
 
 
-def opencode_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
-    """A throw-away HOME whose OpenCode config names one model on a local chat-completions API."""
+def opencode_env(
+    home: Path, base_url: str, binary: str, permission: dict[str, str] | None = None
+) -> dict[str, str]:
+    """A throw-away HOME whose OpenCode config names one model on a local chat-completions API
+    (and, given `permission`, OpenCode's documented permission settings)."""
     folder = home / ".config" / "opencode"
     folder.mkdir(parents=True, exist_ok=True)
     provider = {
@@ -283,6 +328,8 @@ def opencode_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
         "autoupdate": False,
         "share": "disabled",
     }
+    if permission is not None:
+        config["permission"] = permission
     (folder / "opencode.json").write_text(json.dumps(config))
     return {
         "HOME": str(home),
@@ -290,6 +337,17 @@ def opencode_env(home: Path, base_url: str, binary: str) -> dict[str, str]:
         "OPENCODE_DISABLE_AUTOUPDATE": "true",
         "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+
+
+def served_as_read(tokens: Tokens, cached_in_input: bool) -> tuple[int, int, int, int]:
+    """(input, output, cache read, cache write) as herd reads an answer the server billed.
+
+    Codex, Gemini and OpenCode report cached tokens inside the input and no cache writes; herd
+    counts the cached part as cache read only.
+    """
+    if cached_in_input:
+        return (tokens.input - tokens.cache_read, tokens.output, tokens.cache_read, 0)
+    return (tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)
 
 
 def run_usages(herd: Any, name: str, count: int) -> list[tuple[int, int, int, int]]:
@@ -310,3 +368,62 @@ def run_usages(herd: Any, name: str, count: int) -> list[tuple[int, int, int, in
         ]
 
     return wait_until(ended, timeout_s=30, what=f"{count} ended runs of {name}")  # type: ignore[no-any-return]
+
+
+def _signal_command(signals: Path) -> str:
+    """A hook command that appends the JSON the agent gives on stdin as one line of `signals`."""
+    return f"cat >> '{signals}'; echo >> '{signals}'"
+
+
+def codex_hook_hash(event: str, command: str) -> str:
+    """The `trusted_hash` Codex records for a trusted command hook: sha256 over the compact,
+    key-sorted JSON of the hook's identity with Codex's defaults (timeout 600, not async)."""
+    handler = {"async": False, "command": command, "timeout": 600, "type": "command"}
+    identity = {"event_name": event, "hooks": [handler]}
+    canonical = json.dumps(identity, separators=(",", ":"), sort_keys=True)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def interactive_env(
+    cli: str, home: Path, cwd: Path, base_url: str, binary: str, signals: Path
+) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) that start `cli`'s full-screen interface offline in `cwd` against a scripted
+    server, every first-run dialog answered ahead, and its waits-for-a-person signal appended
+    to `signals` one JSON object a line (docs/agents-interactive.md says what each is)."""
+    hook = {"hooks": [{"type": "command", "command": _signal_command(signals)}]}
+    if cli == "claude":
+        env = claude_env(home, base_url, binary)
+        key = env["ANTHROPIC_API_KEY"]
+        # Onboarding done, this folder trusted, the key in the environment approved (by its
+        # last 20 characters, as Claude Code records a person's yes).
+        state = {
+            "hasCompletedOnboarding": True,
+            "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+            "projects": {str(cwd): {"hasTrustDialogAccepted": True}},
+        }
+        (home / ".claude.json").write_text(json.dumps(state))
+        settings = home / "herd-hooks.json"
+        events = ("Notification", "PermissionRequest", "Stop")
+        settings.write_text(json.dumps({"hooks": {event: [hook] for event in events}}))
+        return [binary, "--settings", str(settings)], env
+    if cli == "codex":
+        env = codex_env(home, base_url, binary)
+        codex_home = home / ".codex"
+        events = {"PermissionRequest": "permission_request", "Stop": "stop"}
+        hooks_file = codex_home / "hooks.json"
+        hooks_file.write_text(json.dumps({"hooks": {event: [hook] for event in events}}))
+        with (codex_home / "config.toml").open("a") as config:
+            config.write(f'[projects."{cwd}"]\ntrust_level = "trusted"\n')
+            # Each hook trusted ahead, as its "Hooks need review" dialog would record it.
+            for snake in events.values():
+                key = f"{hooks_file}:{snake}:0:0"
+                digest = codex_hook_hash(snake, _signal_command(signals))
+                config.write(f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n')
+        # --no-daemon: else the interface starts a background app-server that outlives it.
+        return [binary, "--no-daemon"], env
+    if cli == "gemini":
+        hooks = {"hooks": {"Notification": [hook], "AfterAgent": [hook]}}
+        env = gemini_env(home, base_url, binary, hooks)
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+        return [binary], env
+    raise ValueError(f"no interactive recipe for {cli!r}")

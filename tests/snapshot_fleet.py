@@ -379,6 +379,13 @@ class ReplayClient:
         """One reply, as the daemon's JSON."""
         self.calls.append((op, args))
         name = args.get("name") or args.get("session")
+        if op in ("ls", "status") and not args.get("target"):
+            return [s.to_json() for s in self._statuses()]
+        if op == "status":
+            found = [s for s in self._statuses() if s.session == args["target"]]
+            if not found:
+                raise ApiError("unknown-session", f"no session named {args['target']!r}")
+            return found[0].to_json()
         if op == "log_info":
             run = next(r["restarts"] + 1 for r in ROWS if r["name"] == name)
             return LogInfoReply(
@@ -391,12 +398,59 @@ class ReplayClient:
         if op == "spend":
             samples = spend_samples() if self.budgets and name == "api-migration" else []
             return {"session": name, "samples": samples}
+        if op == "diff":
+            return diff_reply(str(name), args)
         raise ApiError("bad-state", f"{op}: this is a replayed fleet")
 
     async def stream(self, op: str, **args: Any) -> Any:
         """`subscribe`: one snapshot, then nothing changes."""
+        yield {"sessions": [s.to_json() for s in self._statuses()], "at": AT}
+        await anyio.sleep_forever()
+
+    def _statuses(self) -> list[SessionStatus]:
+        """The fleet's statuses (api-migration with its budget when `budgets`)."""
         found = statuses()
         if self.budgets:
             found[0] = found[0].model_copy(update={"budget": BUDGET})
-        yield {"sessions": [s.to_json() for s in found], "at": AT}
-        await anyio.sleep_forever()
+        return found
+
+
+DIFF_TEXT = """diff --git a/billing/export.py b/billing/export.py
+index 3b18e51..a4c2f0d 100644
+--- a/billing/export.py
++++ b/billing/export.py
+@@ -12,9 +12,14 @@ def export_csv(invoices, out):
+     writer = csv.writer(out)
+-    writer.writerow(["id", "amount"])
++    writer.writerow(["id", "amount", "currency"])
+     for invoice in invoices:
+-        writer.writerow([invoice.id, invoice.amount])
++        writer.writerow([invoice.id, invoice.amount, invoice.currency])
++
++
++def export_pdf(invoices, out):
++    raise NotImplementedError("PDF export")
+"""
+
+
+def diff_reply(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The `diff` op on the replayed fleet: the newest checkpoint's two files, one file's text."""
+    checkpoints = [
+        {"sha": "9f1c2ab" + "0" * 33, "short": "9f1c2ab", "at": "2025-11-30T09:40:00Z",
+         "subject": "Add PDF export stub", "verified": False, "files": 2, "insertions": 9,
+         "deletions": 2},
+        {"sha": "41d07e3" + "0" * 33, "short": "41d07e3", "at": "2025-11-30T09:10:00Z",
+         "subject": "CSV export with currency", "verified": True, "files": 1, "insertions": 30,
+         "deletions": 0},
+    ]  # fmt: skip
+    files = [
+        {"path": "billing/export.py", "status": "modified", "added": 7, "removed": 2},
+        {"path": "tests/test_export.py", "status": "added", "added": 2, "removed": 0},
+    ]
+    wanted = args.get("file")
+    texts = {wanted: {"text": DIFF_TEXT, "truncated": False}} if wanted else {}
+    return {
+        "session": name, "checkpoints": checkpoints, "work": False, "target": checkpoints[0],
+        "against": "previous", "base_label": "checkpoint 41d07e3", "base": checkpoints[1]["sha"],
+        "files": files, "texts": texts,
+    }  # fmt: skip

@@ -381,6 +381,62 @@ def test_claude_permission_denials_on_a_success_are_permission_denied() -> None:
     assert outcome.permission_denials == ("Write", "Bash")
 
 
+def test_claude_2_1_332_resumed_run_counts_what_it_spent_since_the_last_result() -> None:
+    # 2.1.332's modelUsage and total_cost_usd cover the whole conversation, the killed run's
+    # answer included; `model_usage_since_last_result` is this process's share since its last.
+    def entry(tokens: int, cost: float) -> dict[str, object]:
+        return {
+            "inputTokens": tokens,
+            "outputTokens": 30,
+            "cacheReadInputTokens": 20,
+            "cacheCreationInputTokens": 10,
+            "costUSD": cost,
+        }
+
+    def result(whole: int, since: int, cost: float) -> dict[str, object]:
+        return {
+            "type": "result",
+            "subtype": "success",
+            "num_turns": 1,
+            "total_cost_usd": 0.05 + cost,
+            "modelUsage": {"m": entry(whole, 0.05 + cost)},
+            "model_usage_since_last_result": {"m": entry(since, cost)},
+        }
+
+    parser = feed(ClaudeParser("s1"), {"type": "system", "subtype": "init", "session_id": "s1"})
+    feed(parser, result(202, 102, 0.01))
+    assert figures(parser.usage) == (102, 30, 20, 10, 162)
+    assert parser.usage.cost_usd == pytest.approx(0.01)
+    # A second result of the same process adds what it spent since the first, and its turns.
+    feed(parser, result(305, 103, 0.02))
+    assert parser.usage.input_tokens == 205 and parser.usage.cost_usd == pytest.approx(0.03)
+    assert parser.usage.turns == 2
+
+
+def test_claude_2_1_332_a_result_after_the_next_turns_answers_takes_no_turn_back() -> None:
+    # A background subagent's report starts a main turn whose answer 2.1.332 prints before the
+    # first result line (num_turns 2); the second result gives that turn (num_turns 1).
+    def answer(number: int) -> dict[str, object]:
+        usage = {"input_tokens": 100, "output_tokens": 1}
+        message = {"id": f"m{number}", "content": [], "usage": usage}
+        return {"type": "assistant", "message": message}
+
+    def result(turns: int, since: dict[str, object]) -> dict[str, object]:
+        return {
+            "type": "result",
+            "subtype": "success",
+            "num_turns": turns,
+            "model_usage_since_last_result": since,
+        }
+
+    parser = feed(ClaudeParser(), answer(1), answer(2), answer(3))
+    assert parser.usage.turns == 3
+    feed(parser, result(2, {"m": {"inputTokens": 300, "outputTokens": 3}}))
+    assert parser.usage.turns == 3 and parser.usage.input_tokens == 300
+    feed(parser, result(1, {}))
+    assert parser.usage.turns == 3 and parser.usage.input_tokens == 300
+
+
 def test_claude_max_turns() -> None:
     parser = feed(
         ClaudeParser(),
@@ -636,6 +692,38 @@ def test_gemini_tools_refused_without_yolo_are_permission_denied() -> None:
     assert parser.outcome.permission_denials == ("write_file",)
 
 
+def test_gemini_turns_are_the_model_speaking_after_the_prompt_or_the_tools() -> None:
+    """Each answer prints its text and every tool call before any result: two parallel calls
+    are one turn, the text after the results another (Gemini's turns were always 0)."""
+
+    def use(tool_id: str) -> dict[str, Any]:
+        return {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": tool_id}
+
+    def result(tool_id: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_id": tool_id, "status": "success", "output": ""}
+
+    def said(words: str) -> dict[str, Any]:
+        return {"type": "message", "role": "assistant", "content": words, "delta": True}
+
+    parser = feed(
+        GeminiParser(),
+        {"type": "init", "session_id": "g-1"},
+        {"type": "message", "role": "user", "content": "work"},
+        said("Let me look."),
+        use("a"),
+        use("b"),
+        result("a"),
+        result("b"),
+        use("c"),
+        result("c"),
+        said("Done"),
+        said(", all of it."),
+    )
+    assert parser.usage.turns == 3
+    feed(parser, {"type": "result", "status": "success", "stats": {"total_tokens": 5}})
+    assert parser.usage.turns == 3
+
+
 def test_gemini_max_turns_and_rate_limit() -> None:
     error = {"type": "MaxSessionTurnsError", "message": "Maximum session turns exceeded"}
     parser = feed(GeminiParser(), {"type": "result", "status": "error", "error": error})
@@ -701,11 +789,35 @@ def test_opencode_error_and_rejected_permissions() -> None:
     error = {"name": "APIError", "data": {"message": "Rate limit exceeded", "statusCode": 429}}
     parser = feed(OpenCodeParser(), {"type": "error", "sessionID": "s", "error": error})
     assert parser.outcome is not None and parser.outcome.kind == "rate-limit"
+    assert parser.outcome.resets_at is None  # no time said: herd's wait, marked a guess
+    said = {
+        "name": "APIError",
+        "data": {"message": "Rate limit. Please retry in 1800s.", "statusCode": 429},
+    }
+    parser = feed(OpenCodeParser(), {"type": "error", "sessionID": "s", "error": said})
+    assert parser.outcome is not None and parser.outcome.resets_at is not None
     parser = feed(
         OpenCodeParser(), {"type": "done", "reason": "idle", "rejected": ["edit", "bash"]}
     )
     assert parser.outcome is not None and parser.outcome.kind == "permission-denied"
     assert parser.outcome.permission_denials == ("edit", "bash")
+
+
+def invalid_call(tool: str) -> dict[str, object]:
+    """OpenCode 1.18's line for a call of a tool the model was not given."""
+    error = f"Model tried to call unavailable tool '{tool}'. Available tools: edit, read, write."
+    state = {"status": "completed", "input": {"tool": tool, "error": error}, "output": error}
+    return {"type": "tool_use", "part": {"type": "tool", "tool": "invalid", "state": state}}
+
+
+def test_opencode_a_tool_the_config_took_away_is_denied_a_made_up_one_is_not() -> None:
+    stop = {"type": "step_finish", "part": {"reason": "stop", "tokens": {"input": 1}}}
+    parser = feed(OpenCodeParser(), invalid_call("bash"), stop)
+    assert parser.outcome is not None and parser.outcome.kind == "permission-denied"
+    assert parser.outcome.permission_denials == ("bash",)
+    # A tool OpenCode never had is the model's mistake, told to it, not a refusal.
+    parser = feed(OpenCodeParser(), invalid_call("run_shell"), stop)
+    assert parser.outcome is not None and parser.outcome.kind == "success"
 
 
 def test_aider_token_and_cost_lines() -> None:

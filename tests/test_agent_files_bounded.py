@@ -12,9 +12,8 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import Herd, make_repo, wait_until
+from conftest import Herd, make_repo, pid_gone, wait_until
 from test_agent_usage_runs import FIXTURES, replay, run_usages, session
 
 from agentherd.sessions.adapters import claude_tokens, gemini, jsonlines
@@ -186,7 +185,7 @@ def check_daemon_survives(herd: Herd) -> None:
         down = herd.cli("down", timeout_s=90)
     assert down.returncode == 0, down.stdout + down.stderr
     print(f"daemon peak RSS {peak / MIB:.0f} MiB")  # the figure, in the pidns report (-rP)
-    wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+    wait_until(lambda: pid_gone(pid))
     assert peak < DAEMON_MAX_RSS_BYTES, f"the daemon reached {peak / MIB:.0f} MiB"
 
 

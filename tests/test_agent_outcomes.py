@@ -17,7 +17,7 @@ import pytest
 from conftest import FAST, Herd, make_repo, wait_until
 
 from agentherd.sessions.status import SessionStatus
-from agentherd.tui.dashboard.rows import row_cells
+from agentherd.tui.dashboard.rows import detail_lines, row_cells
 
 FIXTURES = Path(__file__).parent / "fixtures" / "outcomes"
 
@@ -101,7 +101,9 @@ def test_a_rate_limit_waits_until_the_reset_the_agent_gave(herd: Herd, tmp_path:
     assert parked["next_restart_at"] == limited["data"]["resumes_at"]
     # The dashboard's row says when it goes on.
     state_cell = row_cells(SessionStatus.model_validate(parked), 40)["state"][0]
-    assert re.fullmatch(r"backoff \(rate-limit\) resumes in [0-3]s ⚠1", state_cell), state_cell
+    assert re.fullmatch(r"backoff resumes in [0-3]s ⚠1", state_cell), state_cell
+    said = detail_lines(SessionStatus.model_validate(parked))[0]  # the reason whole there
+    assert re.match(r"main  backoff \(rate-limit\) resumes in [0-3]s  ·", said), said
     status = herd.wait_state("main", "completed", "failed", timeout_s=20)
     # max_crashes = 1: had the limit counted as a crash, the task would have failed.
     assert status["state"] == "completed", herd.events("main")

@@ -128,6 +128,8 @@ def test_usage_to_json_is_the_contract_object() -> None:
         "cost_usd": 0.5,
         "cost_estimated": False,
         "turns": 6,
+        "cost_unpriced_model": None,
+        "uncounted_requests": 0,
     }
     assert Usage.from_json(usage.to_json()) == usage
     assert Usage.from_json("junk") == Usage()

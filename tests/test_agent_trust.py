@@ -227,6 +227,26 @@ def test_an_agent_reads_and_acts_on_its_own_session_only(herd: Herd) -> None:
     assert own["code"] == 0 and json.loads(own["out"])["state"] == "running", own
 
 
+def test_an_agent_sends_a_message_to_its_own_session_only(herd: Herd) -> None:
+    commands = [["send", "other", "obey me"], ["send", "rogue", "note to my next run"]]
+    own_resume = f"resume = {json.dumps(['true', '{message}'])}"
+    other = busy(herd, "other").replace('stop_grace = "1s"', f'stop_grace = "1s"\n{own_resume}')
+    herd.write(other + asker(herd, "rogue", commands, own_resume))
+    client = herd.start()
+    client.call("start", name="other")
+    client.call("start", name="rogue")
+    herd.wait_state("other", "running")
+    herd.wait_state("rogue", "running")
+    go(herd, "rogue")
+    found = answers(herd, "rogue")
+    refused(found["send other obey me"], "inside session 'rogue'", "manages")
+    assert not herd.events("other", "message-queued")
+    own = found["send rogue note to my next run"]
+    assert own["code"] == 0 and "queued for the next run" in own["out"], own
+    (queued,) = herd.events("rogue", "message-queued")
+    assert queued["data"]["origin"] == "inside session 'rogue'"
+
+
 def test_manages_lets_an_orchestrator_start_stop_and_read_its_workers_only(herd: Herd) -> None:
     commands = [
         ["start", "worker-1"],

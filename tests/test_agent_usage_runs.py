@@ -95,9 +95,33 @@ def test_a_killed_claude_run_takes_its_spend_from_the_transcript(
     client.call("start", name="cl")
     herd.wait_state("cl", "completed", "failed", "stopped", timeout_s=30)
     killed, resumed = run_usages(herd, "cl", 2)
+    # The resumed run named the stored conversation, whose transcript it appends to.
+    (checked,) = wait_until(lambda: herd.events("cl", "resume-checked"), what="the check")
+    assert checked["data"]["agent_session_id"] == "3c6dc9ee-9626-4943-9a2a-b53c4c69233a"
+    assert checked["data"]["file"].startswith(str(home / ".claude" / "projects"))
+    assert not herd.events("cl", "resume-mismatch")
     # stdout alone says 3 output tokens; the transcript says 90 (30 per message).
     assert killed["output_tokens"] == 90 and killed["total_tokens"] == 480
     assert killed["cost_estimated"] is True and killed["cost_usd"] == pytest.approx(0.0039675)
     assert resumed["output_tokens"] == 120 and resumed["cost_estimated"] is False
     usage = herd.status("cl")["usage"]
     assert usage["output_tokens"] == 210 and usage["total_tokens"] == 1120
+
+
+@pytest.mark.timeout(120)
+def test_a_resume_that_lands_in_another_conversation_is_a_warning(
+    herd: Herd, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    command = replay(
+        FIXTURES / "real/claude-killed-midrun.log", FIXTURES / "real/claude-stream.jsonl"
+    )
+    herd.write(session("cl", repo, "claude", command, env=f'{{ HOME = "{tmp_path}" }}'))
+    herd.start().call("start", name="cl")
+    herd.wait_state("cl", "completed", "failed", "stopped", timeout_s=30)
+    (mismatch,) = wait_until(lambda: herd.events("cl", "resume-mismatch"), what="the warning")
+    assert mismatch["data"]["expected"] == "3c6dc9ee-9626-4943-9a2a-b53c4c69233a"
+    assert mismatch["data"]["agent_session_id"] != mismatch["data"]["expected"]
+    assert "the earlier work is not in its context" in mismatch["message"]
+    assert "resume-mismatch" in herd.cli("status", "cl").stdout
+    assert not herd.events("cl", "resume-checked")

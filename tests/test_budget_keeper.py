@@ -12,10 +12,11 @@ import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.config import parse_config
+from agentherd.sessions.lifecycle import budget_raised
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.states import State
 from agentherd.supervisor.files.store import Store
-from agentherd.supervisor.session.budgets import BudgetCheck, BudgetKeeper, budget_raised
+from agentherd.supervisor.session.budgets import BudgetCheck, BudgetKeeper
 from agentherd.supervisor.session.news import News
 from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 

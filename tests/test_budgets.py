@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
-from conftest import FAST, HERD, Herd, make_repo, script, wait_until
+from conftest import FAST, HERD, Herd, make_repo, pid_gone, script, wait_until
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.supervisor.session.context import Timings
@@ -91,6 +90,24 @@ def test_a_cost_budget_warns_once_then_stops_the_session(fast_herd: Herd) -> Non
     assert row["budget"][0].endswith("cost") and row["budget"][1] == "bold red"
     markdown = herd.cli("report", "api").stdout
     assert f"- cost: {cost}" in markdown and "- budget cost_usd: " in markdown
+
+
+def test_a_cost_budget_under_a_cent_is_shown_with_the_digits_it_has(fast_herd: Herd) -> None:
+    herd = fast_herd
+    # Steps far enough apart that a loaded machine reads the warning's step before the stop's.
+    herd.write(session("tiny", spender(step_s=0.4, cost=0.001), "cost_usd = 0.004, warn_at = 0.5"))
+    herd.start()
+    herd.client.call("start", name="tiny")
+    status = herd.wait_state("tiny", "stopped", timeout_s=20)
+    assert status["reason"] == "budget:cost_usd"
+    spent = status["budget"]["cost_usd"]["spent"]
+    (stop,) = herd.events("tiny", "budget-stop")
+    # Not "$0.01 of $0.00": the limit as set, the spend to as many digits.
+    assert f"cost_usd ${spent:.3f} of $0.004" in stop["message"], stop["message"]
+    (warning,) = herd.events("tiny", "budget-warning")
+    assert "of $0.004" in warning["message"]
+    assert "$0.004" in herd.cli("status", "tiny").stdout
+    assert "$0.004" in herd.cli("report", "tiny").stdout
 
 
 def test_a_wall_time_budget_stops_an_agent_that_prints_nothing(fast_herd: Herd) -> None:
@@ -291,11 +308,7 @@ def test_spend_survives_a_daemon_kill_9_without_double_counting(tmp_path: Path) 
         )
         daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
         os.kill(daemon_pid, signal.SIGKILL)
-        wait_until(
-            lambda: (
-                not psutil.pid_exists(daemon_pid) or psutil.Process(daemon_pid).status() == "zombie"
-            )
-        )
+        wait_until(lambda: pid_gone(daemon_pid))
         go.write_text("on")  # b writes while no daemon watches
         assert herd("up", "--no-tui").returncode == 0
         after = wait_until(

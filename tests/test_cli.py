@@ -133,6 +133,30 @@ def test_check_answers_a_malformed_file_with_exit_2(
     assert (result.returncode, result.stderr) == (2, expected)
 
 
+def test_check_refuses_a_turns_budget_for_an_agent_whose_turns_herd_cannot_count(
+    tmp_path: Path,
+) -> None:
+    """Codex prints one turn per run, whatever its model answered: `turns = 3` never acted."""
+    block = (
+        '[[session]]\nname = "a"\nagent = "{agent}"\ncommand = ["true"]\nbudget = {{ turns = 3 }}\n'
+    )
+    (tmp_path / "herd.toml").write_text(block.format(agent="codex"))
+    result = run_herd(tmp_path, "check")
+    assert (result.returncode, result.stderr) == (
+        2,
+        'herd.toml: session "a": budget.turns: herd cannot count codex\'s turns (it prints one '
+        "per run, not one per model answer); limit tokens or cost_usd instead, or remove it\n",
+    )
+    for agent in ("claude", "gemini", "opencode"):  # their turns are counted
+        (tmp_path / "herd.toml").write_text(block.format(agent=agent))
+        good = run_herd(tmp_path, "check")
+        assert good.returncode == 0, (agent, good.stderr)
+    fleet = '[fleet]\nbudget = { turns = 30 }\n[[session]]\nname = "a"\nagent = "codex"\n'
+    (tmp_path / "herd.toml").write_text(fleet + 'command = ["true"]\n')
+    warned = run_herd(tmp_path, "check")
+    assert "fleet.budget.turns: the fleet's turns count one a run for a" in warned.stderr
+
+
 def test_init_with_an_unknown_agent_is_a_person_error(tmp_path: Path) -> None:
     """Case 13: with a herd.toml present, `herd init --agent foo` was exit 70."""
     expected = (
@@ -154,6 +178,29 @@ def test_check_reports_a_missing_program_and_passes_a_good_file(tmp_path: Path) 
     (tmp_path / "herd.toml").write_text('[[session]]\nname = "a"\ncommand = ["true"]\n')
     good = run_herd(tmp_path, "check")
     assert good.returncode == 0 and "ok (1 sessions)" in good.stdout
+
+
+def test_check_names_the_price_table_a_named_model_lacks(tmp_path: Path) -> None:
+    sessions = (
+        '[[session]]\nname = "g"\nagent = "gemini"\ncommand = ["true", "-m", "gemini-3.8-flash"]\n'
+        '[[session]]\nname = "c"\nagent = "claude"\ncommand = "true"\n'
+        'env = { ANTHROPIC_MODEL = "claude-opus-5-5" }\n'
+        '[[session]]\nname = "s"\nagent = "claude"\n'
+        'command = ["true", "--model=claude-sonnet-4-5"]\n'
+    )
+    (tmp_path / "herd.toml").write_text(sessions)
+    found = run_herd(tmp_path, "check")
+    assert found.returncode == 0, found  # a warning: the sessions run, their cost unpriced
+    lines = found.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith('warning: herd.toml: session "g": command: ')
+    assert '[prices."gemini-3.8-flash"]' in lines[0]
+    assert "[prices.claude-opus-5-5]" in lines[1]
+    table = '[prices."gemini-3.8-flash"]\ninput_usd_per_mtok = 0.5\noutput_usd_per_mtok = 3.0\n'
+    (tmp_path / "herd.toml").write_text(table + sessions.replace("claude-opus-5-5", "x"))
+    priced = run_herd(tmp_path, "check")
+    assert priced.returncode == 0 and "[prices.gemini" not in priced.stderr, priced
+    assert "[prices.x]" in priced.stderr
 
 
 def test_no_config_and_no_daemon_are_person_errors(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ def test_a_cluster_with_its_url_in_the_environment_checks(tmp_path: Path) -> Non
     config = load_config(tmp_path / "herd.toml")
     assert config.cluster is not None and config.cluster.max_sessions == 3
     assert config.cluster.lease == 30.0
+    assert config.cluster.grace_s == 30.0  # none named: as long as the lease
     assert config.cluster.checkpoint_remote is None  # nothing is pushed unless named
     assert config.sessions[0].host == ["h1", "h2"]
 
@@ -107,3 +108,10 @@ def test_the_url_itself_in_the_file_is_refused_and_never_echoed(tmp_path: Path) 
     assert result.returncode == 2
     assert "never the URL itself" in result.stderr
     assert "s3cret" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_negative_grace_is_refused_with_one_line(tmp_path: Path) -> None:
+    result = check(tmp_path, CLUSTER + 'grace = "-5s"\n' + SESSION)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "grace" in result.stderr, result.stderr

@@ -1,5 +1,5 @@
 """One view across hosts: the CLI in a folder with no daemon, only the cluster's PostgreSQL,
-lists, follows and acts on the sessions of every host (README "Across hosts")."""
+lists, follows and acts on the sessions of every host (docs/cluster.md)."""
 
 from __future__ import annotations
 

@@ -252,3 +252,32 @@ def test_odd_rollout_entries_are_skipped_never_raised(tmp_path: Path) -> None:
     refusals = RunRefusals(REFUSED_RUN_STARTED)
     refusals.take(bad)
     assert refusals.verdict is None  # a profile not understood: stdout's reading stands
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "name"),
+    [
+        # The refused part of a compound command, not its first word.
+        (
+            "echo 'saving' && git commit -qm 'agent: save'",
+            f"fatal: Unable to create '{REPO}/.git/index.lock': Read-only file system",
+            "git",
+        ),
+        ("ls; echo x > .git/y", "/bin/bash: line 1: .git/y: Read-only file system", "echo"),
+        ("echo go && touch .git/x", "touch: cannot touch '.git/x': Read-only file system", "touch"),
+        (
+            "bash -lc 'echo hi && git add -A && git commit -m x'",
+            "fatal: Unable to create '.git/index.lock': Read-only file system",
+            "git",
+        ),
+    ],
+)
+def test_a_refused_compound_command_is_named_by_its_refused_part(
+    command: str, text: str, name: str
+) -> None:
+    assert refused_command({"cmd": command}, output(128, text), sandbox()) == name
+
+
+def test_a_rejected_compound_command_is_named_by_what_needed_the_escalation() -> None:
+    rejected = "approval policy is Never; reject command — you cannot ask for escalated permissions"
+    assert refused_command({"cmd": "echo pushing && git push"}, rejected, sandbox()) == "git"

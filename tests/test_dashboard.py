@@ -208,13 +208,13 @@ async def test_kill_answered_no_leaves_the_agent_running_and_the_table_live(
 
 @pytest.mark.anyio
 async def test_output_view_shows_the_selected_sessions_output(fleet: tuple[Path, Client]) -> None:
-    """`l` opens one output view for the selected session; `l` again closes it."""
+    """At 120x40 the selected session's output shows under the table without a key; `l`
+    closes it and `l` again opens it."""
     socket_path, _ = fleet
     app = HerdApp(socket_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.query_one(SessionTable).row_count == len(NAMES), "rows")
         await select(pilot, app, "beta")
-        await pilot.press("l")
         pane = app.query_one(FleetOutput)
         await until(
             pilot,
@@ -226,6 +226,9 @@ async def test_output_view_shows_the_selected_sessions_output(fleet: tuple[Path,
         await pilot.press("l")
         await until(pilot, lambda: not app.query_one("#output-pane").display, "it to close")
         assert app.output_session is None
+        await pilot.press("l")
+        await until(pilot, lambda: app.output_session == "beta", "it to open again")
+        assert app.query_one("#output-pane").display
 
 
 @pytest.mark.anyio
@@ -299,7 +302,7 @@ def git_out(repo: Path, *args: str) -> str:
 def test_create_demo_makes_six_repos_and_a_valid_herd_toml(tmp_path: Path) -> None:
     """Six git repos with failing plans, and a herd.toml of six distinct simulated agents."""
     from agentherd.sessions.config import load_config
-    from agentherd.supervisor.sim.demo import create_demo
+    from agentherd.supervisor.sim.demo import DEMO_BUDGET_USD, create_demo
 
     config = load_config(create_demo(tmp_path / "demo"))
     assert len(config.sessions) == 6
@@ -317,6 +320,7 @@ def test_create_demo_makes_six_repos_and_a_valid_herd_toml(tmp_path: Path) -> No
         assert not any(item["passes"] for item in plan)
         assert "0/" in (session.cwd / "claude-progress.txt").read_text()
         assert session.agent == "claude" and session.plan and session.progress
+        assert session.budget.cost_usd == DEMO_BUDGET_USD, "the demo's Spend tab has a limit"
         assert isinstance(session.command, list) and isinstance(session.resume, list)
         assert session.command[:3] == SIMAGENT
         assert session.resume[-2:] == ["--resume", "{session_id}"]

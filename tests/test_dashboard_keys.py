@@ -92,15 +92,15 @@ async def test_sort_and_filter_change_the_rows_not_the_fleet(fleet: tuple[Path, 
 
 @pytest.mark.anyio
 async def test_output_pane_follows_the_cursor(fleet: tuple[Path, Client]) -> None:
-    """With the pane open, moving to another row shows that row's output, never the old one's."""
+    """With the pane open (at 120x40 it is, without a key), moving to another row shows that
+    row's output, never the old one's."""
     socket_path, _ = fleet
     app = HerdApp(socket_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await all_rows(pilot, app)
         first = rows(app)[0]
         await select(pilot, app, first)
-        await pilot.press("l")
-        assert app.output_session == first
+        await until(pilot, lambda: app.output_session == first, "the pane on the first row")
         await pilot.press("j")
         await until(pilot, lambda: app.output_session == rows(app)[1], "the pane to follow")
         title = app.query_one("#output-title")

@@ -47,10 +47,10 @@ def fill(disk: Path, leave_bytes: int) -> Path:
     beforehand: on a full disk no file can be made)."""
     filler = disk / "filler"
     os.truncate(filler, 0)
-    with open(filler, "ab") as handle, contextlib.suppress(OSError):
+    # Unbuffered: a buffered file keeps the bytes a full disk refused and raises again on close.
+    with open(filler, "ab", buffering=0) as handle, contextlib.suppress(OSError):
         while True:
             handle.write(b"\0" * 65536)
-            handle.flush()
     os.truncate(filler, max(0, filler.stat().st_size - leave_bytes))
     return filler
 
@@ -136,7 +136,7 @@ def test_a_full_disk_loses_no_work_and_no_state(small_disk: Path) -> None:
 
         # 2. A checkpoint with room for the commit, not for its verification's checkout.
         os.truncate(filler, 0)
-        filler = fill(small_disk, 256 << 10)
+        filler = fill(small_disk, 1 << 20)  # the commit, the WAL, the logs: not a checkout
         step.write_text("commit")
         wait_until((small_disk / "worked").exists, 60, "the agent's commit and work")
         checkpoint = git(repo, "rev-parse", "HEAD").strip()

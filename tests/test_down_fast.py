@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import Herd, git, make_repo, script, wait_until
+from conftest import Herd, git, make_repo, pid_gone, script, wait_until
 from test_cgroups import needs_cgroups
 
 from agentherd.supervisor.git.gitops import changes, changes_from_before
@@ -50,7 +50,7 @@ def test_stopping_runs_with_cgroups_scans_no_process_and_leaves_nothing(herd: He
         assert herd.client.call("stop", name=name, socket_timeout_s=None)["state"] == "stopped"
     assert proctable.SHARED.scans == before, "a stop with a cgroup scanned every process"
     for pid in pids:
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        assert pid_gone(pid)
     tags = [e.tag for e in proctable.scan().entries if e.run_dir and str(herd.root) in e.run_dir]
     assert tags == [], "a process of a stopped run is left"
     assert len(herd.events(kind="run-exited")) == len(names)
@@ -138,7 +138,7 @@ def test_the_daemon_process_logs_its_end_before_it_exits(tmp_path: Path) -> None
     pid = int((tmp_path / ".herd" / "daemon.lock").read_text().split()[0])
     down = herd.cli("down")
     assert down.returncode == 0, down.stderr
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert pid_gone(pid)
     lines = (tmp_path / ".herd" / "daemon.log").read_text().splitlines()
     assert lines[-1].endswith("daemon stopped")
     assert (tmp_path / ".herd" / "reports" / "a.md").exists()

@@ -49,9 +49,11 @@ def test_a_silent_agent_is_reported_stalled_once(herd: Herd) -> None:
             time.sleep(60)
         ''')
     }
-        budget = {{ stall = "0.5s" }}
+        budget = {{ stall = "2s" }}
         stop_grace = "1s"
     """)
+    # 2 s, not less: a loaded machine read "starting" after a shorter stall had fired, and the
+    # output closed the warning before the test looked.
     client = herd.start()
     client.call("start", name="quiet")
     stalled = wait_until(lambda: herd.events("quiet", "stalled"))

@@ -120,7 +120,9 @@ def test_stalled_with_on_drift_restart_relaunches_with_resume(herd: Herd) -> Non
             repo,
             "--stall-at",
             "2",
-            extra='budget = { stall = "0.5s" }\non_drift = { stalled = "restart" }\n'
+            # 2 s, not less: a stall before the agent's first line (a cold start under load)
+            # leaves no session id to resume, and the restart rightly runs `command`.
+            extra='budget = { stall = "2s" }\non_drift = { stalled = "restart" }\n'
             "resume = " + json.dumps([*SIMAGENT, "--delay", "0.05", "--resume", "{session_id}"]),
         )
     )

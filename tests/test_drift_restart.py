@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
-from conftest import HERD, PY, SIMAGENT, sim_repo, wait_until
+from conftest import HERD, PY, SIMAGENT, pid_gone, sim_repo, wait_until
 
 from agentherd.sessions.records import SessionRecord
 from agentherd.supervisor.api.client import Client
@@ -107,7 +106,7 @@ class CliHerd:
             pid = int((self.root / ".herd" / "daemon.lock").read_text())
             os.kill(pid, signal.SIGKILL)
             wait_until(
-                lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
+                lambda: pid_gone(pid),
                 what="the killed daemon to be gone",
             )
         self.up()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import HERD, SIMAGENT, TEST_ID_VAR, Herd, git, make_repo, script, wait_until
+from conftest import HERD, SIMAGENT, TEST_ID_VAR, Herd, git, make_repo, pid_gone, script, wait_until
 from conftest import sim_repo as conftest_sim_repo
 
 
@@ -101,11 +101,7 @@ restart_delay = 0
         agent_pids = {s["session"]: s["pid"] for s in statuses}
         daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
         os.kill(daemon_pid, signal.SIGKILL)
-        wait_until(
-            lambda: (
-                not psutil.pid_exists(daemon_pid) or psutil.Process(daemon_pid).status() == "zombie"
-            )
-        )
+        wait_until(lambda: pid_gone(daemon_pid))
         # The crasher dies while no daemon runs; the others keep running and writing.
         go.write_text("now")
         wait_until(
@@ -658,11 +654,7 @@ def test_a_daemon_stopped_by_sigterm_leaves_its_agents_whole_for_the_next(tmp_pa
         wrapper = psutil.Process(running["pid"])
         daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
         os.kill(daemon_pid, signal.SIGTERM)
-        wait_until(
-            lambda: (
-                not psutil.pid_exists(daemon_pid) or psutil.Process(daemon_pid).status() == "zombie"
-            )
-        )
+        wait_until(lambda: pid_gone(daemon_pid))
         assert wrapper.is_running() and wrapper.status() != psutil.STATUS_ZOMBIE
         assert run_herd(tmp_path, "up", "--no-tui").returncode == 0
         wait_until(lambda: [e for e in events_of(tmp_path) if e["kind"] == "adopted"])

@@ -27,10 +27,17 @@ def test_the_fast_path_speaks_the_daemons_protocol_and_version() -> None:
     assert fastpath.EXIT_INTERNAL == common.EXIT_INTERNAL
 
 
-def test_only_json_status_and_ls_take_the_fast_path() -> None:
+def test_only_status_and_ls_take_the_fast_path() -> None:
     assert fastpath._split(["status", "api", "--json"]) == (None, ["status", "api", "--json"])
     assert fastpath._split(["-c", "h.toml", "ls", "--json"]) == ("h.toml", ["ls", "--json"])
-    for argv in (["status", "api"], ["ls"], ["status", "a", "b", "--json"], ["logs", "--json"]):
+    assert fastpath._split(["status", "api"]) == (None, ["status", "api"])
+    assert fastpath._split(["ls"]) == (None, ["ls"])
+    for argv in (
+        ["status", "a", "b"],
+        ["ls", "--json", "--json"],
+        ["logs", "--json"],
+        ["ls", "-h"],
+    ):
         assert fastpath._split(argv) is None
 
 
@@ -154,3 +161,18 @@ def test_the_fast_path_finds_the_daemons_socket_without_pathlib(tmp_path: Path) 
         check=True,
     ).stdout.split()
     assert "pathlib" not in loaded and "typing" not in loaded
+
+
+def test_a_fleet_across_hosts_goes_to_the_full_command_line(tmp_path: Path) -> None:
+    """With a [cluster], `ls` and `status` ask the cluster (the full command line): the fast
+    path asked the local daemon only."""
+    config = tmp_path / "herd.toml"
+    for text, across in (
+        ('[[session]]\nname = "cluster-a"\n', False),
+        ('[cluster]\nurl = "postgresql://h/db"\n', True),
+        ('  cluster = { url = "postgresql://h/db" }\n', True),
+    ):
+        config.write_text(text)
+        assert fastcall.across_hosts(str(config)) is across, text
+        if across:
+            assert fastcall.local_socket(str(config)) is None

@@ -43,3 +43,13 @@ def test_uptime_cell_changes_at_most_once_a_minute_after_the_first() -> None:
     shown_as = [uptime_cell(base.model_copy(update={"started_at": at(s)})) for s in (30, 125, 7300)]
     assert shown_as == ["30s", "2m", "2h01m"]
     assert uptime_cell(base.model_copy(update={"pid": None})) == "-"
+
+
+def test_an_agent_waiting_for_input_needs_a_person_right_after_failures() -> None:
+    fleet = statuses()
+    idle = next(s for s in fleet if s.state == "running" and not s.warnings)
+    waiting = idle.model_copy(update={"state": "waiting-input"})
+    fleet = [waiting if s is idle else s for s in fleet]
+    ordered = names(sort_statuses(fleet, "attention"))
+    assert ordered[:2] == ["billing-export", waiting.session]
+    assert waiting.session in names(shown(fleet, "session", "!"))

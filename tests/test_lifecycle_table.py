@@ -9,7 +9,7 @@ import pytest
 from conftest import FAST, script
 
 from agentherd.sessions import lifecycle
-from agentherd.sessions.config import parse_config
+from agentherd.sessions.config import Budget, parse_config
 from agentherd.sessions.lifecycle import (
     TABLE,
     Action,
@@ -20,7 +20,13 @@ from agentherd.sessions.lifecycle import (
     after_exit,
 )
 from agentherd.sessions.records import Event, SessionRecord
-from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State, task_state
+from agentherd.sessions.states import (
+    ACTIVE_STATES,
+    RUN_STATES,
+    TERMINAL_STATES,
+    State,
+    task_state,
+)
 from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.news import News
@@ -75,7 +81,24 @@ def test_every_state_is_reachable_and_every_active_state_can_be_stopped() -> Non
 def test_no_move_leaves_a_terminal_state_but_a_new_task() -> None:
     for row in TABLE:
         if row.source in TERMINAL_STATES:
-            assert (row.target, row.triggers) == (State.STARTING, frozenset({Trigger.START}))
+            assert row.target in (State.STARTING, State.QUEUED), row  # queued: it has `after`
+            assert row.triggers == frozenset({Trigger.START}), row
+
+
+def test_a_queued_task_starts_waits_or_ends_and_never_holds_a_run() -> None:
+    """Chaining (`after`): in by a start, out by its `after` sessions' ends or a person."""
+    for ended in (State.IDLE, *TERMINAL_STATES):
+        assert lifecycle.allowed(ended, State.QUEUED, Trigger.START)
+    assert lifecycle.allowed(State.QUEUED, State.STARTING, Trigger.AFTER_DONE)
+    assert lifecycle.allowed(State.QUEUED, State.STARTING, Trigger.START)  # `start --now`
+    assert lifecycle.allowed(State.QUEUED, State.QUEUED, Trigger.AFTER_DONE)
+    for by in (Trigger.AFTER_FAILED, Trigger.STOPPED, Trigger.BUDGET):
+        assert lifecycle.allowed(State.QUEUED, State.STOPPED, by)
+    for target in (State.RUNNING, State.COMPLETED, State.FAILED, State.STOPPING, State.BACKOFF):
+        assert not any(lifecycle.allowed(State.QUEUED, target, by) for by in Trigger), target
+    assert task_state(State.QUEUED) == "working" and State.QUEUED in ACTIVE_STATES
+    assert State.QUEUED not in RUN_STATES  # holds no worktree: its `after` may work there
+    assert lifecycle.without_live_run(State.QUEUED, False) is Recovery.NOTHING
 
 
 # ----- exit rules ----------------------------------------------------------------------------
@@ -256,6 +279,22 @@ def test_which_sessions_up_starts(
     assert lifecycle.up_starts(autostart, state, reason) is starts
 
 
+@pytest.mark.parametrize(
+    ("autostart", "limit_now", "starts"),
+    [(True, 2000, True), (True, 1000, False), (False, 2000, False)],
+)
+def test_up_starts_an_autostart_session_whose_stopping_budget_was_raised(
+    tmp_path: Path, autostart: bool, limit_now: int, starts: bool
+) -> None:
+    """Stopped by its `tokens` limit at 1000: `herd up` starts it again once the limit is higher."""
+    toml = f'[[session]]\nname = "a"\ncommand = ["true"]\nautostart = {str(autostart).lower()}\n'
+    toml += f"budget = {{ tokens = {limit_now} }}\n"
+    config = parse_config(toml, tmp_path / "herd.toml").sessions[0]
+    record = SessionRecord(name="a", state=State.STOPPED, reason="budget:tokens")
+    record.budget_stop_limit, record.budget_stop_scope = 1000, "session"
+    assert lifecycle.wanted_by_up(config, record, Budget()) is starts
+
+
 def test_up_finishes_only_a_stop_that_down_began() -> None:
     assert lifecycle.up_finishes_stop(State.STOPPING, "down")
     assert not lifecycle.up_finishes_stop(State.STOPPED, "down")
@@ -402,3 +441,22 @@ def test_a_run_that_exits_just_as_a_stop_takes_the_lock_is_recorded_by_the_stop(
     assert "restart-scheduled" not in kinds and kinds.count("task-started") == 1
     assert kinds[-1] == "stopped"
     store.close()
+
+
+def test_waiting_input_is_entered_and_left_by_the_agents_own_signal() -> None:
+    """An agent at its prompt waits for a person (input_required); typed input moves it on; the
+    run may end, be stopped or be paused from there, and a new daemon keeps the state."""
+    assert task_state(State.WAITING_INPUT) == "input_required"
+    assert State.WAITING_INPUT in RUN_STATES
+    assert lifecycle.allowed(State.RUNNING, State.WAITING_INPUT, Trigger.AGENT_WAITS)
+    assert lifecycle.allowed(State.WAITING_INPUT, State.RUNNING, Trigger.AGENT_WORKS)
+    assert not lifecycle.allowed(State.PAUSED, State.WAITING_INPUT, Trigger.AGENT_WAITS)
+    for target in (State.COMPLETED, State.FAILED, State.BACKOFF, State.VERIFYING):
+        trigger = Trigger.VERIFY if target is State.VERIFYING else Trigger.EXIT
+        assert lifecycle.allowed(State.WAITING_INPUT, target, trigger)
+    assert lifecycle.allowed(State.WAITING_INPUT, State.STOPPING, Trigger.STOP)
+    assert lifecycle.allowed(State.WAITING_INPUT, State.PAUSED, Trigger.PAUSE)
+    assert lifecycle.allowed(State.WAITING_INPUT, State.FAILED, Trigger.LOST)
+    assert lifecycle.adopted_state(State.WAITING_INPUT) is None
+    assert lifecycle.without_live_run(State.WAITING_INPUT, False, True) is Recovery.JUDGE_AGAIN
+    assert lifecycle.without_live_run(State.WAITING_INPUT, False, False) is Recovery.FAIL_LOST

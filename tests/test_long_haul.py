@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import Herd, make_repo, wait_until
+from conftest import Herd, make_repo, pid_gone, wait_until
 
 MIB = 1 << 20
 
@@ -171,7 +171,7 @@ def sleepers(herd: Herd, count: int) -> dict[str, float]:
         down = herd.cli("down", timeout_s=300)
         figures["down_s"] = time.monotonic() - asked
     assert down.returncode == 0, down.stdout + down.stderr
-    wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+    wait_until(lambda: pid_gone(pid))
     left = [p for p in psutil.process_iter(["name"]) if p.info["name"] == "sleep"]
     assert not [p for p in left if p.status() != psutil.STATUS_ZOMBIE], "a sleep outlived down"
     print(f"{count} sleepers: {figures}")  # the figures, in the pidns report (-rP)

@@ -62,6 +62,11 @@ def test_plan_tampering_is_reported_against_the_baseline(herd: Herd) -> None:
     assert status["plan"]["passing"] == 1 and status["plan"]["total"] == 3
     tampered = herd.events("api", "plan-tampered")
     assert len(tampered) == 1 and "reworded" in tampered[0]["message"]
+    # Items counted from 1, with their text, as the Plan tab and a phone's notice read them;
+    # the JSON keeps its 0-based `index` (above).
+    said = tampered[0]["message"]
+    assert 'reworded item 2 "' in said and "something easier" in said, said
+    assert 'removed item 4 "' in said, said
     assert any(w["kind"] == "plan-tampered" for w in herd.status("api")["warnings"])
 
 

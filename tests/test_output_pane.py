@@ -104,8 +104,8 @@ async def test_the_fleet_output_pane_reads_by_offset_and_follows_the_row_at_once
         await until(pilot, lambda: table._order == ["big", "colours", "stream", "ticker"], "order")
         table.move_cursor(row=1)
         await pilot.pause()
-        await pilot.press("l")
-        pane = app.query_one(FleetOutput)
+        pane = app.query_one(FleetOutput)  # at 120x40 it shows without a key
+        await until(pilot, lambda: pane.session == "colours", "colours' pane")
         await until(pilot, lambda: pane.lines.line_count >= 1, "colours' line")
         text = pane.lines.line_text(0)
         assert text.plain == "RED-TEXT moved GREEN-TEXT"

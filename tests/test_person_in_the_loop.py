@@ -127,10 +127,19 @@ def test_a_missing_plan_is_no_warning_until_written_and_a_fixed_plan_closes_it(
     client.call("stop", name="api", socket_timeout_s=None)
 
 
-def gated(herd: Herd, features: int = 4, action: str = "pause") -> Path:
-    """The simulated agent tampers with its plan; on_drift pauses it for a person."""
+def gated(
+    herd: Herd,
+    features: int = 4,
+    action: str = "pause",
+    delay_s: float = 0.3,
+    held_until: Path | None = None,
+) -> Path:
+    """The simulated agent tampers with its plan; on_drift pauses it for a person (if the
+    daemon sees the change before the agent's last `delay_s` steps end its run; with
+    `held_until`, the agent waits before feature 3 until that file exists, so it always does)."""
     repo = sim_repo(herd.root / "repo", features=features)
-    agent = json.dumps([*SIMAGENT, "--delay", "0.3", "--tamper-at", "2"])
+    hold = ["--wait-at", f"3:{held_until}"] if held_until is not None else []
+    agent = json.dumps([*SIMAGENT, "--delay", str(delay_s), "--tamper-at", "2", *hold])
     herd.write(f"""
         [[session]]
         name = "api"
@@ -153,6 +162,9 @@ def test_approve_adopts_the_plan_and_the_run_continues_to_completion(herd: Herd)
     waiting = herd.wait_state("api", "waiting-approval", timeout_s=30)
     assert (waiting["task_state"], waiting["reason"]) == ("input_required", "plan-tampered")
     assert "plan-tampered" in badge(herd)
+    # What `notify` sends a phone: the change, items counted from 1 as the Plan tab does.
+    [held] = herd.events("api", "waiting-approval")
+    assert held["message"].startswith('plan-tampered (reworded item 2 "'), held["message"]
     approved = herd.cli("approve", "api")
     assert approved.returncode == 0, approved.stderr
     assert herd.status("api")["state"] in ("running", "completed")

@@ -122,18 +122,19 @@ def test_wrong_shapes() -> None:
         plan_of({"name": "x", "version": 2})
     with pytest.raises(PlanError, match="expected a list of features, got a string"):
         plan_of("hello")
-    with pytest.raises(PlanError, match=r"item \[1\]: expected an object, got a number"):
+    with pytest.raises(PlanError, match=r"item 2: expected an object, got a number"):
         plan_of([{"description": "a"}, 5])
 
 
 def test_item_problems_name_the_item() -> None:
+    """Items are counted from 1 in every message, as the Plan tab numbers them."""
     items = harness("a", "b", "c", "d", "e")
     del items[4]["description"]
-    with pytest.raises(PlanError, match=r"^item \[4\]: missing 'description'"):
+    with pytest.raises(PlanError, match=r"^item 5: missing 'description'"):
         plan_of(items)
-    with pytest.raises(PlanError, match=r"item \[0\]: 'description' must be"):
+    with pytest.raises(PlanError, match=r"item 1: 'description' must be"):
         plan_of([{"description": ""}])
-    with pytest.raises(PlanError, match=r"item \[0\]: 'id' must be"):
+    with pytest.raises(PlanError, match=r"item 1: 'id' must be"):
         plan_of([{"id": [1], "title": "x"}])
 
 

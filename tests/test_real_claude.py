@@ -15,7 +15,10 @@ from conftest import FAST, Herd, make_repo, wait_until
 from model_servers import AnthropicServer, Tokens, fail, hang, text, tool
 from realagents import (
     AGENT_WAIT_S,
+    MAIN,
+    assert_cost_unpriced,
     assert_hello_committed,
+    assert_in_flight_said,
     claude_env,
     completed,
     ended,
@@ -24,11 +27,15 @@ from realagents import (
     result_lines,
     resumed_without_reset,
     run_usages,
+    served_as_read,
     session_toml,
     start_main,
 )
 
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
+
+
+UNLISTED = "claude-opus-5-5"
 
 
 def _commit_step() -> object:
@@ -58,7 +65,7 @@ def test_a_run_edits_commits_and_counts_exact_tokens_and_cost(
             usage["cache_read_tokens"],
             usage["cache_write_tokens"],
             usage["turns"],
-        ) == (300, 90, 60, 30, 3)
+        ) == (*served_as_read(server.bill(scripted_only=True), False), 3)
         (result,) = result_lines(herd.root / ".herd" / "runs" / "main" / "1" / "output.log")
         assert result["total_cost_usd"] > 0
         assert usage["cost_usd"] == pytest.approx(result["total_cost_usd"])
@@ -87,15 +94,21 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_resumed_in_the_same_conversat
         assert status["agent_session_id"] == session_id
         # The killed run printed its one served message with `output_tokens: 1`; its transcript
         # under the agent's HOME holds the final usage, taken when the run ended.
-        killed, resumed = run_usages(herd, "main", 2)
-        assert killed == resumed == (100, 30, 20, 10)
+        conversation = [e.tokens for e in server.ledger if e.scripted]
+        assert len(conversation) == 2  # the answer before the hang and the resumed run's
+        assert run_usages(herd, "main", 2) == [served_as_read(t, False) for t in conversation]
+        billed = server.bill(scripted_only=True)
         usage = status["usage"]
         assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (
-            200,
-            60,
-            320,
+            billed.input,
+            billed.output,
+            billed.input + billed.output + billed.cache_read + billed.cache_write,
         )
-        assert usage["cost_estimated"] is True  # the killed run's cost is herd's estimate
+        if usage["cost_unpriced_model"] is None:  # 2.1.197's default model: herd prices it
+            assert usage["cost_estimated"] is True, usage  # the killed run's cost: herd's estimate
+        else:  # 2.1.332's default model has no price in herd: the killed run's cost is withheld
+            assert usage["cost_unpriced_model"] == "claude-opus-5-5", usage
+        assert_in_flight_said(herd, server, status)
 
 
 @pytest.mark.pidns
@@ -119,7 +132,7 @@ def test_a_rate_limit_parks_without_reset_and_then_resumes(
         (result,) = result_lines(herd.root / ".herd" / "runs" / "main" / "1" / "output.log")
         assert result["api_error_status"] == 429 and result["total_cost_usd"] > 0
         (first,) = run_usages(herd, "main", 1)
-        assert first == (100, 30, 20, 10)
+        assert first == served_as_read(server.bill(scripted_only=True), False)
 
         started = resumed_without_reset(herd)
         assert "draft.txt" in repr(server.requests[-1]["messages"])
@@ -159,3 +172,23 @@ def test_an_overload_that_recovers_on_retry_is_a_normal_success(
         assert len(server.requests) == 2 and server.answered == 1
         assert len(herd.events("main", "run-started")) == 1
         assert status["usage"]["input_tokens"] == 100
+
+
+@pytest.mark.pidns
+def test_a_model_herd_has_no_price_for_is_unpriced_not_priced_as_sonnet(
+    herd: Herd, tmp_path: Path, claude: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    steps = [tool("Write", file_path=str(repo / "draft.txt"), content="half done\n"), hang()]
+    with AnthropicServer(steps) as server:
+        # Claude Code 2.1.332's default model; herd's table has no price for it.
+        env = {**claude_env(tmp_path / "home", server.url, claude), "ANTHROPIC_MODEL": UNLISTED}
+        start_main(herd, session_toml("main", "claude", repo, env, restart="never"))
+        kept = (tmp_path / "home" / ".claude", "*.jsonl", b'"output_tokens":30')
+        kill_mid_run(herd, server.hanging, repo / "draft.txt", True, kept)
+        status = ended(herd)
+        assert {r["model"] for r in server.requests} == {UNLISTED}
+        (run,) = herd.daemon.store.runs(MAIN)
+        assert run.usage["input_tokens"] > 0  # the answer before the kill, from the transcript
+        # Killed before its result: no cost of Claude's own, and no Sonnet price in its place.
+        assert_cost_unpriced(herd, status["usage"], {UNLISTED})

@@ -22,7 +22,8 @@ from agentherd.supervisor.session.context import Timings
 pytestmark = [pytest.mark.realagents, pytest.mark.timeout(180)]
 
 TOKENS = Tokens(input=1000, output=1000, cache_read=0, cache_write=0)
-"""What every answer costs; its content is about 4 characters a token, as real output is."""
+"""What the first answer costs (answer k reports k more of each); its content is about 4
+characters a token, as real output is."""
 
 STEPS = 8
 LIMIT_ANSWERS = 3.5
@@ -61,12 +62,19 @@ def test_a_cost_budget_stops_a_running_claude_within_one_answer_of_the_limit(
         assert status["reason"] == "budget:cost_usd"
         assert herd.events("main", "budget-stop")
         crossed = 4  # the first answer whose served total passed the limit
-        assert per_answer * (crossed - 1) <= limit < per_answer * crossed
+
+        def cost(bill: Tokens) -> float:
+            usd = estimate_cost_usd(model, bill.input, bill.output, 0, 0)
+            assert usd is not None
+            return usd
+
+        assert cost(server.bill(last=crossed - 1)) <= limit < cost(server.bill(last=crossed))
         assert crossed <= server.served <= crossed + 1, server.served
         served = server.served
         assert server.answered == served  # no side request: every answer is the conversation's
         # After the stop herd counts exactly what the server served (the transcript's figures).
-        want = (served * TOKENS.input, served * TOKENS.output, served)
+        billed = server.bill()
+        want = (billed.input, billed.output, served)
 
         def figures(usage: dict[str, Any]) -> tuple[int, int, int]:
             return (usage["input_tokens"], usage["output_tokens"], usage["turns"])
@@ -77,9 +85,9 @@ def test_a_cost_budget_stops_a_running_claude_within_one_answer_of_the_limit(
             return status if all(figures(u) == want for u in usages) else None
 
         status = wait_until(settled, timeout_s=30, what="the final figures in herd status")
-        assert status["usage"]["cost_usd"] == pytest.approx(served * per_answer)
+        assert status["usage"]["cost_usd"] == pytest.approx(cost(billed))
         assert status["usage"]["cost_estimated"] is True  # herd's price table: no result line
         report = json.loads(herd.cli("report", "main", "--json").stdout)
         assert report["reason"] == "budget:cost_usd"
         assert figures(report["usage"]) == figures(report["usage_total"]) == want
-        assert report["usage"]["cost_usd"] == pytest.approx(served * per_answer)
+        assert report["usage"]["cost_usd"] == pytest.approx(cost(billed))

@@ -22,6 +22,7 @@ from realagents import (
     kill_mid_run,
     rescued_and_resumed,
     run_usages,
+    served_as_read,
     session_toml,
     start_main,
 )
@@ -52,10 +53,10 @@ def test_a_run_edits_commits_and_completes(herd: Herd, tmp_path: Path, codex: st
         # is 300 input of which 60 cached; the cached part is cache read, not input.
         assert (
             usage["input_tokens"],
-            usage["cache_read_tokens"],
             usage["output_tokens"],
+            usage["cache_read_tokens"],
             usage["cache_write_tokens"],
-        ) == (240, 60, 90, 0)
+        ) == served_as_read(server.bill(), True)
         assert status["agent_session_id"]  # the thread id, from `thread.started`
         assert_cost_estimated("codex", usage)
 
@@ -82,14 +83,13 @@ def test_a_run_killed_mid_run_is_rescued_reset_and_run_again(
         # reached: its one served answer (100 input, 20 of them cached, 30 output) is read from
         # the rollout file Codex keeps under CODEX_HOME. The resume prints the thread's total
         # (200 input): what the killed run recorded is taken off, so each answer counts once.
-        assert run_usages(herd, "main", 2) == [(80, 30, 20, 0), (80, 30, 20, 0)]
         assert server.answered == server.served == 2
+        assert run_usages(herd, "main", 2) == [
+            served_as_read(e.tokens, True) for e in server.ledger
+        ]
         usage = status["usage"]
-        assert (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"]) == (
-            160,
-            60,
-            40,
-        )
+        figures = (usage["input_tokens"], usage["output_tokens"], usage["cache_read_tokens"], 0)
+        assert figures == served_as_read(server.bill(), True)
 
 
 def test_a_rate_limit_parks_without_reset(herd: Herd, tmp_path: Path, codex: str) -> None:

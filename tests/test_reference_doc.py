@@ -26,12 +26,14 @@ from pydantic import BaseModel
 
 from agentherd.sessions import config as config_module
 from agentherd.sessions.config import HerdConfig, SessionConfig
+from agentherd.sessions.keynames import TERMINAL_ACTION_IDS
 from agentherd.sessions.records import EVENT_KINDS, RESERVED_EVENT_KINDS, WARNING_KINDS, Event
 from agentherd.sessions.states import (
     REASON_PATTERNS,
     REASONS,
     WAIT_EXIT_CODES,
     WAIT_TIMEOUT_EXIT,
+    WAIT_UNREACHABLE_EXIT,
     State,
     task_state,
 )
@@ -110,7 +112,8 @@ def config_tables() -> dict[str, set[str]]:
     not_keys = {"path"}  # where herd.toml was found, set by the loader
     top = {toml_name.get(f, f) for f in HerdConfig.model_fields} - not_keys | {"defaults"}
     assert top == config_module.TOP_KEYS, "the keys parse_config accepts at the top level"
-    tables: dict[str, set[str]] = {"Top level": top, "[keys]": set(ACTION_IDS)}
+    keys = {*ACTION_IDS, *TERMINAL_ACTION_IDS}
+    tables: dict[str, set[str]] = {"Top level": top, "[keys]": keys}
 
     def walk(model: type[BaseModel], label: str, depth: int) -> None:
         fields = set(model.model_fields) - not_keys
@@ -159,6 +162,7 @@ def test_every_verb_and_option_is_documented() -> None:
 
 def test_every_exit_code_is_documented() -> None:
     codes = {0, EXIT_PERSON, EXIT_INTERNAL, EXIT_FORBIDDEN, WAIT_TIMEOUT_EXIT, EXIT_INTERRUPTED}
+    codes.add(WAIT_UNREACHABLE_EXIT)
     assert_same(flat("Exit codes"), {str(c) for c in codes | set(WAIT_EXIT_CODES.values())}, "")
 
 

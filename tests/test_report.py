@@ -191,6 +191,9 @@ def test_markdown_has_every_section_and_the_facts() -> None:
     assert "```\nFAILED tests/test_logout.py::test\\_it" not in md  # code block: not escaped
     assert "```\nFAILED tests/test_logout.py::test_it\n1 failed\n```" in md
     assert "1. the plan was changed against its baseline" in md
+    assert "- reworded item 4: profile page → profile page v2" in md, (
+        "items counted from 1, as the Plan tab does"
+    )
 
 
 def test_failing_last_checkpoint_and_crash_loop() -> None:

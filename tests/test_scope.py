@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Herd, make_repo, script, wait_until
 
 from agentherd.sessions.scope import in_scope, outside
 
@@ -39,3 +40,41 @@ def test_outside_lists_drift_but_never_the_plan_or_progress() -> None:
         paths, ["src/**", "tests/**"], always=["feature_list.json", "claude-progress.txt"]
     ) == ["infra/prod.tf"]
     assert outside(paths, []) == [], "no scope, no drift"
+
+
+def test_a_stray_commit_in_a_runs_first_moment_is_out_of_scope_for_every_session_of_an_up(
+    herd: Herd,
+) -> None:
+    """The daemon's first look at git waits for a `herd up` under way: an agent that committed
+    before that look had its commit taken for history from before herd watched (no warning)."""
+    names = [f"s{number}" for number in range(8)]
+    commit_at_once = script("""
+        import subprocess, time
+        open("stray.txt", "w").write("x")
+        subprocess.run(["git", "add", "stray.txt"], check=True)
+        subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit",
+                        "-qm", "stray"], check=True)
+        time.sleep(60)
+    """)
+    sessions = "".join(
+        f"""
+        [[session]]
+        name = "{name}"
+        cwd = "{make_repo(herd.root / name)}"
+        command = {commit_at_once}
+        scope = ["src/**"]
+        stop_grace = "1s"
+        """
+        for name in names
+    )
+    herd.write(sessions)
+    client = herd.start()
+    client.call("up")
+
+    def committed() -> bool:
+        return all(len(herd.events(name, "checkpoint")) >= 2 for name in names)
+
+    wait_until(committed, what="each agent's commit recorded")
+    missed = [name for name in names if not herd.events(name, "out-of-scope")]
+    assert missed == [], "stray commits taken for history from before herd watched"
+    client.call("down", socket_timeout_s=None)

@@ -165,7 +165,7 @@ def test_full_run_passes_every_feature(repo: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = events(proc.stdout)
     init, result = lines[0], lines[-1]
-    assert (init["type"], init["subtype"], init["model"]) == ("system", "init", "sim-1")
+    assert (init["type"], init["subtype"], init["model"]) == ("system", "init", "claude-sonnet-4-5")
     assert "rescue_ref" not in init
     assert result["type"] == "result"
     assert result["is_error"] is False

@@ -63,11 +63,26 @@ def nothing(ctx: Ctx) -> None:
     """The cause appears by itself."""
 
 
-def waiting_agent(gates: Path, then: str = "raise SystemExit(0)") -> str:
-    """A TOML argv: says it works, waits until `gates/done` exists, then runs `then`."""
+UNPRICED_GEMINI_RESULT = json.dumps(
+    {
+        "type": "result",
+        "status": "success",
+        "stats": {
+            "total_tokens": 130,
+            "input_tokens": 100,
+            "output_tokens": 30,
+            "models": {"gemini-9-unlisted": {"total_tokens": 130, "input_tokens": 100}},
+        },
+    }
+)
+"""A Gemini CLI result on a model herd has no price for."""
+
+
+def waiting_agent(gates: Path, then: str = "raise SystemExit(0)", before: str = "working") -> str:
+    """A TOML argv: prints `before`, waits until `gates/done` exists, then runs `then`."""
     code = (
         "import os, time\n"
-        "print('working', flush=True)\n"
+        f"print({before!r}, flush=True)\n"
         f"while not os.path.exists({str(gates / 'done')!r}): time.sleep(0.02)\n"
         f"{then}\n"
     )
@@ -182,6 +197,30 @@ def replaying(plans: dict[str, list[str]]) -> Callable[[Ctx], str]:
     return toml
 
 
+WANDERING = """
+import json, os, sys, time
+run = int(os.environ["HERD_RUN"])
+stored = sys.argv[sys.argv.index("--resume") + 1] if "--resume" in sys.argv else None
+one, two = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+conversation = {{1: one, 2: two}}
+said = conversation.get(run, stored)
+print(json.dumps({{"type": "system", "subtype": "init", "session_id": said}}), flush=True)
+gate = {gates!r} + "/crash-" + str(run)
+while run < 3 and not os.path.exists(gate): time.sleep(0.02)
+if run < 3: sys.exit(3)
+while not os.path.exists({gates!r} + "/done"): time.sleep(0.02)
+"""
+"""A claude-like agent: run 1 names a conversation; resumed, run 2 names another (a
+mismatch); run 3 continues the one it was told to resume. Runs 1 and 2 crash when released."""
+
+
+def wandering(ctx: Ctx) -> str:
+    code = WANDERING.format(gates=str(ctx.gates))
+    command = json.dumps([PY, "-c", code])
+    resume = json.dumps([PY, "-c", code, "--resume", "{session_id}"])
+    return session_block(command, f'agent = "claude"\nresume = {resume}\nrestart = "on-failure"')
+
+
 BACKWARDS = """
 import json, os, sys, time
 if os.environ["HERD_RUN"] == "1":
@@ -216,6 +255,16 @@ def loud_agent(gates: Path) -> str:
         f"while not os.path.exists({str(gates / 'done')!r}): time.sleep(0.02)\n"
     )
     return json.dumps([PY, "-c", code])
+
+
+def price_the_model(ctx: Ctx) -> None:
+    """What the warning says to do: price the model in herd.toml; the next task is priced."""
+    table = "[prices.gemini-9-unlisted]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n"
+    ctx.herd.config_path.write_text(table + ctx.herd.config_path.read_text())
+    next_task(ctx)
+    wait_until(lambda: (ctx.herd.status("api")["usage"] or {}).get("cost_usd"), timeout_s=30)
+    usage = ctx.herd.status("api")["usage"]
+    assert usage["cost_unpriced_model"] is None and usage["cost_estimated"] is True
 
 
 def next_task(ctx: Ctx) -> None:
@@ -314,10 +363,26 @@ CASES = [
         closed_by="run-started",
     ),
     Case(
+        kind="resume-mismatch",
+        session=wandering,
+        open=lambda ctx: ctx.release("crash-1"),
+        close=lambda ctx: ctx.release("crash-2"),  # run 3 continues its stored conversation
+        closed_by="resume-checked",
+    ),
+    Case(
         kind="usage-backwards",
         session=backwards,
         close=lambda ctx: ctx.release("crash"),
         closed_by="run-started",
+    ),
+    Case(
+        kind="cost-unpriced",
+        session=lambda ctx: session_block(
+            waiting_agent(ctx.gates, before=UNPRICED_GEMINI_RESULT),
+            'agent = "gemini"\nrestart = "never"',
+        ),
+        close=price_the_model,
+        closed_by="task-started",
     ),
     Case(
         kind="budget-warning",

@@ -1,15 +1,22 @@
-"""Plain-text views of statuses and events for the command line."""
+"""Plain-text views of statuses and events for the command line.
+
+A status here is the model or its JSON read by attribute (tui/cli/fastview.py): the fast path
+prints tables and details without importing pydantic, so nothing here needs the models to run.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
-from agentherd.sessions.status import SessionStatus, TaskStatus
 from agentherd.sessions.times import parse_iso
 from agentherd.tui.spend import budget_cell, spend_fields, usage_money
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and the models cost a fast verb tens of ms: neither runs here
+    from agentherd.sessions.records import Event
+    from agentherd.sessions.status import SendReply, SessionStatus, TaskStatus
 
 
 def _since(moment: str | None) -> float | None:
@@ -34,6 +41,24 @@ def state_text(status: SessionStatus | TaskStatus) -> str:
     """`running`, or `failed (crash-loop)` with the reason."""
     state = str(status.state)
     return f"{state} ({status.reason})" if status.reason else state
+
+
+def chain_note(session: str, state: str, reason: str | None) -> str | None:
+    """What a chained task waits for (or why it never runs), for `herd start` and `herd up`."""
+    waited = (reason or "").partition(":")[2]
+    if state == "queued" and (reason or "").startswith("after:"):
+        return (
+            f"queued ({reason}): it starts once {waited} has completed; "
+            f"`herd start {session} --now` starts it at once"
+        )
+    if state == "queued" and (reason or "").startswith("worktree:"):
+        return f"queued ({reason}): it starts once {waited}'s task in its worktree ends"
+    if state == "stopped" and (reason or "").startswith("after-failed:"):
+        return (
+            f"stopped ({reason}): {waited} did not complete, so it cannot run; start "
+            f"{waited} again, or `herd start {session} --now`"
+        )
+    return None
 
 
 def plan_text(status: SessionStatus) -> str:
@@ -89,7 +114,7 @@ def table(statuses: list[SessionStatus], width: int = 120) -> str:
 def detail(status: SessionStatus | TaskStatus) -> str:
     """Every field of one session's status (or a past task's), one per line, for people."""
     lines = [f"{status.session}  {state_text(status)}  ({status.task_state})"]
-    if isinstance(status, TaskStatus):
+    if getattr(status, "restarts", None) is None:  # a past task's status (TaskStatus) has none
         task_fields = [
             ("handle", status.handle),
             ("run", status.run),
@@ -98,8 +123,14 @@ def detail(status: SessionStatus | TaskStatus) -> str:
         ]
         lines += [f"  {label + ':':<15}{value}" for label, value in task_fields if value]
         return "\n".join(lines)
+    if TYPE_CHECKING:
+        assert isinstance(status, SessionStatus)
     if status.next_restart_at:
         lines.append(f"  {'next restart:':<15}{status.next_restart_at}")
+    waiting = status.message_waiting
+    if waiting:
+        said = f"{waiting['chars']} characters from {waiting['origin']} wait for the next run"
+        lines.append(f"  {'message:':<15}{said}")
     fields: list[tuple[str, object]] = [
         ("handle", status.handle),
         ("run", status.run),
@@ -153,3 +184,25 @@ def event_line(event: Event) -> str:
     if event.host:  # across hosts: which host's daemon logged it
         where += f"@{event.host}"
     return f"{event.seq:>5} {event.at} {where} {event.kind}: {inert(event.message)}"
+
+
+def send_said(name: str, reply: SendReply, wait: bool, timeout_s: float | None) -> str:
+    """What `herd send` (and the dashboard's send key) did with a text, in one line."""
+    if reply.outcome == "typed":
+        said = f"{name}: typed into run {reply.run}'s terminal"
+        if wait and reply.run_outcome == "turn-ended":
+            said += f"; the agent's turn ended, {name} is {reply.state}"
+        elif wait and reply.run_outcome == "timeout":
+            said += f"; still {reply.state} after {timeout_s or 0:g}s"
+        elif wait:
+            said += f"; run {reply.run} ended ({reply.run_outcome}), {name} is {reply.state}"
+        return said
+    if reply.outcome == "queued":
+        said = f"{name}: queued for the next run, which starts when the current one ends"
+    else:
+        said = f"{name}: started run {reply.run} ({reply.handle}) with the message"
+    if wait and reply.run_outcome == "dropped":
+        said += f"; not delivered (`herd events --session {name}` says why)"
+    elif wait:
+        said += f"; run {reply.run} ended ({reply.run_outcome}), {name} is {reply.state}"
+    return said

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.status import SessionStatus, UsageStatus
+from agentherd.sessions.money import uncounted_text, usd_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and the models cost the fast CLI path: statuses may be plain JSON
+    from typing import Any
+
+    from agentherd.sessions.status import SessionStatus, UsageStatus
 
 BAR_CELLS = 5
 """Width of a row's budget bar: five cells read at a glance, in 20 % steps."""
@@ -20,20 +24,41 @@ SHORT_NAMES = {
 """Budget dimensions as a narrow column names them."""
 
 
-def money(cost_usd: float | None, estimated: bool) -> str:
-    """`$0.42`, `~$0.42` for an estimate, `-` when nothing reported one (never an invented $0)."""
+def money(
+    cost_usd: float | None, estimated: bool, unpriced: str | None = None, cut_off: int = 0
+) -> str:
+    """`$0.42`, `~$0.42` for an estimate, `-` when nothing reported one (never an invented $0);
+    `unpriced` when a model herd has no price for left the cost out, and `~$0.42+` when part of
+    it is left out (such a model, or requests a kill cut off)."""
     if cost_usd is None:
-        return "-"
-    return f"{'~' if estimated else ''}${cost_usd:,.2f}"
+        return "unpriced" if unpriced else "-"
+    more = "+" if unpriced or cut_off else ""
+    return f"{'~' if estimated else ''}${cost_usd:,.2f}{more}"
 
 
 def usage_money(usage: UsageStatus | dict[str, Any] | None) -> str:
-    """The cost of a `usage` object (model or JSON), marked when estimated."""
+    """The cost of a `usage` object (model or JSON), marked when estimated or incomplete."""
     if usage is None:
         return "-"
-    if isinstance(usage, dict):
-        return money(usage.get("cost_usd"), bool(usage.get("cost_estimated")))
-    return money(usage.cost_usd, usage.cost_estimated)
+    if isinstance(usage, dict):  # JSON, read without building the model (its defaults)
+        return money(
+            usage.get("cost_usd"),
+            bool(usage.get("cost_estimated")),
+            usage.get("cost_unpriced_model"),
+            int(usage.get("uncounted_requests") or 0),
+        )
+    return money(
+        usage.cost_usd, usage.cost_estimated, usage.cost_unpriced_model, usage.uncounted_requests
+    )
+
+
+def unpriced_text(model: str | None) -> str:
+    """` (no price for gemini-3.8-flash: add [prices.gemini-3.8-flash] to herd.toml)`, or ``."""
+    if not model:
+        return ""
+    from agentherd.sessions.prices import table_header  # pydantic: only when a price is missing
+
+    return f" (no price for {model}: add {table_header(model)} to herd.toml)"
 
 
 def tokens_text(count: int) -> str:
@@ -90,7 +115,7 @@ def _amount(name: str, value: Any) -> str:
     if value is None:
         return "unknown"
     if name == "cost_usd":
-        return f"${float(value):,.2f}"
+        return f"${usd_text(float(value))}"
     if name == "wall_time":
         return format_duration(float(value))
     return f"{int(value):,}"
@@ -102,8 +127,12 @@ def spend_fields(status: SessionStatus) -> list[tuple[str, str]]:
     for label, usage in (("usage", status.usage), ("usage (life)", status.usage_total)):
         if usage is not None:
             cost = usage_money(usage)
-            cost = "cost unknown" if cost == "-" else cost
-            fields.append((label, f"{usage.total_tokens:,} tokens, {cost}, {usage.turns} turns"))
+            cost = "cost unknown" if cost in ("-", "unpriced") else cost
+            cost += unpriced_text(usage.cost_unpriced_model)
+            text = f"{usage.total_tokens:,} tokens, {cost}, {usage.turns} turns"
+            if usage.uncounted_requests:
+                text += f"; {uncounted_text(usage.uncounted_requests)}"
+            fields.append((label, text))
     budget = status.budget or {}
     for name, use in _dimensions(budget):
         mark = " (estimated)" if use.get("estimated") else ""

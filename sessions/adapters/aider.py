@@ -22,6 +22,8 @@ _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 _NUMBER = r"(\d+(?:\.\d+)?)\s*([kKmM]?)"
 _TOKENS = re.compile(rf"Tokens:\s*{_NUMBER}\s+sent(?P<rest>.*)")
 _PART = re.compile(rf"{_NUMBER}\s+(cache write|cache hit|received)")
+_MODEL = re.compile(r"^(?:Main model|Model):\s*(\S{1,80})\s+with\b")
+"""Aider's banner names the model it answers with (its weak model writes commit messages)."""
 _COST = re.compile(r"Cost:\s*\$(\d+(?:\.\d+)?)\s+message(?:,\s*\$(\d+(?:\.\d+)?)\s+session)?")
 
 
@@ -35,6 +37,7 @@ class AiderParser(OutputParser):
     """Aider's text output: token and cost lines; the last other line is kept for display."""
 
     agent: ClassVar[str] = "aider"
+    priced_by_table: ClassVar[bool] = True
 
     def __init__(self, session_id: str | None = None) -> None:
         """Start empty; Aider has no session id (continuity is its chat history and git)."""
@@ -43,6 +46,8 @@ class AiderParser(OutputParser):
         self._replies = 0
         self._session_cost_usd: float | None = None
         self._message_costs_usd: float | None = None
+        self.model: str | None = None
+        """The main model from Aider's banner (`Main model: NAME with ...`)."""
 
     @property
     def usage(self) -> Usage:
@@ -59,12 +64,23 @@ class AiderParser(OutputParser):
             turns=self._replies,
         )
 
+    @property
+    def models(self) -> dict[str, tuple[int, int, int, int]]:
+        """The banner's main model with every reply's tokens (herd prices them by it)."""
+        if self.model is None:
+            return {}
+        tokens = self._tokens
+        return {self.model: (tokens[0], tokens[1], tokens[2], tokens[3])}
+
     def _on_other_line(self, line: bytes) -> None:
         """Read a token or cost line; keep any other non-blank line for display."""
         raw = _ANSI.sub(b"", line[: MAX_TEXT_CHARS * 4]).strip()
         if not raw:
             return
         text = raw.decode("utf-8", errors="replace")
+        banner = _MODEL.match(text)
+        if banner is not None and self.model is None:
+            self.model = banner.group(1)
         found = _TOKENS.search(text)
         if found is not None:
             self._on_tokens(found)
@@ -102,15 +118,17 @@ class AiderParser(OutputParser):
 
 AGENT = Agent(
     name="aider",
+    key_env=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"),
     parser=AiderParser,
     order=6,
     preset=Preset(
+        prompt_at=-1,
         command=(
             "aider",
             "--yes-always",
             "--message",
             "Implement the next failing feature in feature_list.json.",
-        )
+        ),
     ),
 )
 """Aider prints no cost for a model it has no price for, and no session id to resume."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from agentherd.sessions.adapters.agent import Agent, Preset
+from agentherd.sessions.adapters.agent import MESSAGE, Agent, Preset
 from agentherd.sessions.adapters.claude import ClaudeParser
 
 
@@ -22,16 +22,18 @@ class AmpParser(ClaudeParser):
 
 AGENT = Agent(
     name="amp",
+    key_env=("AMP_API_KEY",),
     parser=AmpParser,
     order=4,
     preset=Preset(
+        prompt_at=2,
         command=(
             "amp",
             "-x",
             "Implement the next failing feature in feature_list.json.",
             "--stream-json",
         ),
-        resume=("amp", "threads", "continue", "{session_id}", "-x", "Continue.", "--stream-json"),
+        resume=("amp", "threads", "continue", "{session_id}", "-x", MESSAGE, "--stream-json"),
     ),
     price="claude-sonnet-4-5",
     reports_cost=True,

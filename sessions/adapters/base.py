@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Self
 
 from agentherd.sessions.adapters.eventwords import is_quiet
 from agentherd.sessions.adapters.summary import load_json, summarize_decoded
-from agentherd.sessions.adapters.usage import Outcome, Usage
+from agentherd.sessions.adapters.usage import LimitWait, Outcome, Usage
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,127}")
 """A session id that is safe as one argv element: 1-128 chars, no leading "-"."""
@@ -47,6 +47,8 @@ class OutputParser:
             session_id if session_id and valid_session_id(session_id) else None
         )
         self.session_id: str | None = self._initial_session_id
+        self.reported_session_id: str | None = None
+        """The first safe id the output named: a resumed run's proof of its conversation."""
         self.outcome: Outcome | None = None
         self.skipped_lines = 0
         self.parsed_lines = 0
@@ -59,7 +61,15 @@ class OutputParser:
         self.warnings: list[str] = []
         """What was odd in the output (refused ids, totals going backwards); MAX_WARNINGS kept."""
         self.warning_count = 0
+        self.awaiting_answer = False
+        """The agent sent the model something (its prompt, a tool's result) and no answer has
+        printed since: a run killed now loses that request, which no figure anywhere counts."""
         self._rate_limited = False
+        self.limit_wait: LimitWait | None = None
+        """The agent is retrying a rate-limited request by itself (until it prints anything
+        else): herd shows it waiting on the limit, not working."""
+        self.limit_earlier: LimitWait | None = None
+        """The wait before the JSON line being read: a retry after a retry keeps its `since`."""
 
     @classmethod
     def for_run(cls, session_id: str | None, thread_usage: Usage | None) -> Self:
@@ -71,6 +81,16 @@ class OutputParser:
     def usage(self) -> Usage:
         """Tokens, cost and turns reported so far by this process."""
         return Usage()
+
+    priced_by_table: ClassVar[bool] = False
+    """The agent's own cost figure is known to leave out what it does not count (Aider's): where
+    herd's table prices every model it names, herd's estimate replaces it."""
+
+    @property
+    def models(self) -> dict[str, tuple[int, int, int, int]]:
+        """Tokens (input, output, cache read, cache write) per model the agent named; empty
+        for an agent that names none (its estimate is its usual model's)."""
+        return {}
 
     @property
     def rate_limited(self) -> bool:
@@ -111,6 +131,8 @@ class OutputParser:
             self.skipped_lines += 1
             self._on_other_line(line)
             return None
+        # The agent moved on, unless this line's handler says it waits again (from `earlier`).
+        self.limit_earlier, self.limit_wait = self.limit_wait, None
         if type(value) is dict:  # one object a line, as every stream prints: no list for it
             try:
                 self._on_object(value)
@@ -141,12 +163,21 @@ class OutputParser:
         if text not in self.warnings and len(self.warnings) < MAX_WARNINGS:
             self.warnings.append(text)
 
+    @property
+    def resumed_session_id(self) -> str | None:
+        """The conversation this process was started to resume, if any (and safe)."""
+        return self._initial_session_id
+
     def _set_session_id(self, value: object) -> None:
         """Record a reported session id when it is safe to use; refuse and count any other."""
-        if value is None or (value == self.session_id and type(value) is str):
+        if value is None or (
+            value == self.session_id and type(value) is str and self.reported_session_id
+        ):
             return  # the id every line repeats was checked when it first came
         if isinstance(value, str) and valid_session_id(value):
             self.session_id = value
+            if self.reported_session_id is None:
+                self.reported_session_id = value
             return
         self.refused_session_ids += 1
         shown = value[:40] if isinstance(value, str) else type(value).__name__

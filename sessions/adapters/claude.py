@@ -6,7 +6,14 @@ each added). At a ``result`` line every token count becomes the larger of that p
 and the result's ``modelUsage`` sum (``usage`` when there is no ``modelUsage``): both are
 running totals for the process, and ``modelUsage`` also counts background models. Messages
 after the last result are added on top of it. Result usage is never added to the message sum.
+From 2.1.332 the result's totals are the sums of its ``model_usage_since_last_result`` (see
+``claude_result.ResultTotals``): its ``modelUsage`` covers the whole conversation.
 Subagent ``subagent_token_usage`` lines are not counted (their messages may already appear).
+A subagent's messages (``parent_tool_use_id`` set, or ``isSidechain`` in a transcript) count
+their tokens but no turn: ``num_turns`` counts the main thread's. A compaction request prints
+no usage (2.1.197): its ``compact_boundary`` line's ``pre_tokens`` is taken as its input, an
+estimate (the cost is then estimated too) that a result line replaces; it counts a turn, as
+``num_turns`` does.
 
 Each ``assistant`` line is printed when its message starts, with ``output_tokens: 1``; the true
 figure reaches stdout only in the ``result`` line. A run killed before it keeps that undercount
@@ -28,22 +35,29 @@ import math
 import re
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from agentherd.sessions.adapters import outcomes
-from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
+from agentherd.sessions.adapters import limitwait, outcomes
+from agentherd.sessions.adapters.agent import MESSAGE, Agent, Preset, work_prompt
 from agentherd.sessions.adapters.base import MAX_TEXT_CHARS, OutputParser, display_text
+from agentherd.sessions.adapters.claude_result import ResultTotals, limit_retry, result_outcome
 from agentherd.sessions.adapters.claude_tokens import (
+    COMPACTION,
+    COMPACTION_KEY,
+    SUBAGENT,
     ZERO,
+    Estimate,
     Tokens,
+    TranscriptMessage,
+    as_tokens,
     claude_tokens,
+    compaction_tokens,
     content_chars,
-    model_usage_tokens,
+    larger,
     transcript_messages,
     unpriced_tokens,
 )
-from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
+from agentherd.sessions.adapters.usage import Usage
 from agentherd.sessions.prices import estimate_cost_usd
 
 MAX_TRACKED_MESSAGE_IDS = 4096
@@ -55,19 +69,6 @@ tokenizer gives 3.5 to 4.5); used only until the message's true output count arr
 
 _NO_CONVERSATION = "No conversation found"
 _MODEL_NAME = re.compile(r"[A-Za-z0-9._:\[\]-]{1,80}")
-
-
-@dataclass(slots=True)
-class _Estimate:
-    """What one message printed so far, for estimating its output until its true count."""
-
-    start_output: int
-    """The output figure of its first copy (the start figure, until a copy shows more)."""
-    chars: int = 0
-    extra: int = 0
-    """Estimated output tokens beyond the reported figure (0 once settled)."""
-    settled: bool = False
-    """A true figure arrived (a larger count, a result line or the transcript)."""
 
 
 class ClaudeParser(OutputParser):
@@ -83,17 +84,22 @@ class ClaudeParser(OutputParser):
         self.api_retries = 0
         self._by_message_id: dict[str, Tokens] = {}
         """Per message id, oldest first; an OrderedDict once full (see `_forget_oldest`)."""
-        self._estimates: dict[str, _Estimate] = {}
+        self._estimates: dict[str, Estimate] = {}
         """Per message id (same keys as _by_message_id): its output estimate."""
         self._estimate_extra = 0
         """The sum of the unsettled estimates' extra output tokens."""
         self._message_sum: list[int] = [0, 0, 0, 0]
+        self._compactions: dict[str, Tokens] = {}
+        """Compactions seen (stdout or transcript), by key: their estimated tokens."""
+        self._compaction_sum: list[int] = [0, 0, 0, 0]
+        self._compaction_sum_at_result: Tokens = ZERO
         self._result_base: Tokens | None = None
         self._message_sum_at_result: Tokens = ZERO
         self._messages = 0
         self._messages_at_result = 0
         self._result_turns: int | None = None
         self._cost_usd: float | None = None
+        self._results = ResultTotals()
         self._unpriced_at_result: Tokens = ZERO
         """Tokens the last result's cost does not cover (a 0 cost for a served message)."""
         self.model: str | None = None
@@ -125,6 +131,8 @@ class ClaudeParser(OutputParser):
                 )
             )
         extra = self._estimate_extra
+        compacted = self._compaction_after_result()
+        tokens = tuple(a + b for a, b in zip(tokens, compacted, strict=True))
         tokens = (tokens[0], tokens[1] + extra, tokens[2], tokens[3])
         if self._result_turns is None:
             turns = self._messages
@@ -147,6 +155,21 @@ class ClaudeParser(OutputParser):
             output_estimate_tokens=extra,
         )
 
+    @property
+    def models(self) -> dict[str, tuple[int, int, int, int]]:
+        """The main model with the run's tokens (Claude prices a run by its main model)."""
+        usage = self.usage
+        if self.model is None or not self.estimates_cost:
+            return {}
+        return {
+            self.model: (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+            )
+        }
+
     def _with_unpriced(self, cost_usd: float) -> tuple[float | None, bool]:
         """The result's cost plus an estimate of what it missed; never a 0 for known spend.
 
@@ -158,7 +181,12 @@ class ClaudeParser(OutputParser):
             max(0, now - then)
             for now, then in zip(self._message_sum, self._message_sum_at_result, strict=True)
         )
-        unpriced = tuple(a + b for a, b in zip(self._unpriced_at_result, after, strict=True))
+        unpriced = tuple(
+            a + b + c
+            for a, b, c in zip(
+                self._unpriced_at_result, after, self._compaction_after_result(), strict=True
+            )
+        )
         unpriced = (unpriced[0], unpriced[1] + self._estimate_extra, unpriced[2], unpriced[3])
         if not any(unpriced):
             return cost_usd, False
@@ -166,6 +194,21 @@ class ClaudeParser(OutputParser):
         if extra is not None:
             return cost_usd + extra, True
         return (None if cost_usd == 0 else cost_usd), False
+
+    def _compaction_after_result(self) -> Tokens:
+        """The estimated tokens of compactions since the last result (all of them without one)."""
+        now, then = self._compaction_sum, self._compaction_sum_at_result
+        return (now[0] - then[0], now[1] - then[1], now[2] - then[2], now[3] - then[3])
+
+    def _add_compaction(self, key: str, tokens: Tokens) -> bool:
+        """Count a compaction once (stdout and transcript name it alike); True if new."""
+        if key in self._compactions or len(self._compactions) >= MAX_TRACKED_MESSAGE_IDS:
+            return False
+        self._compactions[key] = tokens
+        for index, value in enumerate(tokens):
+            self._compaction_sum[index] += value
+        self._messages += 1
+        return True
 
     @property
     def message_ids(self) -> tuple[str, ...]:
@@ -187,7 +230,7 @@ class ClaudeParser(OutputParser):
         found = transcript_messages(transcript, self.message_ids, since, until)
         return self.take_transcript_messages(found)
 
-    def take_transcript_messages(self, found: list[tuple[str, Tokens]]) -> bool:
+    def take_transcript_messages(self, found: list[TranscriptMessage]) -> bool:
         """Take a killed run's per-message usage as `transcript_messages` found it (read apart
         from the parser, in a worker thread); True if anything changed."""
         if self._result_base is not None:
@@ -198,20 +241,20 @@ class ClaudeParser(OutputParser):
         finally:
             self._changes += 1
 
-    def _recover(self, found: list[tuple[str, Tokens]]) -> bool:
+    def _recover(self, found: list[TranscriptMessage]) -> bool:
         """`take_transcript_messages` once it has begun."""
         changed = False
-        for message_id, tokens in found:
+        for message_id, tokens, kind in found:
+            if kind == COMPACTION:
+                changed = self._add_compaction(message_id, tokens) or changed
+                continue
             previous = self._by_message_id.get(message_id)
-            if previous is None:
-                self._messages += 1
+            if previous is None:  # an answer stdout never printed: it finished after all
                 previous = ZERO
-            better = (
-                max(tokens[0], previous[0]),
-                max(tokens[1], previous[1]),
-                max(tokens[2], previous[2]),
-                max(tokens[3], previous[3]),
-            )
+                if kind != SUBAGENT:
+                    self._messages += 1
+                    self.awaiting_answer = False
+            better = larger(tokens, previous)
             if better != previous:
                 changed = True
             self._by_message_id[message_id] = better
@@ -224,7 +267,7 @@ class ClaudeParser(OutputParser):
         """The message's true figure arrived: drop its estimate. Returns whether one was kept."""
         estimate = self._estimates.get(message_id)
         if estimate is None:
-            self._estimates[message_id] = _Estimate(0, settled=True)
+            self._estimates[message_id] = Estimate(0, settled=True)
             return False
         had = estimate.extra > 0
         self._estimate_extra -= estimate.extra
@@ -239,19 +282,36 @@ class ClaudeParser(OutputParser):
             self._on_result(obj)
             return
         session_id = obj.get("session_id")
-        if session_id is not None and session_id != self.session_id:
-            self._set_session_id(session_id)  # the id every line repeats is not checked again
+        if session_id is not None and (
+            session_id != self.session_id or self.reported_session_id is None
+        ):  # the id every line repeats is checked once: a resumed run's first line names it
+            self._set_session_id(session_id)
         if kind == "assistant":
+            self.awaiting_answer = False
             self._on_assistant(obj)
+        elif kind == "user":  # a tool's result goes to the model: a request begins
+            self.awaiting_answer = True
         elif kind == "system":
             if obj.get("subtype") == "api_retry":
                 self.api_retries += 1
+                self._on_retry(obj)
             elif obj.get("subtype") == "init":
+                self.awaiting_answer = True  # the prompt goes to the model
                 self._set_model(obj.get("model"))
+            elif obj.get("subtype") == "compact_boundary":
+                self._on_compaction(obj)
         elif kind == "rate_limit_event":
             self._on_rate_limit(obj)
         elif kind == "conversation_reset":
             self._set_session_id(obj.get("new_conversation_id"))
+
+    def _on_compaction(self, obj: dict[str, Any]) -> None:
+        """Count a compaction from its boundary line (estimated: it printed no usage)."""
+        tokens = compaction_tokens(obj.get("compact_metadata"))
+        uuid = obj.get("uuid")
+        if tokens is not None:
+            key = uuid if isinstance(uuid, str) and uuid else str(len(self._compactions))
+            self._add_compaction(COMPACTION_KEY + key, tokens)
 
     def _on_assistant(self, obj: dict[str, Any]) -> None:
         """Count one assistant message's usage (deduplicated by id) and keep its text."""
@@ -277,10 +337,11 @@ class ClaudeParser(OutputParser):
         usage = message.get("usage")
         tokens = claude_tokens(usage) if isinstance(usage, dict) else None
         message_id = message.get("id")
+        main_thread = not obj.get("parent_tool_use_id")  # a subagent's message is no turn
         if isinstance(message_id, str) and message_id:
             previous = self._by_message_id.pop(message_id, None)
             if previous is None:
-                self._messages += 1
+                self._messages += main_thread
                 previous = ZERO
             if tokens is None:
                 tokens = previous
@@ -292,7 +353,7 @@ class ClaudeParser(OutputParser):
             self._add_tokens(tokens, previous)
             self._estimate(message_id, tokens[1], chars)
         else:
-            self._messages += 1
+            self._messages += main_thread
             if tokens is not None:
                 self._add_tokens(tokens, ZERO)
 
@@ -313,7 +374,7 @@ class ClaudeParser(OutputParser):
         """Estimate a message's output from its content while it shows only its start figure."""
         estimate = self._estimates.pop(message_id, None)
         if estimate is None:
-            estimate = _Estimate(start_output=output)
+            estimate = Estimate(start_output=output)
         self._estimates[message_id] = estimate  # same order as _by_message_id
         if estimate.settled:
             return
@@ -340,6 +401,12 @@ class ClaudeParser(OutputParser):
             return  # every message names it again; it was checked the first time
         if isinstance(value, str) and _MODEL_NAME.fullmatch(value):
             self.model = value
+
+    def _on_retry(self, obj: dict[str, Any]) -> None:
+        """A retry of a rate-limited request: the run waits on the limit until it goes on."""
+        retry = limit_retry(obj)
+        if retry is not None:
+            self.limit_wait = limitwait.waiting(self.limit_earlier, *retry)
 
     def _on_rate_limit(self, obj: dict[str, Any]) -> None:
         """Track a usage-limit rejection and its reset time."""
@@ -370,71 +437,32 @@ class ClaudeParser(OutputParser):
         else:
             self._set_session_id(obj.get("session_id"))
 
-        cost = as_amount(obj.get("total_cost_usd"))
-        if cost is None:
-            cost = as_amount(obj.get("total_cost", obj.get("cost_usd")))
+        totals, cost, turns = self._results.take(obj, self._messages)
         if cost is not None:
             if self._cost_usd is not None and cost < self._cost_usd:
                 # A running total for the process: it cannot shrink; keep the larger.
                 self.warn(f"claude cost went backwards ({self._cost_usd} -> {cost} USD): kept")
             else:
                 self._cost_usd = cost
-        turns = as_count(obj.get("num_turns"))
         if turns is not None:
             self._result_turns = turns
             self._messages_at_result = self._messages
 
-        totals = model_usage_tokens(obj.get("modelUsage"))
-        if totals is None and isinstance(obj.get("usage"), dict):
-            totals = claude_tokens(obj["usage"])
         if totals is not None:
-            message_sum = tuple(self._message_sum)
-            self._result_base = (
-                max(totals[0], message_sum[0]),
-                max(totals[1], message_sum[1]),
-                max(totals[2], message_sum[2]),
-                max(totals[3], message_sum[3]),
-            )
-            self._message_sum_at_result = (
-                message_sum[0],
-                message_sum[1],
-                message_sum[2],
-                message_sum[3],
-            )
+            self._result_base = larger(totals, self._message_sum)
+            self._message_sum_at_result = as_tokens(self._message_sum)
         elif self._result_base is None:
-            self._result_base = (
-                self._message_sum[0],
-                self._message_sum[1],
-                self._message_sum[2],
-                self._message_sum[3],
-            )
+            self._result_base = as_tokens(self._message_sum)
             self._message_sum_at_result = self._result_base
         self._unpriced_at_result = unpriced_tokens(totals, self._result_base, self._cost_usd)
+        # The result's totals and cost cover the compactions before it (estimates no more).
+        self._compaction_sum_at_result = as_tokens(self._compaction_sum)
         for message_id, estimate in self._estimates.items():  # the result covers them all
             if not estimate.settled:
                 self._settle(message_id)
 
-        status = obj.get("api_error_status")
-        rate_limited = self._rate_limited or status == 429
-        rate_limited = rate_limited or outcomes.RATE_LIMIT_TEXT.search(all_text) is not None
-        subtype = obj.get("subtype")
-        reason = obj.get("terminal_reason")
-        denials: list[str] = []
-        given = obj.get("permission_denials")
-        for denial in given if isinstance(given, list) else []:
-            name = denial.get("tool_name") if isinstance(denial, dict) else denial
-            outcomes.add_denial(denials, outcomes.tool_name(name) or "(unnamed tool)")
-        max_turns = subtype == "error_max_turns" or reason == "max_turns"
-        message = "; ".join(error_texts) if is_error and error_texts else result_text
-        self.outcome = outcomes.ended(
-            is_error=is_error,
-            subtype=subtype if isinstance(subtype, str) else None,
-            message=message,
-            rate_limited=rate_limited,
-            max_turns=max_turns,
-            denials=denials,
-            terminal_reason=reason if isinstance(reason, str) else None,
-            resets_at=self.rate_limit_resets_at or outcomes.reset_time_in_text(all_text),
+        self.outcome = result_outcome(
+            obj, error_texts, result_text, self._rate_limited, self.rate_limit_resets_at
         )
         if result_text is not None:
             self.last_text = self.result_text = display_text(result_text)
@@ -446,13 +474,19 @@ TOOLS = "Bash,Read,Edit,Write,Glob,Grep"
 _STREAM = ("--output-format", "stream-json", "--verbose", "--allowedTools", TOOLS)
 """After the prompt: --allowedTools takes several values."""
 
+PROGRESS_FILE = "claude-progress.txt"
+"""The progress notes of Anthropic's long-running-agent harness, which Claude users know."""
+
 AGENT = Agent(
     name="claude",
+    key_env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
     parser=ClaudeParser,
     order=1,
     preset=Preset(
-        command=("claude", "-p", WORK_PROMPT, *_STREAM),
-        resume=("claude", "-p", CONTINUE_PROMPT, "--resume", "{session_id}", *_STREAM),
+        prompt_at=2,
+        command=("claude", "-p", work_prompt(PROGRESS_FILE), *_STREAM),
+        resume=("claude", "-p", MESSAGE, "--resume", "{session_id}", *_STREAM),
+        progress=PROGRESS_FILE,
     ),
     price="claude-sonnet-4-5",
     reports_cost=True,

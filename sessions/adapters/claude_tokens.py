@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from agentherd.sessions.adapters.usage import as_count
@@ -17,6 +18,34 @@ Tokens = tuple[int, int, int, int]
 """input, output, cache read, cache write."""
 
 ZERO: Tokens = (0, 0, 0, 0)
+
+
+@dataclass(slots=True)
+class Estimate:
+    """What one message printed so far, for estimating its output until its true count."""
+
+    start_output: int
+    """The output figure of its first copy (the start figure, until a copy shows more)."""
+    chars: int = 0
+    extra: int = 0
+    """Estimated output tokens beyond the reported figure (0 once settled)."""
+    settled: bool = False
+    """A true figure arrived (a larger count, a result line or the transcript)."""
+
+
+def larger(first: Tokens | list[int], second: Tokens | list[int]) -> Tokens:
+    """Each figure the larger of the two (running totals that cannot shrink)."""
+    return (
+        max(first[0], second[0]),
+        max(first[1], second[1]),
+        max(first[2], second[2]),
+        max(first[3], second[3]),
+    )
+
+
+def as_tokens(figures: list[int]) -> Tokens:
+    """A running sum's figures as they stand now."""
+    return (figures[0], figures[1], figures[2], figures[3])
 
 
 def content_chars(block: object) -> int:
@@ -91,13 +120,58 @@ MAX_TRANSCRIPT_MESSAGES = 50_000
 transcript of millions of short lines costs a bounded table, not one entry per line."""
 
 
+SUBAGENT = "subagent"
+"""A message a subagent wrote: billed, but not one of the main thread's turns."""
+
+COMPACTION = "compaction"
+"""A compaction request: no usage written, its input estimated from its ``preTokens``."""
+
+COMPACTION_KEY = "compaction:"
+"""Prefix of a compaction's key among message ids (its boundary entry's uuid follows)."""
+
+TranscriptMessage = tuple[str, Tokens, str]
+"""A message id (or COMPACTION_KEY + uuid), its tokens, and "" | SUBAGENT | COMPACTION."""
+
+
+def compaction_tokens(metadata: object) -> Tokens | None:
+    """A compaction's estimated tokens from its metadata: its ``preTokens`` (transcript) or
+    ``pre_tokens`` (stdout) as input, the context it summarised; None when absent."""
+    if not isinstance(metadata, dict):
+        return None
+    pre = as_count(metadata.get("preTokens", metadata.get("pre_tokens")))
+    return (pre, 0, 0, 0) if pre else None
+
+
+def _entry_message(entry: dict[str, Any]) -> tuple[str, Tokens, str] | None:
+    """The (key, tokens, kind) an assistant or compact-boundary transcript entry stands for."""
+    if entry.get("type") == "system":
+        uuid = entry.get("uuid")
+        if entry.get("subtype") != "compact_boundary" or not isinstance(uuid, str) or not uuid:
+            return None
+        tokens = compaction_tokens(entry.get("compactMetadata"))
+        return None if tokens is None else (COMPACTION_KEY + uuid, tokens, COMPACTION)
+    if entry.get("type") != "assistant":
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    message_id, usage = message.get("id"), message.get("usage")
+    if not isinstance(message_id, str) or not message_id or not isinstance(usage, dict):
+        return None
+    tokens = claude_tokens(usage)
+    if tokens is None:
+        return None
+    return message_id, tokens, SUBAGENT if entry.get("isSidechain") is True else ""
+
+
 def transcript_messages(
     entries: Iterable[object],
     message_ids: tuple[str, ...],
     since: str | None,
     until: str | None = None,
-) -> list[tuple[str, Tokens]]:
-    """Per-message usage (the last copy of each id) of transcript entries that belong to a run.
+) -> list[TranscriptMessage]:
+    """Per-message usage (the last copy of each id) of transcript entries that belong to a run,
+    its subagents' messages and its compactions (estimated) among them.
 
     An entry belongs when its message id was printed by the run, or when it was written
     between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
@@ -107,26 +181,22 @@ def transcript_messages(
     wanted = set(message_ids)
     start = parse_iso(since) if since else None
     end = parse_iso(until) if until else None
-    found: dict[str, Tokens] = {}
+    found: dict[str, tuple[Tokens, str]] = {}
     for entry in entries:
-        if not isinstance(entry, dict) or entry.get("type") != "assistant":
+        if not isinstance(entry, dict):
             continue
-        message = entry.get("message")
-        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        taken = _entry_message(entry)
+        if taken is None:
             continue
-        message_id = message.get("id")
-        usage = message.get("usage")
-        if not isinstance(message_id, str) or not message_id or not isinstance(usage, dict):
-            continue
-        if message_id not in wanted:
+        key, tokens, kind = taken
+        if key not in wanted:
             stamp = entry.get("timestamp")
             moment = parse_iso(stamp) if isinstance(stamp, str) else None
             if start is None or moment is None or moment < start:
                 continue
             if end is not None and moment > end:
                 continue
-        tokens = claude_tokens(usage)
-        if tokens is not None and (message_id in found or len(found) < MAX_TRANSCRIPT_MESSAGES):
-            found.pop(message_id, None)
-            found[message_id] = tokens
-    return list(found.items())
+        if key in found or len(found) < MAX_TRANSCRIPT_MESSAGES:
+            found.pop(key, None)
+            found[key] = (tokens, kind)
+    return [(key, tokens, kind) for key, (tokens, kind) in found.items()]

@@ -6,7 +6,10 @@ where ``<config>`` is ``$CLAUDE_CONFIG_DIR`` or ``$HOME/.claude``. Each ``assist
 written when its message is complete, so its ``message.usage`` has the final
 ``output_tokens`` that stdout lacks (stdout prints each message at its start). A resumed session
 appends to the same file: ``ClaudeParser.recover_from_transcript`` keeps only the run's own
-messages. Reading a file is all this does; the supervisor calls it off its event loop.
+messages. A subagent's messages are in their own files,
+``<session>/subagents/agent-*.jsonl`` beside it (`read_transcript` reads them too), and a
+compaction leaves only a ``compact_boundary`` entry with its ``compactMetadata.preTokens``.
+Reading a file is all this does; the supervisor calls it off its event loop.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
 """A transcript line longer than this is skipped unread (a huge tool result, not usage)."""
+
+MAX_SUBAGENT_FILES = 1000
+"""A session's subagent transcripts read at most (a busy session starts a few dozen)."""
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -57,16 +63,27 @@ def transcript_path(config_dir: Path, cwd: str, session_id: str) -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
+def subagent_transcripts(path: Path) -> list[Path]:
+    """The transcripts of a session's subagents, beside its own (``<session>/subagents/``)."""
+    try:
+        found = sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl"))
+    except OSError:
+        return []
+    return found[:MAX_SUBAGENT_FILES]
+
+
+def _wanted(raw: bytes) -> bool:
+    """A line that may carry spend: an assistant message's usage, or a compaction's."""
+    return (b'"assistant"' in raw and b'"usage"' in raw) or b'"compact_boundary"' in raw
+
+
 def read_transcript(
     path: Path, max_bytes: int = MAX_TRANSCRIPT_BYTES, stop: Stop = never
 ) -> Iterator[dict[str, Any]]:
-    """The assistant entries of a transcript that carry usage, one at a time, as read;
-    unreadable lines are skipped, and `stop` ends the read between chunks."""
+    """The entries of a transcript and its subagents' that carry spend (assistant usage,
+    compaction boundaries), one at a time, as read; unreadable lines are skipped, and `stop`
+    ends the read between chunks. `max_bytes` bounds each file."""
     lines = json_lines(
-        [path],
-        max_bytes,
-        MAX_ENTRY_BYTES,
-        lambda raw: b'"assistant"' in raw and b'"usage"' in raw,
-        stop,
+        [path, *subagent_transcripts(path)], max_bytes, MAX_ENTRY_BYTES, _wanted, stop
     )
     return (value for value in lines if isinstance(value, dict))

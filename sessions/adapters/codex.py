@@ -28,7 +28,7 @@ import re
 from typing import Any, ClassVar, Self
 
 from agentherd.sessions.adapters import outcomes
-from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
+from agentherd.sessions.adapters.agent import MESSAGE, Agent, Preset, work_prompt
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.codex_refusals import command_name
 from agentherd.sessions.adapters.usage import Usage, as_count
@@ -123,6 +123,18 @@ class CodexParser(OutputParser):
             return False
         self._denials = denials
         self.outcome = outcomes.ended(**self._ended_as, denials=denials)
+        return True
+
+    def take_rollout_reset(self, resets_at: str | None) -> bool:
+        """A rate limit whose stdout gave no reset time: the one its rollout holds (the used-up
+        window's `resets_at`). Returns whether the outcome changed."""
+        outcome, ended_as = self.outcome, self._ended_as
+        if resets_at is None or outcome is None or ended_as is None:
+            return False
+        if outcome.kind != "rate-limit" or outcome.resets_at is not None:
+            return False
+        self._ended_as = {**ended_as, "resets_at": resets_at}
+        self.outcome = outcomes.ended(**self._ended_as, denials=self._denials)
         return True
 
     def _on_object(self, obj: dict[str, Any]) -> None:
@@ -228,9 +240,12 @@ _ISO_IN_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-
 
 
 def _reset_in_text(text: str) -> str | None:
-    """An ISO reset time written in a limit message, if any."""
+    """The reset time a limit message gives: an ISO time, "try again in 120s" or Codex's own
+    "try again at 9:53 PM" (this machine's local time, which the agent inherits); else None."""
     found = _ISO_IN_TEXT.search(text)
-    return outcomes.reset_time_iso(found.group(0)) if found else None
+    if found is not None:
+        return outcomes.reset_time_iso(found.group(0))
+    return outcomes.reset_time_in_text(text)
 
 
 _SANDBOX = ("--sandbox", "danger-full-access")
@@ -238,11 +253,15 @@ _SANDBOX = ("--sandbox", "danger-full-access")
 
 AGENT = Agent(
     name="codex",
+    key_env=("CODEX_API_KEY", "OPENAI_API_KEY"),
     parser=CodexParser,
     order=2,
     preset=Preset(
-        command=("codex", "exec", "--json", *_SANDBOX, WORK_PROMPT),
-        resume=("codex", "exec", "--json", *_SANDBOX, "resume", "{session_id}", CONTINUE_PROMPT),
+        prompt_at=-1,
+        command=("codex", "exec", "--json", *_SANDBOX, work_prompt()),
+        resume=("codex", "exec", "--json", *_SANDBOX, "resume", "{session_id}", MESSAGE),
     ),
     price="gpt-5-codex",
+    # `turn.completed` comes once a run, whatever the model answered: no turn to count.
+    counts_turns=False,
 )

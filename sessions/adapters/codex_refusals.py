@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +42,9 @@ SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command"})
 
 MAX_PENDING_CALLS = 1024
 """Calls kept while their output is awaited (a run's output follows its call closely)."""
+
+MAX_COMMAND_CHARS = 8192
+"""Of a refused command line, what is read to name it."""
 
 MAX_OUTPUT_CHARS = 65536
 """Of a command's output, the tail read for errors (Codex caps what it keeps itself)."""
@@ -135,15 +139,64 @@ def _entry(entry: object) -> tuple[str, bool] | None:
     return posixpath.normpath(path), entry["access"] == "write"
 
 
-def command_name(command: object) -> str:
-    """A short name for a refused command: its program (after a ``bash -lc`` wrapper)."""
-    if isinstance(command, list):
-        command = " ".join(part for part in command if isinstance(part, str))
-    if not isinstance(command, str):
+def command_name(command: object, line: str = "", path: str = "") -> str:
+    """A short name for a refused command: the program of its refused part.
+
+    A compound command (``echo saving && git commit``, inside a ``bash -lc`` wrapper or not)
+    is named by the part the error names (``touch: cannot touch``), else the part naming the
+    refused path (a redirect), else its first part that is more than a harmless word.
+    """
+    parts = _parts(command)
+    if not parts:
         return "command"
-    inner = re.search(r"-lc\s+[\"']?(\S+)", command)
-    word = inner.group(1) if inner else (command.split() or ["command"])[0]
-    return outcomes.tool_name(word.strip("\"'")) or "command"
+    programs = [_program(part) for part in parts]
+    lead = line.lstrip().split(":", 1)[0] if ":" in line else ""
+    chosen = next((i for i, name in enumerate(programs) if name and name == lead), None)
+    if chosen is None and path:
+        chosen = next((i for i, part in enumerate(parts) if path in part), None)
+    if chosen is None:
+        chosen = next((i for i, name in enumerate(programs) if name not in _HARMLESS), 0)
+    return outcomes.tool_name(programs[chosen]) or "command"
+
+
+_HARMLESS = frozenset({"", "echo", "printf", "cd", "pwd", "true", ":", "export", "set", "sleep"})
+"""Programs that write nothing themselves: a compound command is not named by them."""
+
+_JOINS = frozenset({"&&", "||", ";", "|", "&"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash"})
+
+
+def _parts(command: object, depth: int = 0) -> list[list[str]]:
+    """The simple commands of a shell command line (its words each), unwrapping ``bash -lc``."""
+    if isinstance(command, list):
+        tokens = [part for part in command if isinstance(part, str)]
+    elif isinstance(command, str):
+        lexer = shlex.shlex(command[:MAX_COMMAND_CHARS], posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        try:
+            tokens = list(lexer)
+        except ValueError:  # unbalanced quotes: words as they stand
+            tokens = command[:MAX_COMMAND_CHARS].split()
+    else:
+        return []
+    wrapped = len(tokens) == 3 and tokens[0] in _SHELLS and tokens[1] in ("-lc", "-c")
+    if wrapped and depth < 2:
+        return _parts(tokens[2], depth + 1)
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _JOINS:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return [part for part in parts if part]
+
+
+def _program(part: list[str]) -> str:
+    """The program a simple command runs: its first word after ``NAME=value`` settings."""
+    for word in part:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
+            return posixpath.basename(word) or word
+    return ""
 
 
 def refused_command(arguments: dict[str, Any], output: str, policy: SandboxPolicy) -> str | None:
@@ -167,16 +220,17 @@ def refused_command(arguments: dict[str, Any], output: str, policy: SandboxPolic
         (_EPERM, policy.carved_out),
     )
     for error, refuses in checks:
-        for path in _paths_named(tail, error):
+        for line, path in _paths_named(tail, error):
             # A path from the command's home ("~") is not known here: never a refusal.
             if not path.startswith("~") and refuses(posixpath.normpath(posixpath.join(base, path))):
-                return command_name(command)
+                return command_name(command, line, path)
     return None
 
 
-def _paths_named(body: str, error: str) -> list[str]:
-    """The paths the errors (lower case text) in a command's output name (up to 32)."""
-    found: list[str] = []
+def _paths_named(body: str, error: str) -> list[tuple[str, str]]:
+    """(line, path) of the paths the errors (lower case text) in a command's output name (up
+    to 32)."""
+    found: list[tuple[str, str]] = []
     if error not in body.lower():
         return found
     for line in body.splitlines():
@@ -188,12 +242,12 @@ def _paths_named(body: str, error: str) -> list[str]:
             if before.endswith(":"):
                 path = _last_word(before[:-1].rstrip())
                 if path:
-                    found.append(path)
+                    found.append((line, path))
             after = _PATH_AFTER.match(line, at + len(error), at + len(error) + _WINDOW_CHARS)
             if after is not None:
-                found.append(next(group for group in after.groups() if group is not None))
+                found.append((line, next(group for group in after.groups() if group is not None)))
             at = lower.find(error, at + len(error))
-    return [path.rstrip(".,;") for path in found]
+    return [(line, path.rstrip(".,;")) for line, path in found]
 
 
 def _last_word(text: str) -> str | None:

@@ -1,15 +1,16 @@
-"""Find and read the rollout file Codex keeps of a thread, to recover a killed run's spend.
+"""Find and read the rollout file Codex keeps of a thread: a run's spend, live or killed.
 
 Codex CLI (0.171) writes each thread to
 ``<codex home>/sessions/YYYY/MM/DD/rollout-<start time>-<thread id>.jsonl`` where
 ``<codex home>`` is ``$CODEX_HOME`` or ``$HOME/.codex``; ``codex exec resume`` appends to the
-same file. After each model response it writes an ``event_msg`` line of payload type
-``token_count`` whose ``info.total_token_usage`` is the thread's running total (the figure
-``turn.completed`` prints on stdout only when the turn ends): the last one is what the thread
-has used so far, killed turn included. Its ``turn_context``, ``function_call`` and
-``function_call_output`` lines tell which commands the sandbox refused (``codex_refusals``):
-stdout can miss them. Reading files is all this does; the supervisor calls it off its event
-loop.
+same file. As each model response completes it writes a ``token_usage_record`` line whose
+``thread_token_usage`` is the thread's running total (the figure ``turn.completed`` prints on
+stdout only when the turn ends), and once the response's tool calls are done an ``event_msg``
+of payload type ``token_count`` whose ``info.total_token_usage`` says the same: the last of
+either is what the thread has used so far, killed turn included, before its tools ran. Its
+``turn_context``, ``function_call`` and ``function_call_output`` lines tell which commands the
+sandbox refused (``codex_refusals``): stdout can miss them. Reading files is all this does;
+the supervisor calls it off its event loop.
 """
 
 from __future__ import annotations
@@ -62,24 +63,33 @@ def read_thread_total(
     """The last ``total_token_usage`` the rollout files hold ({} when none); `stop` ends the
     read between chunks (with the last total read so far)."""
     total: dict[str, Any] = {}
-    lines = json_lines(
-        paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"total_token_usage"' in raw, stop
-    )
+    lines = json_lines(paths, max_bytes, MAX_ENTRY_BYTES, may_hold_a_total, stop)
     for value in lines:
-        found = _total_in(value)
+        found = total_in(value)
         if found:
             total = found
     return total
+
+
+def may_hold_a_total(raw: bytes) -> bool:
+    """Whether a rollout line may hold the thread's running total (only those are parsed)."""
+    return b'"total_token_usage"' in raw or b'"thread_token_usage"' in raw
 
 
 def _may_hold_a_refusal(raw: bytes) -> bool:
     return any(marker in raw for marker in _REFUSAL_MARKERS)
 
 
-def _total_in(value: object) -> dict[str, Any] | None:
-    """A ``token_count`` line's ``info.total_token_usage``, or None."""
-    payload = value.get("payload") if isinstance(value, dict) else None
-    if not isinstance(payload, dict) or payload.get("type") != "token_count":
+def total_in(value: object) -> dict[str, Any] | None:
+    """A ``token_usage_record`` line's ``thread_token_usage`` or a ``token_count`` line's
+    ``info.total_token_usage``, or None (any other line)."""
+    if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
+        return None
+    payload = value["payload"]
+    if value.get("type") == "token_usage_record":
+        thread = payload.get("thread_token_usage")
+        return thread if isinstance(thread, dict) else None
+    if payload.get("type") != "token_count":
         return None
     info = payload.get("info")
     total = info.get("total_token_usage") if isinstance(info, dict) else None

@@ -11,8 +11,11 @@ are billed as output: output is whatever of ``total_tokens`` is not input, so th
 agent's own. Each result or document replaces the figures before it (both are process totals).
 No cost is printed: it is estimated from herd's price table when every model is in it.
 
-A run killed before its ``result`` printed no tokens at all: ``recover_from_chat`` takes them
-from the chat file Gemini CLI keeps (see ``gemini_chats``), each answer once by id.
+Before its ``result`` a run prints no tokens at all: while it lives, and when it was killed,
+``take_chat_tokens`` takes them from the chat file Gemini CLI keeps (see ``gemini_chats``),
+each answer once by id; the result's stats replace them. Turns are counted from the stream:
+each answer prints its text and all its tool calls before any tool result, so a turn is the
+model speaking (text or a tool call) after the prompt or the tools' results.
 """
 
 from __future__ import annotations
@@ -22,15 +25,19 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
-from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
+from agentherd.sessions.adapters.agent import MESSAGE, Agent, Preset, work_prompt
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.document import DocumentBuffer, Step
+from agentherd.sessions.adapters.limitwait import RetryLines
 from agentherd.sessions.adapters.usage import Usage, as_count
 from agentherd.sessions.prices import estimate_cost_usd
 from agentherd.sessions.times import parse_iso
 
 _Tokens = tuple[int, int, int, int]
 """input (without cache), output, cache read, cache write."""
+
+MAX_MODELS = 16
+"""Models of one result kept by name (Gemini CLI routes between two or three)."""
 
 MAX_TRACKED_TOOLS = 1024
 """Tool ids remembered to name a denied tool (results follow their calls closely)."""
@@ -41,6 +48,8 @@ _DENIED_TEXT = re.compile(
     re.IGNORECASE,
 )
 _DENIED_TYPES = frozenset({"tool_not_registered", "execution_denied", "policy_violation"})
+_RESUME_REFUSED = "Error resuming session:"
+"""Gemini CLI's stderr line (exit 42, no JSON) for a session id it cannot resume."""
 _MAX_TURNS_TEXT = re.compile(r"MaxSessionTurns|maximum session turns|turn limit", re.IGNORECASE)
 
 
@@ -53,13 +62,19 @@ class GeminiParser(OutputParser):
         """Start empty; session_id is the id this process resumes, if any."""
         super().__init__(session_id)
         self._document = DocumentBuffer()
+        self._retries = RetryLines()
         self._tokens: _Tokens = (0, 0, 0, 0)
         self._cost_usd: float | None = None
+        self._models: dict[str, _Tokens] = {}
+        """The last result's tokens per model, by the model's name."""
         self._tools: dict[str, str] = {}
         self._denials: list[str] = []
         self._answer: list[str] = []
         self._error: str | None = None
         self.tool_calls = 0
+        self._turns = 0
+        self._speaking = False
+        """The model's answer is being printed: its next tool call or text is the same turn."""
 
     @property
     def usage(self) -> Usage:
@@ -71,7 +86,13 @@ class GeminiParser(OutputParser):
             cache_write_tokens=self._tokens[3],
             cost_usd=self._cost_usd,
             cost_estimated=self._cost_usd is not None,
+            turns=self._turns,
         )
+
+    @property
+    def models(self) -> dict[str, tuple[int, int, int, int]]:
+        """The tokens per model the last result (or the chat file) named."""
+        return dict(self._models)
 
     def recover_from_chat(
         self, answers: Iterable[dict[str, Any]], since: str | None, until: str | None = None
@@ -106,9 +127,8 @@ class GeminiParser(OutputParser):
         if better == self._tokens:
             return False
         self._tokens = better
-        costs = [estimate_cost_usd(model, *tokens) for model, tokens in models.items()]
-        known = better == found and all(cost is not None for cost in costs)
-        self._cost_usd = sum(cost or 0.0 for cost in costs) if known else None
+        self._models = dict(models)
+        self._cost_usd = _estimate(self._models) if better == found else None
         return True
 
     def _feed(self, line: bytes) -> object | None:
@@ -128,6 +148,16 @@ class GeminiParser(OutputParser):
             self.warn("gemini: a multi-line JSON document did not parse or was too large")
         return None
 
+    def _on_other_line(self, line: bytes) -> None:
+        """Its stderr lines: retries (waiting on a rate limit while it retries by itself), and
+        a resume it refuses (a conversation with no answer yet, as after a first 429)."""
+        text = line.decode(errors="replace")
+        self.limit_wait = self._retries.feed(text, self.limit_wait)
+        if self.outcome is None and text.startswith(_RESUME_REFUSED):
+            self.outcome = outcomes.ended(
+                is_error=True, subtype="resume", message=text.strip(), denials=()
+            )
+
     def _on_object(self, obj: dict[str, Any]) -> None:
         """Dispatch one stream-json event on its ``type`` (a one-line json document too)."""
         kind = obj.get("type")
@@ -135,9 +165,14 @@ class GeminiParser(OutputParser):
             self._on_document(obj)
             return
         self._set_session_id(obj.get("session_id"))
+        if kind in ("init", "tool_result") or (kind == "message" and obj.get("role") == "user"):
+            self.awaiting_answer = True  # the prompt or a tool's result goes to the model
+        elif kind == "tool_use":  # an answer ends in its calls (a text one ends the run)
+            self.awaiting_answer = False
         if kind == "message":
             self._on_message(obj)
         elif kind == "tool_use":
+            self._spoke()
             self.tool_calls += 1
             self._answer = []
             tool_id, name = obj.get("tool_id"), outcomes.tool_name(obj.get("tool_name"))
@@ -146,6 +181,7 @@ class GeminiParser(OutputParser):
                 if len(self._tools) > MAX_TRACKED_TOOLS:
                     del self._tools[next(iter(self._tools))]
         elif kind == "tool_result":
+            self._speaking = False  # the answer's calls were all printed before their results
             self._on_tool_result(obj)
         elif kind == "error":
             self._error = display_text(obj.get("message")) or self._error
@@ -158,12 +194,20 @@ class GeminiParser(OutputParser):
         if obj.get("role") != "assistant" or not isinstance(content, str):
             if obj.get("role") == "user":
                 self._answer = []
+                self._speaking = False
             return
+        self._spoke()
         if obj.get("delta") is True:
             self._answer.append(content)
         else:
             self._answer = [content]
         self.last_text = display_text("".join(self._answer[-64:]))
+
+    def _spoke(self) -> None:
+        """The model printed text or a tool call: a new turn unless its answer goes on."""
+        if not self._speaking:
+            self._speaking = True
+            self._turns += 1
 
     def _on_tool_result(self, obj: dict[str, Any]) -> None:
         """Note a tool the CLI refused to run (no --yolo: the tool is not even registered)."""
@@ -187,7 +231,8 @@ class GeminiParser(OutputParser):
             tokens = _stream_tokens(stats)
             if tokens is not None:
                 self._tokens = tokens
-                self._cost_usd = _estimate(stats.get("models"), _stream_tokens)
+                self._models = _per_model(stats.get("models"), _stream_tokens)
+                self._cost_usd = _estimate(self._models)
         self.result_text = display_text("".join(self._answer)) if self._answer else None
         self._end(obj.get("status") != "success", obj.get("error"), obj.get("status"))
 
@@ -199,7 +244,8 @@ class GeminiParser(OutputParser):
         tokens = _sum_models(models, _model_tokens)
         if tokens is not None:
             self._tokens = tokens
-            self._cost_usd = _estimate(models, _model_tokens)
+            self._models = _per_model(models, _model_tokens)
+            self._cost_usd = _estimate(self._models)
         response = display_text(obj.get("response"))
         if response is not None:
             self.last_text = self.result_text = response
@@ -218,6 +264,7 @@ class GeminiParser(OutputParser):
             subtype=status if isinstance(status, str) else None,
             message=message,
             rate_limited=code == 429 or outcomes.RATE_LIMIT_TEXT.search(all_text) is not None,
+            resets_at=outcomes.reset_time_in_text(all_text),
             max_turns=is_error and _MAX_TURNS_TEXT.search(all_text) is not None,
             denials=self._denials,
             terminal_reason=kind if isinstance(kind, str) else None,
@@ -232,40 +279,58 @@ table, not one entry per line."""
 def gemini_chat_tokens(
     answers: Iterable[dict[str, Any]], since: str, until: str | None = None
 ) -> dict[str, _Tokens]:
-    """Tokens per model of the chat answers written between since and until (ISO times).
+    """Tokens per model of the chat answers written between since and until (ISO times)."""
+    tally = ChatTally(since, until)
+    for answer in answers:
+        tally.add(answer)
+    return tally.models()
+
+
+class ChatTally:
+    """Chat answers written between two times, each counted once: tokens per model.
 
     An answer is written again with its tool calls, and a resume replays earlier answers:
-    each id counts once, its last copy winning. Answers are taken one at a time; past
-    MAX_CHAT_ANSWERS ids, only those already taken are updated.
+    each id counts once, its last copy winning. Answers are taken one at a time (a live read
+    adds those a look found); past MAX_CHAT_ANSWERS ids, only those already taken are updated.
     """
-    start = parse_iso(since)
-    end = parse_iso(until) if until else None
-    if start is None:
-        return {}
-    by_id: dict[str, tuple[str, _Tokens]] = {}
-    for answer in answers:
+
+    def __init__(self, since: str, until: str | None = None) -> None:
+        self.start = parse_iso(since)
+        self.end = parse_iso(until) if until else None
+        self.by_id: dict[str, tuple[str, _Tokens]] = {}
+
+    def add(self, answer: dict[str, Any]) -> None:
+        """Take one answer (a chat line of type ``gemini``) if it was written in the window."""
         stamp, answer_id = answer.get("timestamp"), answer.get("id")
         moment = parse_iso(stamp) if isinstance(stamp, str) else None
-        if moment is None or not isinstance(answer_id, str) or moment < start:
-            continue
-        if end is not None and moment > end:
-            continue
+        if self.start is None or moment is None or not isinstance(answer_id, str):
+            return
+        if moment < self.start or (self.end is not None and moment > self.end):
+            return
         tokens = answer.get("tokens")
         if not isinstance(tokens, dict):
-            continue
+            return
         with_cache = (as_count(tokens.get("input")) or 0) + (as_count(tokens.get("tool")) or 0)
         output = (as_count(tokens.get("output")) or 0) + (as_count(tokens.get("thoughts")) or 0)
         split = _split(
             with_cache, as_count(tokens.get("cached")), output, as_count(tokens.get("total"))
         )
         model = answer.get("model")
-        if answer_id in by_id or len(by_id) < MAX_CHAT_ANSWERS:
-            by_id[answer_id] = (str(model)[:80] if isinstance(model, str) else "gemini", split)
-    models: dict[str, _Tokens] = {}
-    for model, split in by_id.values():
-        now = models.get(model, (0, 0, 0, 0))
-        models[model] = (now[0] + split[0], now[1] + split[1], now[2] + split[2], now[3] + split[3])
-    return models
+        if answer_id in self.by_id or len(self.by_id) < MAX_CHAT_ANSWERS:
+            self.by_id[answer_id] = (str(model)[:80] if isinstance(model, str) else "gemini", split)
+
+    def models(self) -> dict[str, _Tokens]:
+        """The answers' tokens summed per model."""
+        models: dict[str, _Tokens] = {}
+        for model, split in self.by_id.values():
+            now = models.get(model, (0, 0, 0, 0))
+            models[model] = (
+                now[0] + split[0],
+                now[1] + split[1],
+                now[2] + split[2],
+                now[3] + split[3],
+            )
+        return models
 
 
 def _stream_tokens(stats: dict[str, Any]) -> _Tokens | None:
@@ -313,31 +378,37 @@ def _sum_models(models: object, read: Any) -> _Tokens | None:
     return (sums[0], sums[1], sums[2], sums[3]) if seen else None
 
 
-def _estimate(models: object, read: Any) -> float | None:
-    """List-price cost of a ``models`` map, or None unless every model's price is known."""
-    if not isinstance(models, dict) or not models:
-        return None
-    cost_usd = 0.0
-    for name, entry in models.items():
+def _per_model(models: object, read: Any) -> dict[str, _Tokens]:
+    """A ``models`` map's entries read with read(), by model name (the first MAX_MODELS)."""
+    if not isinstance(models, dict):
+        return {}
+    found: dict[str, _Tokens] = {}
+    for name, entry in list(models.items())[:MAX_MODELS]:
         tokens = read(entry) if isinstance(entry, dict) else None
-        if tokens is None:
-            continue
-        cost = estimate_cost_usd(str(name)[:80], *tokens)
-        if cost is None:
-            return None
-        cost_usd += cost
-    return cost_usd
+        if tokens is not None:
+            found[str(name)[:80]] = tokens
+    return found
+
+
+def _estimate(models: dict[str, _Tokens]) -> float | None:
+    """List-price cost of the tokens per model, or None unless every model's price is known."""
+    costs = [estimate_cost_usd(name, *tokens) for name, tokens in models.items()]
+    if not costs or any(cost is None for cost in costs):
+        return None
+    return sum(cost or 0.0 for cost in costs)
 
 
 _STREAM = ("--output-format", "stream-json", "--yolo")
 
 AGENT = Agent(
     name="gemini",
+    key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     parser=GeminiParser,
     order=3,
     preset=Preset(
-        command=("gemini", "-p", WORK_PROMPT, *_STREAM),
-        resume=("gemini", "--resume", "{session_id}", "-p", CONTINUE_PROMPT, *_STREAM),
+        prompt_at=2,
+        command=("gemini", "-p", work_prompt(), *_STREAM),
+        resume=("gemini", "--resume", "{session_id}", "-p", MESSAGE, *_STREAM),
         # Without it Gemini CLI exits 55 in a folder it was never told to trust.
         env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
     ),

@@ -1,4 +1,4 @@
-"""Find and read the chat files Gemini CLI keeps of a session, to recover a killed run's spend.
+"""Find and read the chat files Gemini CLI keeps of a session: a run's spend, live or killed.
 
 Gemini CLI (0.61) records each session in
 ``<home>/.gemini/tmp/<project>/chats/session-<start, minutes>-<first 8 characters of id>.jsonl``
@@ -83,10 +83,10 @@ def read_chat_answers(
     for value in json_lines(
         paths, max_bytes, MAX_ENTRY_BYTES, lambda raw: b'"tokens"' in raw, stop
     ):
-        yield from _answers_in(value)
+        yield from answers_in(value)
 
 
-def _answers_in(value: object) -> Iterator[dict[str, Any]]:
+def answers_in(value: object) -> Iterator[dict[str, Any]]:
     """The answers one line holds: itself, or a ``$set`` (or whole-file) message list."""
     if not isinstance(value, dict):
         return

@@ -7,17 +7,42 @@ with its tokens: that is no cost reported (None, so herd may estimate), not a fr
 title request OpenCode makes before the first answer prints no step: its tokens are not seen.
 A step that ends for any reason but ``tool-calls`` ends the answer; an
 ``error`` line ends the run in error; ``done`` (newer builds) ends it, its ``rejected`` list
-naming permissions the run refused (``--auto`` not given).
+naming permissions the run refused (``--auto`` not given). A tool the config denies
+(``"permission": {"bash": "deny"}``) is taken from the model; OpenCode 1.18 prints its call as
+a call of the tool ``invalid`` naming the ``unavailable tool``: a denial when it is one of
+OpenCode's own tools, a mistake of the model (which it may mend) when it names none.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from agentherd.sessions.adapters import outcomes
-from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, WORK_PROMPT, Agent, Preset
+from agentherd.sessions.adapters.agent import MESSAGE, Agent, Preset, work_prompt
 from agentherd.sessions.adapters.base import OutputParser, display_text
 from agentherd.sessions.adapters.usage import Usage, as_amount, as_count
+
+BUILTIN_TOOLS = frozenset(
+    {"bash", "edit", "write", "read", "grep", "glob", "list", "lsp", "patch", "multiedit"}
+    | {"apply_patch", "skill", "task", "todowrite", "todoread", "webfetch", "websearch"}
+    | {"codesearch", "question"}
+)
+"""OpenCode's own tools (its docs' Tools page): a permission or tools setting may take them."""
+
+_UNAVAILABLE = re.compile(r"unavailable tool '([^']{1,64})'")
+"""OpenCode's words for a call of a tool the model was not given."""
+
+
+def unavailable_builtin(part: dict[str, Any]) -> str | None:
+    """The OpenCode tool a call of ``invalid`` asked for when the config took it away, else None."""
+    state = part.get("state")
+    state = state if isinstance(state, dict) else {}
+    given = state.get("input")
+    given = given if isinstance(given, dict) else {}
+    found = _UNAVAILABLE.search(f"{given.get('error')} {state.get('output')}")
+    name = outcomes.tool_name(found.group(1) if found else None)
+    return name if name in BUILTIN_TOOLS else None
 
 
 class OpenCodeParser(OutputParser):
@@ -60,6 +85,8 @@ class OpenCodeParser(OutputParser):
             error = state.get("error") if isinstance(state, dict) else None
             if isinstance(error, str) and "permission" in error.lower():
                 outcomes.add_denial(self._denials, outcomes.tool_name(part.get("tool")))
+            elif part.get("tool") == "invalid":
+                outcomes.add_denial(self._denials, unavailable_builtin(part))
         elif kind == "step_finish":
             self._on_step(part)
         elif kind == "error":
@@ -104,7 +131,8 @@ class OpenCodeParser(OutputParser):
         )
 
     def _on_error(self, error: object) -> None:
-        """The run ended in error: its name and message, a rate limit when they say so."""
+        """The run ended in error: its name and message, a rate limit when they say so (with
+        the reset its words give: OpenCode prints no reset time of its own)."""
         name = error.get("name") if isinstance(error, dict) else None
         data = error.get("data") if isinstance(error, dict) else None
         text = data.get("message") if isinstance(data, dict) else error
@@ -117,6 +145,7 @@ class OpenCodeParser(OutputParser):
             rate_limited=status == 429
             or outcomes.RATE_LIMIT_TEXT.search(f"{name} {message}") is not None,
             denials=self._denials,
+            resets_at=outcomes.reset_time_in_text(message),
         )
 
 
@@ -125,7 +154,8 @@ AGENT = Agent(
     parser=OpenCodeParser,
     order=5,
     preset=Preset(
-        command=("opencode", "run", "--format", "json", WORK_PROMPT),
+        prompt_at=-1,
+        command=("opencode", "run", "--format", "json", work_prompt()),
         resume=(
             "opencode",
             "run",
@@ -133,7 +163,7 @@ AGENT = Agent(
             "json",
             "--session",
             "{session_id}",
-            CONTINUE_PROMPT,
+            MESSAGE,
         ),
     ),
     reports_cost=True,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agentherd.sessions.adapters import resetwords
 from agentherd.sessions.adapters.base import display_text
 from agentherd.sessions.adapters.usage import Outcome
 from agentherd.sessions.times import iso_from_epoch, iso_seconds, parse_iso, utc_now
@@ -41,17 +42,18 @@ _CLOCK_AND_ZONE = re.compile(
 """Claude Code: ``You've hit your limit · resets 1pm (Europe/Lisbon)``."""
 
 
-def reset_time_in_text(text: str, now: datetime | None = None) -> str | None:
-    """The reset time a limit message states (an epoch, or a clock time in a named zone).
-
-    A clock time is the next such moment after now in that zone; None when there is none.
-    """
+def reset_time_in_text(
+    text: str, now: datetime | None = None, zone: tzinfo | None = None
+) -> str | None:
+    """The reset time a limit message states: an epoch, a clock time in a named zone, a wait
+    in words ("retry in 20s") or Codex's clock time in the agent's local `zone` (None: this
+    machine's). A clock time is the next such moment after now; None when there is none."""
     found = _EPOCH_AFTER_BAR.search(text)
     if found is not None:
         return iso_from_epoch(int(found.group(1)))
     clock = _CLOCK_AND_ZONE.search(text)
     if clock is None:
-        return None
+        return resetwords.wait_in_text(text, now) or resetwords.clock_in_text(text, now, zone)
     hour, minute = int(clock.group(1)), int(clock.group(2) or 0)
     if not 1 <= hour <= 12 or minute > 59:
         return None

@@ -18,6 +18,11 @@ class Usage:
     cost_usd: float | None = None
     cost_estimated: bool = False
     turns: int = 0
+    cost_unpriced_model: str | None = None
+    """A model the agent named that herd has no price for: the cost leaves its tokens out
+    (None, or only what the agent reported itself), never priced as another model."""
+    uncounted_requests: int = 0
+    """Requests a kill cut off mid-answer: billed in part or whole, counted in no figure."""
     output_estimate_tokens: int = 0
     """How much of output_tokens is herd's estimate from printed content, not a reported figure.
 
@@ -49,6 +54,8 @@ class Usage:
             cost_usd=cost_usd,
             cost_estimated=self.cost_estimated or other.cost_estimated,
             turns=self.turns + other.turns,
+            cost_unpriced_model=self.cost_unpriced_model or other.cost_unpriced_model,
+            uncounted_requests=self.uncounted_requests + other.uncounted_requests,
             output_estimate_tokens=self.output_estimate_tokens + other.output_estimate_tokens,
         )
 
@@ -62,7 +69,9 @@ class Usage:
             "total_tokens": self.total_tokens,
             "cost_usd": self.cost_usd,
             "cost_estimated": self.cost_estimated,
+            "cost_unpriced_model": self.cost_unpriced_model,
             "turns": self.turns,
+            "uncounted_requests": self.uncounted_requests,
         }
 
     @classmethod
@@ -78,6 +87,8 @@ class Usage:
             cost_usd=as_amount(data.get("cost_usd")),
             cost_estimated=data.get("cost_estimated") is True,
             turns=as_count(data.get("turns")) or 0,
+            cost_unpriced_model=model_name(data.get("cost_unpriced_model")),
+            uncounted_requests=as_count(data.get("uncounted_requests")) or 0,
         )
 
 
@@ -99,6 +110,21 @@ class Outcome:
     """Tools the agent was refused (e.g. "Write", "Bash"); non-empty means it could not work."""
 
 
+@dataclass(frozen=True, slots=True)
+class LimitWait:
+    """The agent is retrying a rate-limited request by itself."""
+
+    since: str
+    """When it said so first (ISO)."""
+    retry_at: str | None
+    """When it tries again, where it said (ISO)."""
+    attempt: int | None
+    """Its attempt that failed, where it said."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"since": self.since, "retry_at": self.retry_at, "attempt": self.attempt}
+
+
 OUTCOME_KINDS = ("success", "error", "max-turns", "rate-limit", "permission-denied")
 """The ways a run can end, as the adapters read them from the agent's own result."""
 
@@ -111,6 +137,17 @@ def as_count(value: object) -> int | None:
         return value if value >= 0 else None
     if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
         return int(value)
+    return None
+
+
+MAX_MODEL_CHARS = 80
+"""A model name longer than this is not one (a record written by something else)."""
+
+
+def model_name(value: object) -> str | None:
+    """Return value as a model's name (short printable text), or None."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_MODEL_CHARS and value.isprintable():
+        return value
     return None
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 
 from agentherd.sessions.durations import format_duration
+from agentherd.sessions.money import uncounted_text, usd_text
+from agentherd.sessions.prices import table_header
 from agentherd.sessions.report.models import Report, UsageTotals
 from agentherd.sessions.report.steps import short
 from agentherd.sessions.sanitize import ELLIPSIS, inert
@@ -71,10 +73,16 @@ def _with_code(value: str) -> str:
 
 def _money(usage: UsageTotals) -> str:
     """The cost as dollars, or a plain word when no run reported one."""
+    model = usage.cost_unpriced_model
+    unpriced = f"no price for `{model}` (add `{table_header(model)}` to herd.toml)" if model else ""
     if usage.cost_usd is None:
-        return "cost unknown"
+        unknown = f"cost unknown: {unpriced}" if unpriced else "cost unknown"
+        cut = f"; {uncounted_text(usage.uncounted_requests)}" if usage.uncounted_requests else ""
+        return unknown + cut
     estimated = " (estimated)" if usage.cost_estimated else ""
-    return f"${usage.cost_usd:,.2f}{estimated}"
+    left_out = f", not counting the tokens of {unpriced}" if unpriced else ""
+    cut = f"; {uncounted_text(usage.uncounted_requests)}" if usage.uncounted_requests else ""
+    return f"${usage.cost_usd:,.2f}{estimated}{left_out}{cut}"
 
 
 def _plural(count: int, noun: str, plural: str | None = None) -> str:
@@ -204,7 +212,7 @@ def _md_remains(report: Report) -> list[str]:
         out += ["Changes to the plan against its baseline:", ""]
         for change in remains.plan_changes:
             out.append(
-                f"- {_text(change['change'], 20)} item \\[{change['index']}\\]: "
+                f"- {_text(change['change'], 20)} item {int(change['index']) + 1}: "
                 f"{_text(change['description'])}"
             )
         out.append("")
@@ -307,7 +315,7 @@ def _amount(name: str, value: object) -> str:
     if not isinstance(value, int | float):
         return "unknown"
     if name == "cost_usd":
-        return f"${value:,.2f}"
+        return f"${usd_text(value)}"
     if name == "wall_time":
         return format_duration(float(value))
     return f"{int(value):,}"

@@ -191,7 +191,11 @@ class UsageTotals(_Part):
     total_tokens: int
     cost_usd: float | None
     cost_estimated: bool
+    cost_unpriced_model: str | None = None
+    """A model the agent named that herd has no price for: the cost leaves its tokens out."""
     turns: int
+    uncounted_requests: int = 0
+    """Requests a kill cut off mid-answer: billed in part or whole, counted in no figure."""
 
 
 class ProgressFacts(_Part):

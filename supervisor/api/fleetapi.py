@@ -8,12 +8,13 @@ database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agentherd.sessions.records import Event
 from agentherd.sessions.status import (
     ReportReply,
+    SendReply,
     SessionStatus,
     StartReply,
     TaskStatus,
@@ -30,8 +31,9 @@ EVENTS_PAGE = 1000
 class Fleet(Protocol):
     """What the CLI (and later the dashboard) asks of a fleet, local or across hosts."""
 
-    def start(self, name: str) -> StartReply:
-        """Begin a task (already running: its current handle)."""
+    def start(self, name: str, now: bool = False) -> StartReply:
+        """Begin a task (already running: its current handle); `now`: not queued behind its
+        `after` sessions."""
         ...
 
     def stop(self, name: str, kill: bool = False, no_wait: bool = False) -> SessionStatus:
@@ -62,8 +64,18 @@ class Fleet(Protocol):
         """The event log after `since`, then every new event as it comes (never ends)."""
         ...
 
-    def wait(self, target: str, timeout_s: float | None = None) -> WaitReply:
-        """Block until the task ends (or `timeout_s` passes)."""
+    def wait(
+        self, target: str, timeout_s: float | None = None, until: Sequence[str] | None = None
+    ) -> WaitReply:
+        """Block until the task ends, or with `until` the session is in one of those states
+        (or `timeout_s` passes)."""
+        ...
+
+    def send(
+        self, name: str, text: str, wait: bool = False, timeout_s: float | None = None
+    ) -> SendReply:
+        """`text` for the session's next run (or typed into its terminal); with `wait`, once
+        that run (or the agent's turn) ended, or `timeout_s` passed."""
         ...
 
     def report(self, name: str) -> ReportReply:
@@ -92,9 +104,10 @@ class LocalFleet:
     def _ask(self, op: str, **args: Any) -> Any:
         return parse_reply(op, self.client.call(op, **args))
 
-    def start(self, name: str) -> StartReply:
+    def start(self, name: str, now: bool = False) -> StartReply:
         """Begin a task (already running: its current handle)."""
-        reply: StartReply = self._ask("start", name=name)
+        extra = {"now": True} if now else {}  # a daemon before chaining knows no `now`
+        reply: StartReply = self._ask("start", name=name, **extra)
         return reply
 
     def stop(self, name: str, kill: bool = False, no_wait: bool = False) -> SessionStatus:
@@ -139,10 +152,29 @@ class LocalFleet:
         for item in self.client.stream("events", since=since, session=session, follow=True):
             yield Event.model_validate(item)
 
-    def wait(self, target: str, timeout_s: float | None = None) -> WaitReply:
-        """Block until the task ends."""
+    def wait(
+        self, target: str, timeout_s: float | None = None, until: Sequence[str] | None = None
+    ) -> WaitReply:
+        """Block until the task ends (or the session is in a state of `until`)."""
+        extra: dict[str, Any] = {"until": list(until)} if until is not None else {}
         reply: WaitReply = self._ask(
-            "wait", target=target, socket_timeout_s=None, timeout_s=timeout_s
+            "wait", target=target, socket_timeout_s=None, timeout_s=timeout_s, **extra
+        )
+        return reply
+
+    def send(
+        self, name: str, text: str, wait: bool = False, timeout_s: float | None = None
+    ) -> SendReply:
+        """`text` for the session's next run (queued, or a run begun with it), or typed into
+        an interactive run's terminal."""
+        extra = {} if timeout_s is None else {"timeout_s": timeout_s}
+        reply: SendReply = self._ask(
+            "send",
+            name=name,
+            text=text,
+            wait=wait,
+            socket_timeout_s=None if wait else 120,
+            **extra,
         )
         return reply
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from agentherd.sessions.config import HerdConfig
@@ -41,6 +42,9 @@ def ensure_daemon(config: HerdConfig) -> tuple[Client, bool]:
         )
     finally:
         os.close(log_fd)
+    # A long-lived caller (`herd mcp --start-daemon`, the dashboard) outlives the daemon it
+    # started: reap it when it ends, or it stays a zombie of the caller.
+    threading.Thread(target=process.wait, name="herd-daemon-reaper", daemon=True).start()
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if client.ping():

@@ -37,12 +37,13 @@ from agentherd.sessions.status import (
 )
 from agentherd.sessions.status_builder import StatusFacts
 from agentherd.sessions.times import iso, utc_now
+from agentherd.supervisor.api import diffop
 from agentherd.supervisor.api.protocol import ApiError
 from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
 from agentherd.supervisor.files.store import Store
 
-READ_OPS = frozenset({"ls", "status", "events", "log_info", "report", "info"})
+READ_OPS = frozenset({"ls", "status", "events", "log_info", "report", "info", "diff"})
 """The ops a fleet on disk can answer; every other op needs the daemon."""
 
 DISK_POLL_S = 2.0
@@ -192,6 +193,7 @@ class DiskFleet:
             StatusFacts(
                 name=name,
                 agent=config.agent,
+                archived=config.archived,
                 record=record,
                 run=last,
                 alive=False,
@@ -315,6 +317,10 @@ class DiskFleet:
             return [e.to_json() for e in found]
         if op == "log_info":
             return self.log_info(args.get("name"), args.get("run")).to_json()
+        if op == "diff":
+            config = self._session(args.get("name"))
+            recorded = self.store.checkpoints(config.name, limit=diffop.CHECKPOINTS_LISTED)
+            return diffop.answer(config.name, config.cwd, recorded, args)
         return self.report(args.get("name"))
 
 

@@ -21,6 +21,8 @@ Count = Annotated[int, Field(ge=0, le=MAX_INT)]
 Number = Annotated[int, Field(ge=1, le=MAX_INT)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Text = Annotated[str, Field(min_length=1, max_length=4096)]
+MAX_MESSAGE_CHARS = 65_536
+"""The longest `herd send` text: a prompt, not a file (it travels in the agent's argv)."""
 
 
 class _Args(BaseModel):
@@ -37,6 +39,12 @@ class NameArgs(_Args):
     """start, pause, resume, approve, reject, report."""
 
     name: Text
+
+
+class StartArgs(_Args):
+    name: Text
+    now: bool = False
+    """Start at once, not queued behind the session's `after` sessions."""
 
 
 class SubscribeArgs(_Args):
@@ -70,6 +78,17 @@ class RestartArgs(_Args):
 class WaitArgs(_Args):
     target: Text
     timeout_s: Seconds | None = None
+    until: Annotated[list[Text], Field(min_length=1, max_length=32)] | None = None
+    """Wait for the session to be in one of these states instead of for the task's end."""
+
+
+class SendArgs(_Args):
+    name: Text
+    text: Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    wait: bool = False
+    """Answer once the run that took the message (or an interactive agent's turn) ended."""
+    timeout_s: Seconds | None = None
+    """With `wait`: answer (run_outcome `timeout`) after this long at most."""
 
 
 class EventsArgs(_Args):
@@ -81,9 +100,37 @@ class EventsArgs(_Args):
     """Only events of these kinds (the run picker asks for the runs' starts and ends only)."""
 
 
+class AnswerArgs(_Args):
+    """approve, reject: the session, and who answered from where (herd web says)."""
+
+    name: Text
+    by: Text | None = None
+    origin: Text | None = None
+    link: Text | None = None
+    """A notification's approval link: the answer is refused unless it is good, and spends it."""
+
+
+class LinkOkArgs(_Args):
+    name: Text
+    token: Text
+
+
 class AckArgs(_Args):
     name: Text
     kind: Text | None = None
+
+
+Argument = str | int | float | bool | list[str] | None
+"""One argument of a recorded MCP call, as its client sent it (after its schema's check)."""
+
+
+class McpCallArgs(_Args):
+    """A tool call of `herd mcp`, recorded in the event log before it is made."""
+
+    tool: Annotated[str, Field(min_length=1, max_length=64)]
+    about: Text | None = None
+    """The session the call names: the event is that session's when the caller may see it."""
+    arguments: Annotated[dict[str, Argument], Field(max_length=16)] = Field(default_factory=dict)
 
 
 class LogInfoArgs(_Args):
@@ -91,28 +138,53 @@ class LogInfoArgs(_Args):
     run: Number | None = None
 
 
+class DiffArgs(_Args):
+    """What a checkpoint (or the uncommitted work) changed; a file's text, or every text."""
+
+    name: Text
+    checkpoint: Text | None = None
+    against: Literal["previous", "verified"] = "previous"
+    work: bool = False
+    file: Text | None = None
+    texts: bool = False
+
+
+class TerminalWriterArgs(_Args):
+    """An attach began typing into a run's terminal: who, for the event log."""
+
+    name: Text
+    run: Number
+    pid: Number | None = None
+    tty: Text | None = None
+
+
 ARGS: dict[str, type[_Args]] = {
     "ls": NoArgs,
     "status": StatusArgs,
-    "start": NameArgs,
+    "start": StartArgs,
     "up": UpArgs,
     "stop": StopArgs,
     "restart": RestartArgs,
     "pause": NameArgs,
     "resume": NameArgs,
     "wait": WaitArgs,
+    "send": SendArgs,
     "events": EventsArgs,
     "subscribe": SubscribeArgs,
     "log_info": LogInfoArgs,
-    "approve": NameArgs,
-    "reject": NameArgs,
+    "approve": AnswerArgs,
+    "reject": AnswerArgs,
+    "link_ok": LinkOkArgs,
     "ack": AckArgs,
     "report": NameArgs,
     "spend": NameArgs,
+    "diff": DiffArgs,
     "down": NoArgs,
     "shutdown": NoArgs,
     "reload": NoArgs,
     "info": NoArgs,
+    "terminal_writer": TerminalWriterArgs,
+    "mcp_call": McpCallArgs,
 }
 """Every operation the daemon answers after `hello`, with the model of its arguments."""
 

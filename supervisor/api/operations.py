@@ -5,15 +5,12 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
-from agentherd.sessions import status_builder
-from agentherd.sessions.config import HerdConfig
+from agentherd.sessions import chain, lifecycle, status_builder
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import (
     TERMINAL_STATES,
@@ -25,6 +22,7 @@ from agentherd.sessions.status import (
     DaemonInfo,
     DownReply,
     LogInfoReply,
+    RecordedReply,
     ReloadReply,
     ReportReply,
     SessionStatus,
@@ -36,91 +34,23 @@ from agentherd.sessions.status import (
     WaitReply,
 )
 from agentherd.sessions.times import iso, utc_now
-from agentherd.supervisor.api import server, statusfeed, trust
+from agentherd.supervisor.api import calllog, diffop, gateops, sendwait, server, statusfeed, trust
+from agentherd.supervisor.api.host import Host
 from agentherd.supervisor.api.opargs import checked
 from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
 from agentherd.supervisor.api.trust import PERSON, Scope
 from agentherd.supervisor.checks.reporting import session_report
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
-from agentherd.supervisor.files.store import Store
 from agentherd.supervisor.process.peer import Peer
 from agentherd.supervisor.session import fleetstart
-from agentherd.supervisor.session.context import Context, Timings
+from agentherd.supervisor.session.context import Timings
 from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.supervisor import SessionSupervisor
 
+BEFORE_RECONCILED = frozenset({"info", "shutdown"})
+"""Operations answered while the sessions are still being reconciled: they read no session."""
 SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
-
-
-class Host(Protocol):
-    """What the control API needs of the daemon that serves it (supervisor/daemon.py)."""
-
-    @property
-    def sessions(self) -> Mapping[str, SessionSupervisor]:
-        """The fleet's sessions by name, in herd.toml's order."""
-        ...
-
-    @property
-    def store(self) -> Store | None:
-        """The state store (None before the daemon serves)."""
-        ...
-
-    @property
-    def ctx(self) -> Context | None:
-        """What the sessions share (None before the daemon serves)."""
-        ...
-
-    @property
-    def changed(self) -> anyio.Event:
-        """Set at the next event written."""
-        ...
-
-    @property
-    def reconciled(self) -> anyio.Event:
-        """Set once every session has reconciled its stored state with what still runs."""
-        ...
-
-    @property
-    def fleet_starts(self) -> fleetstart.InFlight:
-        """`herd up`s under way."""
-        ...
-
-    @property
-    def task_group(self) -> TaskGroup | None:
-        """The daemon's task group, for work that outlives a request."""
-        ...
-
-    @property
-    def timings(self) -> Timings: ...
-
-    @property
-    def state_dir(self) -> Path: ...
-
-    @property
-    def config(self) -> HerdConfig: ...
-
-    @property
-    def started_at(self) -> str | None: ...
-
-    @property
-    def reconcile_passes(self) -> int: ...
-
-    async def run_logged(self, work: Callable[[], Awaitable[None]]) -> None:
-        """Run background work whose failure is logged."""
-        ...
-
-    async def reload(self) -> dict[str, list[str]]:
-        """Read herd.toml again."""
-        ...
-
-    def commit_daemon_event(self, kind: str, message: str) -> None:
-        """Write a daemon event (no session) and announce it."""
-        ...
-
-    def request_shutdown(self) -> None:
-        """Leave the serve loop; agents keep running."""
-        ...
 
 
 class ControlApi:
@@ -157,6 +87,11 @@ class ControlApi:
         scope = self._scope(peer)
         trust.authorize(request, scope, self.daemon.config)
         method = getattr(self, f"op_{str(request['op']).replace('-', '_')}")
+        if request["op"] not in BEFORE_RECONCILED:
+            # A request that came while the sessions were still being reconciled would act on
+            # states read from the store: a start then launched a run the reconcile adopted
+            # again as a second follower's.
+            await self.daemon.reconciled.wait()
         try:
             await method(request, send, scope)
         except SessionError as exc:
@@ -193,8 +128,8 @@ class ControlApi:
         return status_builder.task_status(name, target, task)
 
     async def op_start(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
-        supervisor = self._session(request.get("name"), scope)
-        handle = await supervisor.start()
+        supervisor = _not_archived(self._session(request.get("name"), scope))
+        handle = await supervisor.start(now=bool(request.get("now")))
         await send(result=_started(supervisor, handle))
 
     async def op_up(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
@@ -202,15 +137,29 @@ class ControlApi:
             await self._up(request, send)
 
     async def _up(self, request: dict[str, Any], send: server.Sender) -> None:
-        await self.daemon.reconciled.wait()  # states read from the store are settled
+        assert self.daemon.ctx is not None  # made before the sessions are reconciled
+        fleet_budget = self.daemon.ctx.fleet_budget
         names = request.get("names") or [
-            s.config.name for s in self.daemon.sessions.values() if s.wanted_by_up()
+            s.config.name
+            for s in self.daemon.sessions.values()
+            if lifecycle.wanted_by_up(s.config, s.record, fleet_budget)
         ]
-        supervisors = [self._session(name) for name in names]  # an unknown name starts none
+        # An unknown or archived name starts none.
+        supervisors = [_not_archived(self._session(name)) for name in names]
         async with anyio.create_task_group() as tg:
-            for supervisor in supervisors:
-                tg.start_soon(supervisor.finish_interrupted_down)
-        started, refused = await fleetstart.start_all(list(zip(names, supervisors, strict=True)))
+            for supervisor in supervisors:  # a `down` whose daemon was killed mid-stop ends first
+                if lifecycle.up_finishes_stop(supervisor.record.state, supervisor.record.reason):
+                    tg.start_soon(functools.partial(supervisor.stop, reason="down"))
+        named = dict(zip(names, supervisors, strict=True))
+        after_of = {name: supervisor.config.after for name, supervisor in named.items()}
+        started: list[dict[str, object]] = []
+        refused: list[str] = []
+        # A chain's first links start before the links after them, which then queue behind
+        # them instead of finding them idle.
+        for wave in chain.start_waves(list(named), after_of):
+            begun, refusals = await fleetstart.start_all([(n, named[n]) for n in wave])
+            started += begun
+            refused += refusals
         if refused:
             raise ApiError("bad-state", "; ".join(refused))
         await send(result=started)
@@ -252,6 +201,14 @@ class ControlApi:
         timeout_s = request.get("timeout_s")
         name = target.partition("/")[0]
         supervisor = self._session(name, scope)
+        if request.get("until") is not None:
+            if "/" in target:
+                raise ApiError("bad-request", f"wait --until takes a session NAME, not {target!r}")
+            wanted = sendwait.wanted_states(list(request["until"]))
+            latest = lambda: self.daemon.changed  # noqa: E731  (a new Event after each set)
+            waited = await sendwait.until_state(supervisor, wanted, timeout_s, latest)
+            await send(result=waited.to_json())
+            return
         handle = target if "/" in target else supervisor.record.handle
         if handle is None:
             raise ApiError("bad-state", f"{name} has never been started; `herd start {name}`")
@@ -278,6 +235,15 @@ class ControlApi:
                 return
             with anyio.move_on_after(min(remaining or 1.0, 1.0)):
                 await changed.wait()
+
+    async def op_send(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        """`herd send`: a text for the session's next run (queued, or a run begun with it)."""
+        supervisor = self._session(request.get("name"), scope)
+        assert self.daemon.store is not None
+        origin = "person" if scope.person else scope.where()
+        latest = lambda: self.daemon.changed  # noqa: E731  (a new Event after each set)
+        reply = await sendwait.send(supervisor, self.daemon.store, request, origin, latest)
+        await send(result=reply.to_json())
 
     async def op_events(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         assert self.daemon.store is not None
@@ -350,19 +316,39 @@ class ControlApi:
     async def op_approve(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Adopt the current plan as the session's baseline (a person accepted the change)."""
         supervisor = self._session(request.get("name"), scope)
-        await supervisor.approve()
+        await supervisor.approve(gateops.answered(self.daemon.ctx, request))
         await send(result=supervisor.status().to_json())
 
     async def op_reject(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change."""
         supervisor = self._session(request.get("name"), scope)
-        await supervisor.reject()
+        await supervisor.reject(gateops.answered(self.daemon.ctx, request))
         await send(result=supervisor.status().to_json())
+
+    async def op_link_ok(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        """Whether a notification's approval link is good for the session now (not spent)."""
+        supervisor = self._session(request.get("name"), scope)
+        reply = gateops.link_reply(self.daemon.ctx, supervisor.config.name, request["token"])
+        await send(result=reply)
 
     async def op_ack(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Acknowledge an open warning (or every one): it leaves the badge, stays in history."""
         supervisor = self._session(request.get("name"), scope)
         await supervisor.acknowledge(request.get("kind"))
+        await send(result=supervisor.status().to_json())
+
+    async def op_terminal_writer(
+        self, request: dict[str, Any], send: server.Sender, scope: Scope
+    ) -> None:
+        """An attach began typing into an interactive run's terminal: the event log says who."""
+        supervisor = self._session(request.get("name"), scope)
+        by = "a person" if scope.person else f"an agent {scope.where()}"
+        run, pid, tty = request["run"], request.get("pid"), request.get("tty")
+        where = ", ".join(part for part in (tty, f"pid {pid}" if pid else None) if part)
+        message = f"{by} types into run {run}'s terminal" + (f" ({where})" if where else "")
+        desk = supervisor.desk
+        event = desk.make_event("terminal-writer", message, run, by=by, pid=pid, tty=tty)
+        desk.commit_events(event)
         await send(result=supervisor.status().to_json())
 
     async def op_spend(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
@@ -374,6 +360,15 @@ class ControlApi:
     async def op_report(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         report = await session_report(self._session(request.get("name"), scope).desk)
         await send(result=ReportReply.model_validate(report).to_json())
+
+    async def op_diff(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        """What a checkpoint or the uncommitted work changed (supervisor/api/diffop.py)."""
+        supervisor = self._session(request.get("name"), scope)
+        name, cwd = supervisor.config.name, supervisor.config.cwd
+        store = self.daemon.store
+        found = store.checkpoints(name, limit=diffop.CHECKPOINTS_LISTED) if store else []
+        reply = await anyio.to_thread.run_sync(diffop.answer, name, cwd, found, request)
+        await send(result=reply)
 
     async def op_down(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         """Stop every session gracefully, then the daemon; name whatever could not be stopped."""
@@ -404,6 +399,14 @@ class ControlApi:
     async def op_reload(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         await send(result=ReloadReply.model_validate(await self.daemon.reload()).to_json())
 
+    async def op_mcp_call(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        """Record a tool call of `herd mcp` with its origin; the session's event if the caller
+        may see it (a call it may not make is still recorded, as the daemon's)."""
+        about = request.get("about")
+        shown = about if about in self._fleet(scope) else None
+        self.daemon.commit_event(calllog.call_event(request, scope, shown))
+        await send(result=RecordedReply(recorded=True).to_json())
+
     async def op_info(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         info = DaemonInfo(
             version=HERD_VERSION,
@@ -424,7 +427,21 @@ def down_wait_s(supervisors: list[SessionSupervisor], timings: Timings) -> float
     return max(0.0, longest_grace_s + 2 * timings.kill_wait_s + timings.down_margin_s)
 
 
+def _not_archived(supervisor: SessionSupervisor) -> SessionSupervisor:
+    """The session, unless it is archived: an archived session is never started."""
+    name = supervisor.config.name
+    if supervisor.config.archived:
+        raise ApiError("bad-state", f"{name} is archived; `herd archive --undo {name}` first")
+    return supervisor
+
+
 def _started(supervisor: SessionSupervisor, handle: str) -> dict[str, Any]:
     """The reply of `start` and `restart`."""
-    reply = StartReply(handle=handle, session=supervisor.config.name, state=supervisor.record.state)
+    record = supervisor.record
+    reply = StartReply(
+        handle=handle,
+        session=supervisor.config.name,
+        state=record.state,
+        reason=record.reason,
+    )
     return reply.to_json()

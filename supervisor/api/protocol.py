@@ -30,6 +30,7 @@ class ApiError(Exception):
         {
             "unknown-session",
             "unknown-handle",
+            "unknown-checkpoint",
             "bad-request",
             "bad-state",
             "no-daemon",

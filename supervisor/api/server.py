@@ -14,6 +14,7 @@ import anyio
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from agentherd.sessions.configchecks import open_files_needed
 from agentherd.supervisor.api.protocol import (
     HERD_VERSION,
     PROTOCOL,
@@ -27,8 +28,9 @@ log = logging.getLogger("herd.api")
 
 FD_SOFT_LIMIT = 16384
 """The daemon's open-file limit, raised at start from the usual 1024: room for MAX_CONNECTIONS
-clients, hundreds of sessions' logs, git and the watcher. Not the hard limit itself: agents
-inherit it, and some tools walk every possible fd when they start a child."""
+clients, thousands of sessions' logs and pidfds, git and the watcher. Higher (up to the hard
+limit) only for a fleet that needs more (`open_files_needed`): agents inherit it, and some tools
+walk every possible fd when they start a child."""
 
 MAX_REQUEST_BYTES = 1 << 20
 """A request is a small JSON object; a longer line is refused (it would be held in memory)."""
@@ -70,10 +72,12 @@ async def listen(path: Path) -> SocketListener:
     return listener
 
 
-def raise_fd_limit() -> int:
-    """Raise the soft open-file limit toward FD_SOFT_LIMIT (within the hard one); return it."""
+def raise_fd_limit(sessions: int = 0) -> int:
+    """Raise the soft open-file limit toward FD_SOFT_LIMIT, or what `sessions` sessions need
+    when that is more (within the hard limit; `herd check` says when it cannot fit); return it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = FD_SOFT_LIMIT if hard == resource.RLIM_INFINITY else min(hard, FD_SOFT_LIMIT)
+    wanted = max(FD_SOFT_LIMIT, open_files_needed(sessions))
+    wanted = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))

@@ -106,7 +106,7 @@ class StatusCache:
         fields: dict[str, Any] = {
             "last_line": run.last_line,
             "logs": LogsStatus(
-                bytes=supervisor.log_bytes(), cap_bytes=supervisor.config.log_max_bytes
+                bytes=supervisor.follower.log_bytes(), cap_bytes=supervisor.config.log_max_bytes
             ),
         }
         usage = _reported_usage(supervisor)

@@ -28,6 +28,7 @@ PERSON_ONLY = {
     "approve": "`herd approve`",
     "reject": "`herd reject`",
     "ack": "`herd ack`",
+    "link_ok": "an approval link's check",
     "up": "`herd up`",
     "reload": "`herd up` (reading herd.toml again)",
     "down": "`herd down`",

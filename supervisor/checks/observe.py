@@ -17,6 +17,7 @@ from agentherd.sessions.plan import (
     Plan,
     PlanDiff,
     PlanError,
+    change_text,
     diff_plan,
     parse_plan,
     restore_plan,
@@ -168,7 +169,9 @@ class Observer:
         changes = tuple(c.to_json() for c in self.plan_diff.changed_items)
         if changes and changes != self._reported_changes:
             self._reported_changes = changes
-            summary = ", ".join(f"{c['change']} [{c['index']}]" for c in changes[:5])
+            summary = ", ".join(
+                change_text(c["index"], c["change"], c["description"]) for c in changes[:5]
+            )
             self.session.commit_events(
                 self.session.make_event(
                     "plan-tampered",

@@ -23,7 +23,7 @@ from dbos import DBOS, SetWorkflowID
 
 from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.api.protocol import ApiError
-from agentherd.supervisor.cluster import leases
+from agentherd.supervisor.cluster import leases, owners
 from agentherd.supervisor.cluster.placement import NoHost, place
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,17 @@ class _Local:
     """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
     publisher: Any = None
     """This host's `publish.Publisher`, flushed before a step returns."""
+    ownership: owners.Ownership | None = None
+    """What this host owns: an attempt whose token holds makes its session ours."""
 
 
 STOPPED_BY_VIEWER = {"state": "stopped", "reason": "user", "exit": 3}
 """The outcome of an attempt a person stopped (`herd stop` across hosts) before it ran."""
+FENCED = {"state": "stopped", "reason": "fenced", "exit": 3}
+"""The outcome of an attempt whose token went stale before it began: it never ran."""
+MOVE_ON = ("fenced", "host-lost")
+"""An attempt that ended for one of these reasons lost its host, not its work: the task
+places the next attempt (on a live host) instead of ending."""
 
 
 def _url() -> str:
@@ -80,12 +87,21 @@ def _client() -> Client:
 
 
 @DBOS.step(name="herd.run_attempt")
-def run_attempt(session: str) -> dict[str, Any]:
-    """Start the session on this host's daemon and wait for its task to end; its outcome."""
+def run_attempt(session: str, token: int | None = None) -> dict[str, Any]:
+    """Start the session on this host's daemon, if this host still holds the attempt's
+    token, and wait for its task to end; its outcome."""
     client = _client()
     own = DBOS.get_workflow_status(DBOS.workflow_id) if DBOS.workflow_id else None
     if own is not None and own.status == "CANCELLED":  # stopped while it was dequeued
         return {"host": _Local.host, "handle": None, **STOPPED_BY_VIEWER}
+    if token is not None:  # None: enqueued by a herd that handed out no tokens
+        with leases.connect(_url()) as conn:
+            if not owners.holds(conn, session, str(_Local.host), token):
+                log.warning("%s: attempt not started: its token %d is stale", session, token)
+                return {"host": _Local.host, "handle": None, **FENCED}
+            owners.slot_taken(conn, session)  # it has its slot: no longer queued
+        if _Local.ownership is not None:
+            _Local.ownership.mine(session, token)
     if _Local.before_start is not None:
         _Local.before_start(session)
     try:
@@ -105,9 +121,22 @@ def run_attempt(session: str) -> dict[str, Any]:
 
 
 @DBOS.workflow(name="herd.host_task")
-def host_task(session: str) -> dict[str, Any]:
+def host_task(session: str, token: int | None = None) -> dict[str, Any]:
     """The part of a task that runs on its host: one attempt (a step)."""
-    return run_attempt(session)
+    return run_attempt(session, token)
+
+
+@DBOS.step(name="herd.grant_attempt")
+def grant_attempt(session: str, host: str, attempt_id: str) -> int:
+    """Give the session to `host` for this attempt (a transaction): its fencing token. Until
+    the attempt begins, the session is queued for its host's slot."""
+    with leases.connect(_url()) as conn:
+        return owners.grant_waiting(conn, session, host, attempt_id, _task_of(attempt_id))
+
+
+def _task_of(attempt_id: str) -> str:
+    """The task (workflow id `herd:SESSION:N`) of an attempt `herd:SESSION:N:K:on:HOST`."""
+    return attempt_id.rsplit(":", 3)[0]
 
 
 @DBOS.step(name="herd.choose_host")
@@ -115,37 +144,62 @@ def choose_host(session: str, allowed: list[str] | None) -> str | None:
     """A live host for the session's next attempt, the least loaded (None: no host now)."""
     with leases.connect(_url()) as conn:
         live = leases.hosts(conn)
+    load: dict[str, int] = {}
+    for attempt in DBOS.list_workflows(  # attempts running or waiting on each host's queue
+        name="herd.host_task", status=["PENDING", "ENQUEUED"], load_input=False, load_output=False
+    ):
+        host = str(attempt.queue_name or "").removeprefix(HOST_QUEUE_PREFIX)
+        load[host] = load.get(host, 0) + 1
     try:
-        return place(session, allowed, live, {})
+        return place(session, allowed, live, load)
     except NoHost:
         return None
 
 
 @DBOS.step(name="herd.await_attempt")
 def await_attempt(attempt_id: str, host: str) -> dict[str, Any] | None:
-    """Wait for an attempt on `host` to end: its outcome; None when the host's lease expired
-    first (the attempt is then cancelled: the host has fenced itself, its agent is gone)."""
+    """Wait for an attempt on `host` to end: its outcome; None when its host was proven dead
+    first (lease and grace run out: the attempt is cancelled, the host has fenced itself) or
+    the engine cancelled it so. A database outage only delays the answer."""
     while True:
-        status = DBOS.get_workflow_status(attempt_id)
-        if status is not None and status.status == "SUCCESS":
-            outcome: dict[str, Any] = dict(status.output or {})
+        try:
+            ended, outcome = _look(attempt_id, host)
+        except Exception as exc:  # the database is away: the host keeps its agent meanwhile
+            log.warning("%s: cannot look at the attempt (%s); trying again", attempt_id, exc)
+            time.sleep(HOST_WAIT_S)
+            continue
+        if ended:
             return outcome
-        if status is not None and status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
-            return {"host": host, "state": "failed", "reason": "engine", "exit": 1}
-        if status is not None and status.status == "CANCELLED":  # `herd stop` before it ran
-            return {"host": host, **STOPPED_BY_VIEWER}
-        with leases.connect(_url()) as conn:
-            alive = any(h.alive for h in leases.hosts(conn) if h.name == host)
-        if not alive:
-            DBOS.cancel_workflow(attempt_id)
-            return None
         time.sleep(POLL_S)
+
+
+def _look(attempt_id: str, host: str) -> tuple[bool, dict[str, Any] | None]:
+    """One look at an attempt: (True, its outcome or None to move on) once it ended."""
+    status = DBOS.get_workflow_status(attempt_id)
+    if status is not None and status.status == "SUCCESS":
+        return True, dict(status.output or {})
+    if status is not None and status.status in ("ERROR", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+        return True, {"host": host, "state": "failed", "reason": "engine", "exit": 1}
+    if status is not None and status.status == "CANCELLED":
+        # Only `herd stop` records a stop: any other cancel was the engine's, for a dead host.
+        with leases.connect(_url()) as conn:
+            reason = owners.stop_reason(conn, _task_of(attempt_id))
+        if reason is None:
+            return True, None
+        return True, {"host": host, "state": "stopped", "reason": reason, "exit": 3}
+    with leases.connect(_url()) as conn:
+        alive = any(h.alive for h in leases.hosts(conn) if h.name == host)
+    if not alive:
+        DBOS.cancel_workflow(attempt_id)
+        return True, None
+    return False, None
 
 
 @DBOS.workflow(name="herd.session_task")
 def session_task(session: str, host: str, allowed: list[str] | None = None) -> dict[str, Any]:
     """A session's task: holds a fleet-wide slot and runs attempts on hosts' own queues until
-    one ends; an attempt whose host died is cancelled and the next placed on a live host."""
+    one ends; an attempt whose host died is cancelled (or that was fenced ends) and the next
+    is placed on a live host, under a new fencing token."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
         if attempt > 1:
             chosen = choose_host(session, allowed)
@@ -157,10 +211,11 @@ def session_task(session: str, host: str, allowed: list[str] | None = None) -> d
         if queue is None:
             raise RuntimeError(f"host {host!r} has no queue: it never joined the cluster")
         attempt_id = f"{DBOS.workflow_id}:{attempt}:on:{host}"
+        token = grant_attempt(session, host, attempt_id)
         with SetWorkflowID(attempt_id):
-            queue.enqueue(host_task, session)
+            queue.enqueue(host_task, session, token)
         outcome = await_attempt(attempt_id, host)
-        if outcome is not None:
+        if outcome is not None and outcome.get("reason") not in MOVE_ON:
             return outcome
     return {"host": None, "state": "failed", "reason": "no-host", "exit": 1}
 
@@ -207,6 +262,7 @@ def shutdown() -> None:
     DBOS.destroy()
     _Local.client = _Local.host = _Local.url = None
     _Local.before_start = None
+    _Local.ownership = None
 
 
 def recover(hosts: list[str]) -> int:

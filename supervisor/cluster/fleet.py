@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agentherd.sessions import status_builder
@@ -19,13 +19,14 @@ from agentherd.sessions.states import (
 )
 from agentherd.sessions.status import (
     ReportReply,
+    SendReply,
     SessionStatus,
     StartReply,
     TaskStatus,
     WaitReply,
 )
 from agentherd.supervisor.api.protocol import ApiError
-from agentherd.supervisor.cluster import leases, view
+from agentherd.supervisor.cluster import leases, owners, view
 from agentherd.supervisor.cluster.placement import NoHost, place
 
 ACTIVE = ["PENDING", "ENQUEUED"]
@@ -40,6 +41,24 @@ def _engine() -> Any:
     from agentherd.supervisor.cluster import engine
 
     return engine
+
+
+def _shown(name: str, row: view.Row | None, waits: tuple[str, str] | None) -> SessionStatus:
+    """The status a viewer shows: the row that speaks for the session, or `queued` (reason
+    `fleet-limit` or `host-limit`) while its task waits for a slot and no live host runs it."""
+    status = view.speaking(row) if row else status_builder.never_seen(name)
+    if waits is None or row is not None and row.alive and status.state in ACTIVE_STATES:
+        return status
+    task, reason = waits
+    number = task.rsplit(":", 1)[1]
+    return status.model_copy(
+        update={
+            "state": State.QUEUED,
+            "task_state": task_state(State.QUEUED),
+            "reason": reason,
+            "handle": f"{name}/{number}",
+        }
+    )
 
 
 class ClusterFleet:
@@ -91,9 +110,9 @@ class ClusterFleet:
         tasks = self._tasks(name)
         return not tasks or any(t.status in ACTIVE for t in tasks)
 
-    def start(self, name: str) -> StartReply:
+    def start(self, name: str, now: bool = False) -> StartReply:
         """Place the session's next task on a host and enqueue it (already queued or running:
-        that task's handle)."""
+        that task's handle); `now` changes nothing here: chaining is one machine's."""
         session = self.config.session(name)
         if session is None:
             raise ApiError("unknown-session", f"no session named {name!r} in {self.config.path}")
@@ -108,11 +127,32 @@ class ClusterFleet:
         allowed = host_names(session.host)
         host = place(name, allowed, live, self._load())
         number = len(tasks) + 1
+        workflow_id = _engine().task_id(name, number)
+        with leases.connect(self.url) as conn:  # first: its attempt's start clears it
+            owners.wait_for_slot(conn, name, workflow_id, owners.FLEET_LIMIT)
         _engine().enqueue_task(self.dbos, name, number, host, allowed)
         return StartReply(handle=f"{name}/{number}", session=name, state="starting")
 
-    def wait(self, target: str, timeout_s: float | None = None) -> WaitReply:
+    def send(
+        self, name: str, text: str, wait: bool = False, timeout_s: float | None = None
+    ) -> SendReply:
+        """Not across hosts: the waiting message lives with the session on its host."""
+        raise ApiError(
+            "bad-request",
+            "herd send is not offered across hosts yet: run it against the daemon of the host "
+            f"that holds {name} (`herd -c` with that host's herd.toml)",
+        )
+
+    def wait(
+        self, target: str, timeout_s: float | None = None, until: Sequence[str] | None = None
+    ) -> WaitReply:
         """Block until the cluster task `NAME/N` ends (or `timeout_s` passes)."""
+        if until is not None:
+            raise ApiError(
+                "bad-request",
+                "herd wait --until is not offered across hosts yet: run it against the daemon "
+                "of the host that holds the session",
+            )
         name, _, number = target.partition("/")
         workflow_id = _engine().task_id(name, int(number or len(self._tasks(name))))
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -185,6 +225,11 @@ class ClusterFleet:
         self._known(name)
         active = [t for t in self._tasks(name) if t.status in ACTIVE]
         hosts: list[str] = []
+        if active:
+            with leases.connect(self.url) as conn:  # its hosts made the table when they joined
+                for task in active:  # first: the engine then knows who cancelled
+                    owners.record_stop(conn, task.workflow_id, "user")
+                owners.slot_taken(conn, name)  # it waits for no slot any more
         for task in active:
             self.dbos.cancel_workflow(task.workflow_id)
             for attempt in self._attempts(task.workflow_id):
@@ -239,7 +284,9 @@ class ClusterFleet:
         self._known(name)
         if not slash:
             row = self._row(name)
-            return view.speaking(row) if row else status_builder.never_seen(name)
+            with view.connect(self.url) as conn:
+                waits = owners.waiting(conn).get(name)
+            return _shown(name, row, waits)
         return self._task_status(name, int(number) if number.isdigit() else 0, target)
 
     def _task_status(self, name: str, number: int, target: str) -> TaskStatus:
@@ -264,6 +311,10 @@ class ClusterFleet:
             run = row.status.run or 0 if active and row else 0
             state = row.status.state if active and row else State.STARTING
             reason = None
+            with view.connect(self.url) as conn:
+                waits = owners.waiting(conn).get(name)
+            if not active and waits is not None and waits[0] == task.workflow_id:
+                state, reason = State.QUEUED, waits[1]
         return TaskStatus(
             session=name,
             handle=target,
@@ -278,11 +329,10 @@ class ClusterFleet:
         """Every session of herd.toml (and any a host has that it does not), with its host."""
         with view.connect(self.url) as conn:
             best = view.merged(view.rows(conn))
+            waits = owners.waiting(conn)
         names = [s.name for s in self.config.sessions]
         names += sorted(n for n in best if n not in names)
-        return [
-            view.speaking(best[n]) if n in best else status_builder.never_seen(n) for n in names
-        ]
+        return [_shown(n, best.get(n), waits.get(n)) for n in names]
 
     def events(self, since: int = 0, session: str | None = None) -> Iterator[Event]:
         """Every host's events after the fleet-wide `since`, page by page."""

@@ -14,7 +14,7 @@ import time
 from agentherd.sessions.clusterconfig import host_names
 from agentherd.sessions.config import HerdConfig
 from agentherd.supervisor.api.launcher import client_for
-from agentherd.supervisor.cluster import engine, fencing, leases, publish
+from agentherd.supervisor.cluster import engine, fencing, fleetspend, leases, owners, publish
 from agentherd.supervisor.cluster.movework import MovingWork
 from agentherd.supervisor.daemon import run_foreground
 
@@ -39,28 +39,57 @@ class ClusterHost:
         self.host = host
         self.url = url
         self.client = client_for(config)
+        sessions = sessions_for(config, host)
+        self.ownership = owners.Ownership(host, sessions)
         self.keeper = leases.LeaseKeeper(
             url,
             host,
             leases.host_identity(config.state_dir),
-            sessions_for(config, host),
+            sessions,
             self.cluster.lease,
             on_fence=self._fence,
+            ownership=self.ownership,
+            grace_s=self.cluster.grace_s,
         )
         self.publisher = publish.Publisher(url, host, self.keeper.identity, self.client)
+        self.spend = fleetspend.FleetSpend(url, host)
         self._stop = threading.Event()
         self._launched = False
         self.recovered: list[str] = []
-        self.work = MovingWork(config, host, self.client)
+        self.work = MovingWork(config, host, self.client, self._may_push)
+
+    def _may_push(self, session: str) -> bool:
+        """Whether this host may push the session's herd refs: asked of the database right
+        before each push (a database out of reach: no, the next checkpoint's push carries it)."""
+        try:
+            with leases.connect(self.url, self.keeper.interval_s) as conn:
+                return self.ownership.may_push(conn, session)
+        except Exception as exc:
+            log.warning("checkpoint push: cannot ask who owns %s (%s); not pushed", session, exc)
+            return False
 
     def _fence(self) -> None:
         fencing.stop_every_agent(self.client)
 
     def join(self) -> None:
         """Take this host's lease before the daemon starts (HostNameTaken: exit 2), and keep
-        renewing it from now on (starting the engine can take longer than a lease)."""
+        renewing it from now on (starting the engine can take longer than a lease). What this
+        host still owns is read here, before its daemon restarts or re-adopts anything."""
         self.keeper.join()
+        if self.keeper.revoked:
+            log.warning(
+                "cluster: host %s was away past its lease; no longer its own: %s",
+                self.host,
+                ", ".join(self.keeper.revoked),
+            )
         self.keeper.start()
+        self.spend.start()
+
+    def stop_not_owned(self) -> list[str]:
+        """Stop (SIGKILL) this host's active sessions that the cluster gave elsewhere."""
+        if self.keeper.fenced:
+            return []  # the fence stops them all
+        return fencing.stop_not_owned(self.client, self.ownership.owns)
 
     def run(self) -> None:
         """In a thread: wait for the daemon, start the engine, keep the lease, recover."""
@@ -79,12 +108,17 @@ class ClusterHost:
         )
         self._launched = True
         engine._Local.publisher = self.publisher
+        engine._Local.ownership = self.ownership
         self.publisher.flush()  # a viewer lists this host's sessions once tasks may come
         threading.Thread(target=self.publisher.run, name="herd-publish", daemon=True).start()
         self.keeper.ready()
         log.info("host %s joined the cluster", self.host)
         while not self._stop.wait(self.keeper.interval_s):
             self.recover_dead()
+            try:
+                self.stop_not_owned()
+            except Exception as exc:  # the daemon is going down: nothing to enforce
+                log.warning("cluster: cannot stop sessions not owned: %s", exc)
 
     def recover_dead(self) -> None:
         """Claim hosts whose lease has expired and re-enqueue their pending workflows."""
@@ -105,6 +139,7 @@ class ClusterHost:
         """Leave the cluster: stop renewing, give the lease up, stop the engine."""
         self._stop.set()
         self.publisher.stop()
+        self.spend.stop()
         self.keeper.stop()
         self.work.stop()
         if self._launched:
@@ -121,7 +156,7 @@ def run_host(config: HerdConfig, host: str) -> None:
     thread = threading.Thread(target=member.run, name="herd-cluster", daemon=True)
     thread.start()
     try:
-        run_foreground(config)
+        run_foreground(config, owns=member.ownership.owns, fleet_share=member.spend)
     finally:
         member.stop()
         thread.join(5)

@@ -7,6 +7,7 @@ All of it only with `[cluster] checkpoint_remote`: without it nothing is pushed 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,13 @@ EVENTS_PAGE = 1000
 class MovingWork:
     """The checkpoint pusher and the sync before a moved session's run, for one host."""
 
-    def __init__(self, config: HerdConfig, host: str, client: Client) -> None:
+    def __init__(
+        self,
+        config: HerdConfig,
+        host: str,
+        client: Client,
+        may_push: Callable[[str], bool] | None = None,
+    ) -> None:
         assert config.cluster is not None
         self.config = config
         self.host = host
@@ -34,7 +41,7 @@ class MovingWork:
         self.pusher: CheckpointPusher | None = None
         if self.remote is not None:
             self.pusher = CheckpointPusher(
-                self.remote, host, self._cwd_of, self._events, self._history
+                self.remote, host, self._cwd_of, self._events, self._history, may_push
             )
 
     def _cwd_of(self, session: str) -> Path | None:

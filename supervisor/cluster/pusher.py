@@ -28,6 +28,7 @@ RETRY_S = 5.0
 class Push:
     """One ref to push: commit `sha` of the worktree `cwd` to `dest`; `moves`: last/verified."""
 
+    session: str
     cwd: Path
     sha: str
     dest: str
@@ -44,6 +45,7 @@ class CheckpointPusher:
         cwd_of: Callable[[str], Path | None],
         events: Callable[[int], Any],
         history: Callable[[int], list[dict[str, Any]]],
+        may_push: Callable[[str], bool] | None = None,
     ) -> None:
         self.remote = remote
         self.host = host
@@ -52,6 +54,11 @@ class CheckpointPusher:
         """`events(since)`: the daemon's event stream after `since`, live (blocks)."""
         self.history = history
         """`history(since)`: a page of the event log after `since` (empty at its end)."""
+        self.may_push = may_push
+        """`may_push(session)`: this host still holds the session's token (asked right before
+        each push; None: always)."""
+        self.refused = 0
+        """Pushes not made: the session's token had gone to another attempt."""
         self.seen: dict[str, str] = {}
         """What this host last saw at each moving remote ref (the lease of its next push)."""
         self.pushed = 0
@@ -95,13 +102,17 @@ class CheckpointPusher:
             return
         found: list[Push] = []
         if kind in ("checkpoint", "worktree-reset") and data.get("sha"):
-            found.append(Push(cwd, data["sha"], worksync.session_ref(session, "last"), True))
+            found.append(
+                Push(session, cwd, data["sha"], worksync.session_ref(session, "last"), True)
+            )
         if kind == "verify-passed" and data.get("sha"):
-            found.append(Push(cwd, data["sha"], worksync.session_ref(session, "verified"), True))
+            found.append(
+                Push(session, cwd, data["sha"], worksync.session_ref(session, "verified"), True)
+            )
         for ref_key, sha_key in (("ref", "sha"), ("kept_ref", "kept_sha")):
             if kind in ("rescue-saved", "worktree-reset") and data.get(ref_key):
                 ref = worksync.host_ref(session, self.host, data[ref_key])
-                found.append(Push(cwd, data[sha_key], ref, False))
+                found.append(Push(session, cwd, data[sha_key], ref, False))
         if found:
             with self._wake:
                 for item in found:
@@ -140,14 +151,23 @@ class CheckpointPusher:
                 dest, item = next(iter(self._pending.items()))
                 lease = self.seen.get(dest) if item.moves else None
             try:
-                if lease != item.sha:
-                    worksync.push(
-                        item.cwd, self.remote, item.sha, dest, lease, worksync.PUSH_TIMEOUT_S
+                if self.may_push is not None and not self.may_push(item.session):
+                    self.refused += 1
+                    log.warning(
+                        "checkpoint push refused: %s is no longer this host's (its token "
+                        "moved on); %s not pushed",
+                        item.session,
+                        item.dest,
                     )
-                self.pushed += 1
-                with self._wake:
-                    if item.moves:
-                        self.seen[dest] = item.sha
+                else:
+                    if lease != item.sha:
+                        worksync.push(
+                            item.cwd, self.remote, item.sha, dest, lease, worksync.PUSH_TIMEOUT_S
+                        )
+                    self.pushed += 1
+                    with self._wake:
+                        if item.moves:
+                            self.seen[dest] = item.sha
             except (GitError, OSError, ValueError) as exc:
                 self.failed += 1
                 log.warning("checkpoint push failed (the run goes on): %s", exc)

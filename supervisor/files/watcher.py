@@ -21,7 +21,7 @@ from agentherd.supervisor.files.inotify import Inotify
 
 log = logging.getLogger(__name__)
 
-WatchKind = Literal["plan", "progress", "git", "log"]
+WatchKind = Literal["plan", "progress", "git", "log", "signals"]
 Hit = tuple[str, WatchKind]
 DirId = tuple[int, int]
 
@@ -37,7 +37,8 @@ GIT_NOISE_NAMES = frozenset({"objects"})
 
 @dataclass(frozen=True)
 class WatchTarget:
-    """A file (plan, progress, output.log) or, for kind "git", a folder a session wants watched."""
+    """A file (plan, progress, output.log, an interactive run's signals) or, for kind "git", a
+    folder a session wants watched."""
 
     session: str
     kind: WatchKind

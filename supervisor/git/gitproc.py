@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -190,3 +191,42 @@ def wait_index_free(worktree: Path, index_lock: Path, deadline: GitDeadline | No
             pids = ", ".join(str(p) for p in holders[:5])
             raise GitTimeout(f"{index_lock} is held by a live git process (pid {pids}); not reset")
         time.sleep(min(BUSY_POLL_S, max(deadline.remaining_s(), 0.0)))
+
+
+def run_prefix(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], max_bytes: int, limit_s: float
+) -> tuple[bytes, bool, int | None]:
+    """(the first `max_bytes` of stdout, whether there was more, exit status) of `argv`.
+
+    A command whose output passes the bound is killed (its group) once the bound is read: a
+    50 MB diff costs no more than its first `max_bytes`. None for the status of a killed one.
+    """
+    with tempfile.TemporaryFile() as errors:  # a file, so a chatty stderr never blocks git
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            start_new_session=True,
+        )
+        assert process.stdout is not None
+        timer = threading.Timer(limit_s, _kill_group, (process,))
+        timer.start()
+        try:
+            data = process.stdout.read(max_bytes + 1)
+            more = len(data) > max_bytes
+            if more:
+                _kill_group(process)
+            process.stdout.close()
+            status = process.wait()
+        finally:
+            timer.cancel()
+        if status < 0 and not more:
+            raise GitTimeout(f"git {subcommand(argv)} took over {limit_s:.1f}s in {cwd}; killed")
+        if not more and status not in (0, 1):
+            errors.seek(0)
+            message = errors.read(4096).decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {subcommand(argv)} failed in {cwd}: {(message or ['?'])[0]}")
+    return data[:max_bytes], more, None if more else status

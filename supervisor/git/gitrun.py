@@ -14,7 +14,13 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agentherd.supervisor.git.gitproc import GitDeadline, GitError, run_bounded, subcommand
+from agentherd.supervisor.git.gitproc import (
+    GitDeadline,
+    GitError,
+    run_bounded,
+    run_prefix,
+    subcommand,
+)
 
 GIT_TIMEOUT_S = 600.0
 """Upper bound for one git command: an `add -A` or checkout of a large tree takes minutes, but
@@ -108,6 +114,15 @@ def run_raw(
     """
     argv = ["git", *_CONFIG_ARGS, *args]
     return run_bounded(argv, cwd, _env(env), stdin or b"", GIT_TIMEOUT_S, deadline)
+
+
+def read_prefix(
+    cwd: Path, *args: str, max_bytes: int, env: Mapping[str, str] | None = None
+) -> tuple[bytes, bool]:
+    """The first `max_bytes` of `git <args>`'s output and whether it was cut (git then killed)."""
+    argv = ["git", *_CONFIG_ARGS, *args]
+    data, cut, _ = run_prefix(argv, cwd, _env(env), max_bytes, GIT_TIMEOUT_S)
+    return data, cut
 
 
 def run_git(

@@ -18,7 +18,7 @@ from anyio.abc import Process
 
 from agentherd.supervisor.files import private
 from agentherd.supervisor.files.paths import OUTPUT_FILE
-from agentherd.supervisor.process import cgroups, execwait
+from agentherd.supervisor.process import cgroups, execwait, termspawn
 from agentherd.supervisor.process.runfolder import EXIT_FILE, LOCK_FILE, describe_users
 from agentherd.supervisor.process.runid import TAG_VAR, RunIdentity
 
@@ -70,12 +70,15 @@ async def launch(
     folder: Path,
     tag: str,
     cgroup: str | None = None,
+    interactive: bool = False,
 ) -> Launched:
     """Start `argv` in its own session, stdin /dev/null, stdout+stderr appended to output.log.
 
     The run holds `alive.lock` (inherited by every descendant) for as long as any of it lives;
     a lock already held means a run no state remembers still lives there: RunFolderBusy, never
     a wait and never a second agent. Raises OSError when the program cannot be started.
+    `interactive` runs it on a pseudo-terminal kept by its holder (termspawn.py); the run's
+    leader is then the holder's child, and the process returned the holder.
     """
     private.make_folder(folder)
     lock_fd = private.open_file(folder / LOCK_FILE, os.O_RDWR)
@@ -97,24 +100,31 @@ async def launch(
             full_env[CGROUP_VAR] = cgroup
         check_program(argv, cwd, full_env)
         log_fd = private.open_file(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND)
+        wrapper = ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv]
         try:
-            process = await anyio.open_process(
-                ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv],
-                stdin=subprocess.DEVNULL,
-                stdout=log_fd,
-                stderr=log_fd,
-                cwd=cwd,
-                env=full_env,
-                start_new_session=True,
-                pass_fds=(lock_fd,),
-            )
+            if interactive:
+                process, leader = await termspawn.open_holder(
+                    wrapper, cwd, full_env, folder, lock_fd, log_fd
+                )
+            else:
+                process = await anyio.open_process(
+                    wrapper,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_fd,
+                    stderr=log_fd,
+                    cwd=cwd,
+                    env=full_env,
+                    start_new_session=True,
+                    pass_fds=(lock_fd,),
+                )
+                leader = process.pid
         finally:
             os.close(log_fd)
     finally:
         os.close(lock_fd)
-    create_time = _create_time(process.pid) or time.time()
-    await execwait.wait_agent_exec(process.pid)
-    return Launched(process, RunIdentity(process.pid, process.pid, create_time, tag, cgroup))
+    create_time = _create_time(leader) or time.time()
+    await execwait.wait_agent_exec(leader)
+    return Launched(process, RunIdentity(leader, leader, create_time, tag, cgroup))
 
 
 def disown(process: Process) -> None:

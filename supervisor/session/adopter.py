@@ -29,6 +29,13 @@ from agentherd.supervisor.session.restarts import Restarts
 
 log = logging.getLogger("herd.session")
 
+_RUNS_AGAIN = (
+    lifecycle.Recovery.REARM_BACKOFF,
+    lifecycle.Recovery.RELAUNCH,
+    lifecycle.Recovery.JUDGE_AGAIN,
+)
+"""Recoveries that would run the session again: only on the host that owns it."""
+
 
 class Adopter:
     """Reconciles what the store says of a session with what still runs (once, at start)."""
@@ -102,7 +109,9 @@ class Adopter:
                     else:
                         self.pen.transition(to_state, None, adopted, by=Trigger.ADOPT)
                     self.watch(live)
-                    if state == State.STOPPING:
+                    if not self.ctx.owns(config.name):  # moved to another host meanwhile
+                        self.ctx.tg.start_soon(self.stop, "fenced")
+                    elif state == State.STOPPING:
                         reason = last.stop_reason or "user"
                         self.ctx.tg.start_soon(self.stop, reason)
                     else:
@@ -130,6 +139,8 @@ class Adopter:
                         f"stopped ({reason}; ended while no daemon ran)",
                         Trigger.STOPPED,
                     )
+                elif not self.ctx.owns(config.name):
+                    self._end_lost()
                 else:
                     await self.completer.after_exit(live)
                 return
@@ -140,6 +151,9 @@ class Adopter:
             stop_requested = last is not None and last.stop_requested
             run_ended = last is not None and last.ended_at is not None
             then = lifecycle.without_live_run(state, stop_requested, run_ended)
+            if then in _RUNS_AGAIN and not self.ctx.owns(config.name):
+                self._end_lost()
+                return
             if then is lifecycle.Recovery.END_STOPPED:
                 # The daemon died after recording the run's end, before ending the task.
                 reason = (last.stop_reason if last is not None else None) or "user"
@@ -167,6 +181,16 @@ class Adopter:
                 self.pen.end_task(
                     State.FAILED, "lost", "the daemon stopped before the run started", Trigger.LOST
                 )
+
+    def _end_lost(self) -> None:
+        """The task's run died with this host, and the cluster gave the session to another
+        host (or took it from this one): end it here, never run it again."""
+        self.pen.end_task(
+            State.STOPPED,
+            "host-lost",
+            "stopped (host-lost): this host lost its lease; the session is no longer its own",
+            Trigger.STOPPED,
+        )
 
     async def _judge_again(self, last: RunRecord) -> None:
         """Apply the exit rules again to an ended run whose task was not moved on yet."""

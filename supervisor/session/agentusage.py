@@ -35,6 +35,7 @@ from agentherd.sessions.adapters.claude_transcript import (
     read_transcript,
     transcript_path,
 )
+from agentherd.sessions.adapters.codex_limits import read_limit_reset
 from agentherd.sessions.adapters.codex_rollout import (
     codex_home,
     read_run_refusals,
@@ -112,18 +113,25 @@ def plan_read(
 
 def _codex_refusals(
     parser: CodexParser, record: RunRecord, env: Mapping[str, str]
-) -> AgentFilesRead[list[str] | None] | None:
-    """A finished Codex run's refused commands, from its rollout."""
+) -> AgentFilesRead[tuple[list[str] | None, str | None]] | None:
+    """A finished Codex run's refused commands, and a limit's reset its stdout did not give,
+    from its rollout."""
     thread_id, home, since = parser.session_id, codex_home(env), parse_iso(record.started_at)
     if thread_id is None or home is None or since is None:
         return None
 
-    def read(stop: Stop) -> tuple[list[str] | None, Path | None]:
+    def read(stop: Stop) -> tuple[tuple[list[str] | None, str | None], Path | None]:
         paths = rollout_paths(home, thread_id)
         refused = read_run_refusals(paths, since, stop=stop) if paths else None
-        return refused, paths[-1] if paths else None
+        limited = parser.outcome is not None and parser.outcome.kind == "rate-limit"
+        reset = read_limit_reset(paths, since, stop=stop) if paths and limited else None
+        return (refused, reset), paths[-1] if paths else None
 
-    return AgentFilesRead(read, parser.take_rollout_refusals, "refused commands from")
+    def take(found: tuple[list[str] | None, str | None]) -> bool:
+        refused, reset = found
+        return parser.take_rollout_refusals(refused) | parser.take_rollout_reset(reset)
+
+    return AgentFilesRead(read, take, "refused commands (or a limit's reset) from")
 
 
 def _codex(parser: CodexParser, env: Mapping[str, str]) -> AgentFilesRead[dict[str, Any]] | None:

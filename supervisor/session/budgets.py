@@ -18,18 +18,13 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agentherd.sessions import status_builder
-from agentherd.sessions.budget import (
-    DimensionUse,
-    Spend,
-    crossings,
-    evaluate,
-    raised_since_stop,
-)
+from agentherd.sessions.budget import DimensionUse, Spend, crossings, evaluate
 from agentherd.sessions.config import Budget
 from agentherd.sessions.durations import format_duration
-from agentherd.sessions.records import Event, SessionRecord
-from agentherd.sessions.spending import STOPPABLE, fleet_counted, fleet_member
-from agentherd.sessions.states import State
+from agentherd.sessions.money import usd_text
+from agentherd.sessions.prices import table_header
+from agentherd.sessions.records import Event
+from agentherd.sessions.spending import STOPPABLE, FleetMember, fleet_counted, fleet_member
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.session.news import News
@@ -58,7 +53,7 @@ class BudgetCheck:
     """What a look at a session's budget found, for the session to write and do, in order."""
 
     notices: tuple[Event, ...] = ()
-    """`usage-backwards` events, each written on its own."""
+    """`usage-backwards` and `cost-unpriced` events, each written on its own."""
     warned: tuple[str, ...] | None = None
     """The dimensions warned of so far for `warned_for` (None: leave the record's as it is)."""
     warned_for: str | None = None
@@ -90,20 +85,12 @@ class Budgeted(Protocol):
         ...
 
 
-def budget_raised(record: SessionRecord, budget: Budget, fleet_budget: Budget) -> bool:
-    """A session stopped by a budget whose limit now leaves room (`herd up` starts it)."""
-    if record.state != State.STOPPED:
-        return False
-    stopped_by = fleet_budget if record.budget_stop_scope == "fleet" else budget
-    return raised_since_stop(stopped_by, record.reason, record.budget_stop_limit)
-
-
 def _dimension_text(use: DimensionUse) -> str:
     """`cost_usd $0.61 of $0.60 (estimated)` for a message."""
     spent, limit = use.spent or 0.0, use.limit
     if use.dimension == "cost_usd":
         mark = " (estimated)" if use.estimated else ""
-        return f"cost_usd ${spent:,.2f} of ${limit:,.2f}{mark}"
+        return f"cost_usd ${usd_text(spent)} of ${usd_text(limit)}{mark}"
     if use.dimension == "wall_time":
         return f"wall_time {format_duration(spent)} of {format_duration(limit)}"
     return f"{use.dimension} {int(spent):,} of {int(limit):,}"
@@ -138,6 +125,18 @@ def _wall_time_left_s(budget: Budget, spend: Spend, warned: tuple[str, ...]) -> 
     return min(ahead, default=None)
 
 
+class FleetShare(Protocol):
+    """Across hosts: the rest of the fleet's spend (cluster/fleetspend.py), never blocking."""
+
+    def publish(self, members: Mapping[str, FleetMember]) -> None:
+        """This host's sessions' spend, as the last fleet pass summed it."""
+        ...
+
+    def others(self) -> list[FleetMember]:
+        """The other hosts' sessions' spend, as last read."""
+        ...
+
+
 class BudgetKeeper:
     """Checks a session's budget when its spend changed and when a wall-time limit comes due
     (a timer, not a poll: a quiet fleet costs no pass), the fleet's each `check_every_s`
@@ -165,6 +164,8 @@ class BudgetKeeper:
         """Fleet dimensions past warn_at; None until the first pass (a new daemon warns anew
         only for what crosses while it watches)."""
         self.fleet: dict[str, Any] = {}
+        self.share: FleetShare | None = None
+        """Across hosts: the other hosts' spend, added to the fleet's sum (None: one machine)."""
         """The status JSON's `fleet` object, rebuilt each pass (cheap for every status)."""
         self._stopping: dict[str, str] = {}
         """Session name -> handle of a budget stop asked and not yet done."""
@@ -282,7 +283,7 @@ class BudgetKeeper:
             # No limit to cross; the guard still sees each step, so a report lower than the
             # one before is noticed (and told of by the visit that notice asks for).
             spend.live_usage(inputs)
-            if spend.backwards_unsaid:
+            if spend.backwards_unsaid or spend.unpriced_unsaid:
                 self.mark(session)
             return
         try:
@@ -301,7 +302,7 @@ class BudgetKeeper:
         session.take_budget_check(check)
         if check.stop is not None:
             self._start_stop(session, inputs, check.stop)
-        if session.spend.backwards_unsaid:  # the spend just summed went backwards: say so soon
+        if session.spend.backwards_unsaid or session.spend.unpriced_unsaid:  # say so soon
             self.mark(session)
         return left_s
 
@@ -321,6 +322,19 @@ class BudgetKeeper:
             for run in sorted(spend.backwards_unsaid)
         )
         spend.backwards_unsaid.clear()
+        notices += tuple(
+            _event(
+                "cost-unpriced",
+                f"run {run}: herd has no price for model {model}: its tokens are left out of "
+                f"the cost (shown unpriced) and a cost budget cannot count them; add "
+                f"{table_header(model)} to herd.toml",
+                inputs,
+                run,
+                model=model,
+            )
+            for run, model in sorted(spend.unpriced_unsaid.items())
+        )
+        spend.unpriced_unsaid.clear()
         budget = inputs.config.budget
         scope = record.handle if budget.covers == "task" else "life"
         warned = tuple(record.budget_warned) if record.budget_warned_for == scope else ()
@@ -405,6 +419,11 @@ class BudgetKeeper:
         looked = [(session, session.spend_inputs()) for session in sessions]
         members = [fleet_member(i.record, *s.spend.spends(i, now)) for s, i in looked]
         active = [pair for pair, member in zip(looked, members, strict=True) if member.active]
+        if self.share is not None:
+            self.share.publish(
+                {i.config.name: m for (_, i), m in zip(looked, members, strict=True)}
+            )
+            members += self.share.others()
         counted = fleet_counted(budget, members)
         self.fleet = status_builder.fleet_json(budget, members)
         uses = evaluate(budget, counted)

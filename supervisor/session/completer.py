@@ -18,6 +18,7 @@ from agentherd.sessions.lifecycle import Action, ExitFacts, Trigger
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import State
 from agentherd.supervisor.checks.observe import Observer
+from agentherd.supervisor.session.accountlimits import PARKED_WITH_ACCOUNT
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
@@ -70,6 +71,10 @@ class Completer:
             )
             self.restarts.schedule(live, restart)
             return
+        if live.record.stop_reason == PARKED_WITH_ACCOUNT:  # its account hit a limit elsewhere
+            parked = lifecycle.Decision(Action.RESTART, "rate-limit", "", crashed=False)
+            self.restarts.schedule(live, parked)
+            return
         outcome = live.record.outcome or "exit unknown"
         plan = None
         if outcome == "success" and config.plan:
@@ -113,7 +118,7 @@ class Completer:
             decision = replace(
                 decision,
                 message=f"failed: run {live.record.run} was denied {denied}; widen the "
-                "permission flags of `command` and `resume` (README: agents)",
+                "permission flags of `command` and `resume` (docs/guide.md: agent presets)",
             )
         if decision.reason == "resume-refused":
             early.extend(self._resume_refused(live))

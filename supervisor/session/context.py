@@ -17,11 +17,14 @@ from agentherd.sessions.records import Event
 from agentherd.supervisor.checks.reporting import PendingReports
 from agentherd.supervisor.files.fleetreader import FleetReader
 from agentherd.supervisor.files.logguard import FleetLogGuard
-from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.files.watcher import FleetWatcher
 from agentherd.supervisor.git import worktree
 from agentherd.supervisor.process.notifier import MAX_CONCURRENT_NOTIFICATIONS
+from agentherd.supervisor.session.accountlimits import AccountLimits
+from agentherd.supervisor.session.alertkeeper import AlertKeeper
 from agentherd.supervisor.session.budgets import Budgeted, BudgetKeeper
+from agentherd.supervisor.session.chains import ChainKeeper, Queued
 from agentherd.supervisor.session.news import News
 from agentherd.supervisor.session.watchlist import Watched, WatchList
 
@@ -68,6 +71,11 @@ class Timings:
     """A run that ended is completed from its agent's own files (a killed run's spend) for at
     most this long; what was read by then counts. A real transcript reads in about a second;
     millions of lines an agent wrote into its own files do not hold the restart longer."""
+    agent_files_poll_s: float = 1.0
+    """While a Codex or Gemini run lives and a budget limit counts its spend, its own files
+    (rollout, chats) are looked at this often for the answers it wrote (only the new bytes)."""
+    agent_files_idle_s: float = 5.0
+    """The same look while no budget limit counts the spend: for status and the dashboard."""
     git_write_timeout_s: float = 120.0
     """A rescue, and then a reset, of a crashed run's worktree each get this long, filter drivers
     (git-lfs) included; then git is killed and the failure recorded. `add` re-hashes only what
@@ -81,8 +89,13 @@ class Timings:
     """A rate-limited run whose agent gave no reset time waits this long, doubling each time
     in a row, up to rate_limit_wait_max_s."""
     rate_limit_wait_max_s: float = 3600.0
+    rate_limit_stagger_s: float = 5.0
+    """Sessions of one account parked on its limit resume this far apart after the reset."""
     notify_timeout_s: float = 10.0
     """A `notify` command is killed (and `notify-failed` recorded) after this long."""
+    approval_link_s: float = 3600.0
+    """A notification's approval link works this long: enough to reach the phone, short for a
+    leak."""
     jitter: Callable[[], float] = field(default=lambda: random.uniform(0.8, 1.0))
     """Multiplies each backoff delay, so a fleet that crashed together does not restart together."""
 
@@ -106,8 +119,9 @@ MAX_GIT_READS = 4
 thread (watching and file reads share them) nor start dozens of git processes at once."""
 
 
-class Member(Budgeted, Watched, Protocol):
-    """A session as the fleet's shared parts see it: budgets, the watch list, worktrees."""
+class Member(Budgeted, Watched, Queued, Protocol):
+    """A session as the fleet's shared parts see it: budgets, the watch list, worktrees,
+    chains."""
 
     @property
     def config(self) -> SessionConfig:
@@ -116,6 +130,10 @@ class Member(Budgeted, Watched, Protocol):
 
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
+        ...
+
+    async def park_for_account(self, account: str) -> None:
+        """Another session of `account` hit its limit: stop a running run and park with it."""
         ...
 
 
@@ -137,8 +155,12 @@ class Context:
         news: News | None = None,
         sessions: Mapping[str, Member] | None = None,
         watcher: FleetWatcher | None = None,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
         self.config_path = config_path
+        self.owns: Callable[[str], bool] = owns or (lambda name: True)
+        """Whether this daemon may restart or re-adopt a session: across hosts, only while
+        the cluster's owner table gives it to this host (on one machine, always)."""
         self.store = store
         self.state_dir = state_dir
         self.tg = task_group
@@ -151,6 +173,8 @@ class Context:
             self.sessions, store, self.news, task_group, timings.budget_check_s
         )
         """Every session's budget checks and the fleet's."""
+        self.chains = ChainKeeper(self.sessions, task_group)
+        """The queued links of chains (`after`), told when a task ends."""
         self.watch = WatchList(watcher, self.sessions, task_group) if watcher else None
         """What the fleet watcher watches (None: nothing is watched, as in a bare test)."""
         self.trees = worktree.Trees()
@@ -161,6 +185,8 @@ class Context:
         """Every growing run log's cap checks, in fleet passes instead of a timer per log."""
         self.reader = FleetReader(task_group)
         """Every running log's reads, in one task (a rested read waits for a shared tick)."""
+        self.limits = AccountLimits(timings.rate_limit_stagger_s)
+        """The accounts parked on a rate limit: who resumes when (one account, one limit)."""
         self.reports = PendingReports()
         """Reports being written (each ended task's); the daemon drains them before it exits."""
         self.prices: dict[str, Price] = price_table({})
@@ -172,14 +198,23 @@ class Context:
         self.notify_on: tuple[str, ...] = DEFAULT_NOTIFY_ON
         self.notifications = anyio.CapacityLimiter(MAX_CONCURRENT_NOTIFICATIONS)
         """Notify commands of the whole fleet running at once."""
+        self.alerts = AlertKeeper(
+            self.sessions, task_group, link_ttl_s=timings.approval_link_s, record=self._record
+        )
+        """`[notifications]`: messages with the evidence, and the approval links' key."""
 
     def use_config(self, config: HerdConfig) -> None:
         """Take herd.toml's fleet-wide settings: notify, prices, the fleet budget (at start
         and on every reload)."""
         self.notify_argv = list(config.notify) if config.notify else None
         self.notify_on = tuple(config.notify_on)
+        self.alerts.use(config.notifications)
         self.prices = price_table(config.prices)
         self.budgets.fleet_budget = config.fleet.budget
+
+    def _record(self, event: Event) -> None:
+        """Write a daemon event (no session) and announce it."""
+        self.news.announce(self.store.commit(Change(events=(event,))))
 
     @property
     def fleet_budget(self) -> Budget:
@@ -191,6 +226,8 @@ class Context:
     def announce(self, events: list[Event]) -> None:
         """Tell the log and every waiting client that these events were written."""
         self.news.announce(events)
+        self.chains.saw(events)
+        self.alerts.saw(events)
 
     def check_budget(self, session: Any) -> None:
         """Check a session's budget (a `Member`) now: its output just showed a step."""
@@ -203,6 +240,18 @@ class Context:
     def fleet_spend(self) -> dict[str, Any] | None:
         """The status JSON's `fleet` object."""
         return self.budgets.fleet_json()
+
+    def park_account(self, account: str, name: str) -> None:
+        """Session `name` hit `account`'s limit: park every other running session of it, their
+        turns to resume taken now in herd.toml's order (their runs end in any order)."""
+        park = self.limits.current(account)
+        if park is None:
+            return
+        for other in list(self.sessions.values()):
+            peer = other.config.name != name and self.limits.account(other.config) == account
+            if peer and other.holds_worktree():
+                self.limits.park(account, other.config.name, park.until, park.delay_source)
+                self.tg.start_soon(other.park_for_account, account)
 
     def arm_log(self, path: Path) -> None:
         """Have the fleet watcher report the next change of a run's log."""

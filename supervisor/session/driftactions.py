@@ -15,7 +15,7 @@ from agentherd.sessions import notify
 from agentherd.sessions.drift import DRIFT_KIND_NAMES
 from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import WARNING_KINDS, Event, RunRecord
-from agentherd.sessions.states import State
+from agentherd.sessions.states import LIVE_STATES, State
 from agentherd.supervisor.process import procs
 from agentherd.supervisor.process.notifier import run_notify
 from agentherd.supervisor.session.context import Context
@@ -121,7 +121,7 @@ class DriftActions:
         """Stop the run; its end restarts it from the last verified checkpoint, with resume."""
         async with self.lock:
             run = self.run()
-            if self.record.state not in (State.RUNNING, State.PAUSED, State.WAITING_APPROVAL):
+            if self.record.state not in (*LIVE_STATES, State.WAITING_APPROVAL):
                 return
             if run is None or run.exited.is_set():
                 return

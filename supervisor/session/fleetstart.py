@@ -9,7 +9,10 @@ from typing import Protocol
 
 import anyio
 
+from agentherd.sessions import chain
 from agentherd.sessions.config import SessionConfig
+from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.states import State
 from agentherd.sessions.status import UpStarted
 from agentherd.supervisor.git import worktree
 from agentherd.supervisor.session.errors import SessionError
@@ -21,7 +24,12 @@ class Startable(Protocol):
     @property
     def config(self) -> SessionConfig: ...
 
-    async def start(self) -> str:
+    @property
+    def record(self) -> SessionRecord:
+        """Where the session stands (after its start: started, or queued)."""
+        ...
+
+    async def start(self, now: bool = False) -> str:
         """Begin a task (or return the running one's handle); SessionError when refused."""
         ...
 
@@ -61,12 +69,21 @@ async def start_all(
                 except SessionError as exc:  # the others still start; the refusal is reported
                     refused[index] = str(exc)
                 else:
-                    started[index] = UpStarted(session=name, handle=handle).to_json()
+                    started[index] = _up_started(name, handle, supervisor.record)
 
     async with anyio.create_task_group() as tg:
         for indexes in lanes.values():
             tg.start_soon(start_lane, indexes)
     return [started[i] for i in sorted(started)], [refused[i] for i in sorted(refused)]
+
+
+def _up_started(name: str, handle: str, record: SessionRecord) -> dict[str, object]:
+    """One entry of `up`'s reply: a chained link also says it is queued, or why it never ran."""
+    chained = record.state == State.QUEUED or chain.is_after_failed(record.reason)
+    if not chained:
+        return UpStarted(session=name, handle=handle).to_json()
+    queued = UpStarted(session=name, handle=handle, state=record.state, reason=record.reason)
+    return queued.to_json()
 
 
 class InFlight:

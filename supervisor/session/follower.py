@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -24,7 +25,7 @@ from agentherd.supervisor.files import logcap
 from agentherd.supervisor.files.logguard import LOG_CHECK_MIN_S, LOG_FLOOD_BYTES
 from agentherd.supervisor.files.paths import OUTPUT_FILE
 from agentherd.supervisor.process import procs, runfolder, runid, runleftovers, spawn
-from agentherd.supervisor.session import agentusage
+from agentherd.supervisor.session import agentusage, livefiles, resumecheck
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun, outcome_name
 from agentherd.supervisor.session.pen import Pen
@@ -89,6 +90,8 @@ class Follower:
         self.ctx.tg.start_soon(self._wait_exit, live)
         live.log_guarded = anyio.Event()
         self.ctx.tg.start_soon(self._guard_log, live, live.log_guarded)
+        # Codex and Gemini print usage only when the run ends: their own files tell it sooner.
+        self.ctx.tg.start_soon(livefiles.follow, live, self._files_gap_s, self._files_read)
 
     def ended_runs_usage(self) -> Usage:
         """Usage of the current task's ended runs, as stored (each run is its own process)."""
@@ -172,6 +175,16 @@ class Follower:
         timings = self.ctx.timings
         return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
 
+    def _files_gap_s(self) -> float:
+        """How long a live run's agent files rest between looks: short while a limit counts."""
+        timings = self.ctx.timings
+        return timings.agent_files_poll_s if self._read_limited() else timings.agent_files_idle_s
+
+    def _files_read(self) -> None:
+        """The run's agent files moved its usage: a step, as output that shows one is."""
+        self.output_read(time.monotonic(), True)
+        self.pen.touch(True)
+
     def _read_limited(self) -> bool:
         """True when the session's or the fleet's budget sets a limit its output counts for."""
         budgets = (self.pen.config().budget, self.ctx.fleet_budget)
@@ -213,6 +226,9 @@ class Follower:
         # A stop between two of the agent's steps, not a second late. Text that moved no
         # usage (a plain harness's lines) has nothing to check, limits or not.
         self.output_read(written_s, stepped)
+        if resumecheck.due(live):
+            live.resume_checked = True
+            self.ctx.tg.start_soon(resumecheck.check, self.pen, live)
         new_id = live.parser.session_id
         if new_id and new_id != known_id and new_id != self.record.agent_session_id:
             # Persist the agent's session id the moment it appears: a crash is when it is needed.
@@ -288,9 +304,11 @@ class Follower:
         live.record.exit_code = info.exit_code
         live.record.signal = info.signal
         usage = self.run_usage(live)  # never lower than seen, a missing cost estimated
+        if outcome is None and live.parser.awaiting_answer:  # killed while the model answered
+            usage = replace(usage, uncounted_requests=1)
         live.record.usage = usage.to_json()
         live.record.last_line = live.last_line
-        live.record.outcome = outcome_name(outcome, config.agent, info)
+        live.record.outcome = outcome_name(outcome, config.agent, info, live.config.interactive)
         event = self.pen.event(
             "run-exited",
             f"run {live.record.run} ended: {info.describe()}"

@@ -11,6 +11,7 @@ import anyio
 
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
+from agentherd.sessions.plan import change_text
 from agentherd.sessions.records import Event
 from agentherd.sessions.states import State
 from agentherd.supervisor.checks.observe import Observer
@@ -66,7 +67,8 @@ class Holder:
         """SIGSTOP the whole run."""
         async with self.lock:
             run = self.run()
-            if run is None or run.exited.is_set() or self.record.state != State.RUNNING:
+            pausable = (State.RUNNING, State.WAITING_INPUT)
+            if run is None or run.exited.is_set() or self.record.state not in pausable:
                 name = self.pen.config().name
                 raise SessionError(f"{name} is {self.record.state}, not running")
             if not await self._stop_run(run):
@@ -106,13 +108,21 @@ class Holder:
             if not run.paused:
                 await self._stop_run(run)
             name = self.pen.config().name
+            diff = self.observer.plan_diff
+            what = kind
+            if kind == "plan-tampered" and diff is not None and diff.changed_items:
+                # The notice that reaches a phone says what changed, items counted from 1.
+                first = diff.changed_items[0]
+                more = len(diff.changed_items) - 1
+                what += f" ({change_text(first.index, first.change, first.description)}"
+                what += f" and {more} more)" if more else ")"
             self.pen.transition(
                 State.WAITING_APPROVAL,
                 kind,
                 naming(
                     self.pen.event(
                         "waiting-approval",
-                        f"{kind}: the run is paused until `herd approve {name}` "
+                        f"{what}: the run is paused until `herd approve {name}` "
                         f"or `herd reject {name}`",
                         run.record.run,
                     ),
@@ -121,8 +131,11 @@ class Holder:
                 by=Trigger.DRIFT_PAUSE,
             )
 
-    async def approve(self) -> None:
-        """Adopt the current plan as the baseline; a run held at the approval gate continues."""
+    async def approve(self, answered: dict[str, str] | None = None) -> None:
+        """Adopt the current plan as the baseline; a run held at the approval gate continues.
+
+        `answered`: who answered and from where (`by`, `origin`), kept in the event's data.
+        """
         async with self.lock:
             observer = self.observer
             plan = observer.plan_current
@@ -141,11 +154,12 @@ class Holder:
                         self.record.run or None,
                         passing=plan.passing,
                         total=plan.total,
+                        **(answered or {}),
                     ),
                 )
             await self._continue("approved")
 
-    async def reject(self) -> None:
+    async def reject(self, answered: dict[str, str] | None = None) -> None:
         """Write the baseline plan back (keeping items that pass now) after a forbidden change.
 
         At the approval gate the run then continues; with no plan change to undo there, a
@@ -169,6 +183,7 @@ class Holder:
                     "plan-rejected",
                     f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
                     self.record.run or None,
+                    **(answered or {}),
                 )
             )
             await self.observer.refresh_plan()

@@ -13,13 +13,13 @@ import anyio
 from agentherd.sessions import launchspec
 from agentherd.sessions.adapters import make_parser
 from agentherd.sessions.lifecycle import Trigger
-from agentherd.sessions.records import RunRecord, TaskRecord
+from agentherd.sessions.records import Event, PendingMessage, RunRecord, TaskRecord
 from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.files.paths import run_dir
 from agentherd.supervisor.git import gitops
 from agentherd.supervisor.process import runfolder, runid, spawn
-from agentherd.supervisor.session import agentusage
+from agentherd.supervisor.session import agentusage, inputwait
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.liverun import LiveRun
@@ -74,9 +74,20 @@ class Launcher:
         """
         config = self.pen.config()
         number = self.record.run + 1
+        message = self.record.pending_message
+        if message is not None and launchspec.takes_messages(config):
+            mode = "resume"  # a sent message is for the conversation, whatever the restart
+        else:
+            message = None
         argv, mode = launchspec.run_argv(
-            config, mode, number, self.record.agent_session_id, env_extra
+            config,
+            mode,
+            number,
+            self.record.agent_session_id,
+            env_extra,
+            message.text if message is not None else None,
         )
+        taken = message if mode == "resume" else None  # no conversation yet: it waits on
         git_dir, git_dir_id = await self._repository(number, config.cwd)
         folder = run_dir(self.ctx.state_dir, config.name, number)
         forgotten = self.ctx.store.run(config.name, number) is None
@@ -87,6 +98,9 @@ class Launcher:
         env = launchspec.run_environment(
             os.environ, config, number, self.record.restarts, env_extra
         )
+        if config.interactive:  # its hooks tell when its agent waits for a person
+            hook_argv, hook_env = inputwait.prepare(folder, config, env)
+            argv, env = inputwait.with_flags(argv, hook_argv), {**env, **hook_env}
         record = RunRecord(
             session=config.name,
             run=number,
@@ -101,16 +115,22 @@ class Launcher:
             started_at=iso(utc_now()),
             # A resumed run belongs to the agent's thread from its start (Codex counts per thread).
             agent_session_id=self.record.agent_session_id if mode == "resume" else None,
+            message_id=taken.id if taken is not None else None,
         )
         self.record.run = number
+        if taken is not None:  # used once: gone from the record in the run record's commit
+            self.record.pending_message = None
         self.record.passing_at_run_start = self.plan_passing()
         # Written before the spawn: a daemon killed right after it finds the run by its tag.
+        delivered = () if taken is None else (_delivered(self.pen, taken, number),)
         if by is None:
-            self.pen.commit(run=record)
+            self.pen.commit(*delivered, run=record)
         else:
-            self.pen.transition(State.STARTING, None, by=by, run=record)
+            self.pen.transition(State.STARTING, None, *delivered, by=by, run=record)
         try:
-            launched = await spawn.launch(argv, config.cwd, env, folder, tag, cgroup)
+            launched = await spawn.launch(
+                argv, config.cwd, env, folder, tag, cgroup, config.interactive
+            )
         except Exception as exc:  # any failure to spawn ends the run; it must never stay pid-less
             await self._spawn_failed(record, argv, exc)
             return
@@ -166,6 +186,12 @@ class Launcher:
             return previous.git_dir, previous.git_dir_id or ""
         return await anyio.to_thread.run_sync(gitops.identity, cwd)
 
+    async def refuse_start(self, own_folder: Path | None = None) -> None:
+        """Refuse a start beside another session's agent, or beside processes of an old run
+        (`own_folder`: the run a restart stops itself)."""
+        config = self.pen.config()
+        await self.refuse_if_taken(self.ctx.worktree_user(config.name, config.cwd), own_folder)
+
     async def refuse_if_taken(self, other: str | None, own_folder: Path | None) -> None:
         """Refuse a start beside another session's agent (`other`) or an old run's processes;
         `own_folder` is the run a restart stops itself, so it does not count.
@@ -204,6 +230,18 @@ class Launcher:
             self.pen.end_task(State.FAILED, "run-folder-busy", f"not started: {exc}", by)
         else:
             self.pen.end_task(State.FAILED, "spawn-failed", f"cannot start {argv[0]!r}: {exc}", by)
+
+
+def _delivered(pen: Pen, message: PendingMessage, number: int) -> Event:
+    """The event of a sent message taken by run `number` as its prompt."""
+    return pen.event(
+        "message-delivered",
+        f"run {number} resumed the conversation with the message sent at {message.at} "
+        f"(from {message.origin})",
+        number,
+        message_id=message.id,
+        origin=message.origin,
+    )
 
 
 def _prepare_run(forgotten: Path | None, tag: str) -> str | None:

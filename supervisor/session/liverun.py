@@ -68,6 +68,8 @@ class LiveRun:
         self.started_monotonic = time.monotonic()
         self.handled = False
         self.paused = False
+        self.resume_checked = False
+        """A resumed run's conversation was compared with the stored one (resumecheck)."""
 
     @property
     def last_line(self) -> str:
@@ -79,13 +81,14 @@ class LiveRun:
         self.shown.text = value
 
 
-RESUME_REFUSED_PHRASES = ("No conversation found",)
+RESUME_REFUSED_PHRASES = ("No conversation found", "Error resuming session:")
 """What an agent's error result says when it cannot resume the session id it was given."""
 
 
-def outcome_name(outcome: Any, agent: str, info: runid.ExitInfo) -> str:
+def outcome_name(outcome: Any, agent: str, info: runid.ExitInfo, interactive: bool = False) -> str:
     """success | agent-error | rate-limit | permission-denied | resume-refused | no-result |
-    exit N | signal SIGX | exit unknown."""
+    exit N | signal SIGX | exit unknown. An `interactive` run's agent draws its own interface
+    and never prints a print mode's result line: its clean exit is a success."""
     if outcome is not None:
         kind = getattr(outcome, "kind", None)
         if kind in ("rate-limit", "permission-denied"):
@@ -101,5 +104,6 @@ def outcome_name(outcome: Any, agent: str, info: runid.ExitInfo) -> str:
     if info.clean:
         # A structured agent that exits 0 without its final result line did not finish.
         declared = AGENTS.get(agent)
-        return "no-result" if declared and declared.ends_with_result else "success"
+        waits_result = declared is not None and declared.ends_with_result and not interactive
+        return "no-result" if waits_result else "success"
     return info.describe()

@@ -11,11 +11,12 @@ from agentherd.sessions import lifecycle
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.records import Event
-from agentherd.sessions.states import State
+from agentherd.sessions.states import LIVE_STATES, State
 from agentherd.sessions.times import iso, parse_iso, utc_now
 from agentherd.supervisor.files import diskspace
 from agentherd.supervisor.git import gitops
-from agentherd.supervisor.process import runid
+from agentherd.supervisor.process import procs, runid
+from agentherd.supervisor.session.accountlimits import PARKED_WITH_ACCOUNT
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.launcher import Launcher
@@ -51,6 +52,10 @@ class Restarts:
         """The rescue/reset in progress before a restart, which a stop cancels."""
         self.pending: anyio.CancelScope | None = None
         """The backoff wait of a scheduled restart; a stop, restart or start cancels it."""
+
+    def waiting(self) -> bool:
+        """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
+        return self.record.state == State.BACKOFF and self.pending is not None
 
     def cancel(self) -> None:
         """Drop a scheduled restart that has not taken the session's lock yet."""
@@ -122,38 +127,114 @@ class Restarts:
         self.arm(delay_s, decision.crashed, live.record.run, live.exit, live.config)
 
     def _park_rate_limited(self, live: LiveRun, *before: Event) -> None:
-        """Wait in backoff until the limit lifts (the agent's reset time, else a growing wait).
+        """Wait in backoff until the limit lifts (the agent's reset time, else a growing wait),
+        with every session of its account: they resume after it, staggered (accountlimits.py).
 
         Not a crash: the worktree is kept as it is and the next run resumes the conversation.
         """
-        outcome = live.parser.outcome
-        resets_at = outcome.resets_at if outcome is not None else None
-        reset_time = parse_iso(resets_at) if resets_at else None
-        resets_in_s = (reset_time - utc_now()).total_seconds() if reset_time else None
-        timings, config = self.ctx.timings, self.pen.config()
-        wait_s = config.rate_limit_wait or timings.rate_limit_wait_s
-        cap_s = config.rate_limit_wait_max or max(wait_s, timings.rate_limit_wait_max_s)
-        delay_s = lifecycle.rate_limit_delay_s(resets_in_s, self.record.backoff_step, wait_s, cap_s)
+        name, limits, now = self.pen.config().name, self.ctx.limits, utc_now()
+        account = limits.account(live.config)
+        park = limits.current(account, now)
+        if live.record.stop_reason == PARKED_WITH_ACCOUNT and park is not None:
+            source, resets_at = park.delay_source, iso(park.until)
+            why = f"another session of account {account} hit its limit"
+            resumes = limits.park(account, name, park.until, source)
+        else:
+            outcome = live.parser.outcome
+            resets_at = outcome.resets_at if outcome is not None else None
+            reset_time = parse_iso(resets_at) if resets_at else None
+            resets_in_s = (reset_time - now).total_seconds() if reset_time else None
+            timings, config = self.ctx.timings, self.pen.config()
+            wait_s = config.rate_limit_wait or timings.rate_limit_wait_s
+            cap_s = config.rate_limit_wait_max or max(wait_s, timings.rate_limit_wait_max_s)
+            step = self.record.backoff_step
+            delay_s = lifecycle.rate_limit_delay_s(resets_in_s, step, wait_s, cap_s)
+            source = "agent" if reset_time else "guess"
+            why = "hit a rate limit"
+            resumes = limits.park(account, name, now + timedelta(seconds=delay_s), source)
+        delay_s = max(0.0, (resumes - now).total_seconds())
         self.record.backoff_step += 1
-        until = iso(utc_now() + timedelta(seconds=delay_s))
+        until = iso(resumes)
         self.record.backoff_until = until
-        told = f"until {resets_at}" if reset_time else f"{delay_s:.0f}s (no reset time given)"
+        self.record.limit = {"account": account, "delay_source": source, "resets_at": resets_at}
+        told = (
+            f"until {resets_at} (the agent's reset time)"
+            if source == "agent"
+            else f"{delay_s:.0f}s (herd's guess: the agent gave no reset time)"
+        )
         self.pen.transition(
             State.BACKOFF,
             "rate-limit",
             *before,
             self.pen.event(
                 "rate-limited",
-                f"run {live.record.run} hit a rate limit; waiting {told}, resumes at {until}",
+                f"run {live.record.run} {why}; waiting {told}, resumes at {until}",
                 live.record.run,
                 delay_s=round(delay_s, 3),
                 resets_at=resets_at,
                 resumes_at=until,
+                delay_source=source,
+                account=account,
                 step=self.record.backoff_step,
             ),
             by=Trigger.RATE_LIMIT,
         )
         self.arm(delay_s, False, live.record.run, live.exit, live.config, "resume")
+        if live.record.stop_reason != PARKED_WITH_ACCOUNT:
+            self.ctx.park_account(account, name)
+
+    async def park_for_account(self, run: Callable[[], LiveRun | None], account: str) -> None:
+        """Another session of `account` hit its limit: stop this session's running run; its end
+        parks it with them (completer.py), the worktree kept and the conversation resumed."""
+        async with self.lock:
+            live = run()
+            if self.record.state not in LIVE_STATES or live is None or live.exited.is_set():
+                return
+            if self.ctx.limits.account(live.config) != account:
+                return
+            live.record.stop_reason = PARKED_WITH_ACCOUNT
+            self.pen.commit(run=live.record)
+            identity, paused = live.identity, live.paused
+        config = self.pen.config()
+        await procs.stop_tree(
+            identity,
+            config.stop_signal_number,
+            config.stop_grace,
+            self.ctx.timings.kill_wait_s,
+            self.ctx.timings.stop_poll_s,
+            continue_first=paused,
+        )
+
+    def _account_turn_s(self, run_config: SessionConfig) -> float:
+        """Seconds until this session's turn while its account is parked on a limit (0: go).
+
+        A restart (after a crash, say) during the park waits in line after the sessions parked
+        before it, instead of meeting the limit again; its resume time is recorded."""
+        limits, name = self.ctx.limits, self.pen.config().name
+        account = limits.account(run_config)
+        park = limits.current(account)
+        if park is None:
+            return 0.0
+        queued = name in park.order
+        resumes = limits.park(account, name, park.until, park.delay_source)
+        wait_s = (resumes - utc_now()).total_seconds()
+        if wait_s > 0 and not queued:
+            self.record.backoff_until = iso(resumes)
+            self.pen.commit(
+                self.pen.event(
+                    "rate-limited",
+                    f"account {account} is parked on its limit: the restart waits its turn, "
+                    f"at {iso(resumes)}",
+                    self.record.run or None,
+                    delay_s=round(wait_s, 3),
+                    resets_at=iso(park.until),
+                    resumes_at=iso(resumes),
+                    delay_source=park.delay_source,
+                    account=account,
+                    step=self.record.backoff_step,
+                )
+            )
+        return max(0.0, wait_s)
 
     def arm(
         self,
@@ -184,6 +265,8 @@ class Restarts:
         locked = False
         with scope:
             await anyio.sleep(delay_s)
+            while (turn_s := self._account_turn_s(run_config)) > 0:
+                await anyio.sleep(turn_s)
             while self.disk_full():
                 await anyio.sleep(self.ctx.timings.tick_s)  # an agent started now would die
             await self.lock.acquire()
@@ -196,6 +279,14 @@ class Restarts:
             if scope.cancel_called or self.record.state != State.BACKOFF:
                 return
             self.pending = None
+            if not self.ctx.owns(self.record.name):  # across hosts: it moved, or we are fenced
+                self.pen.end_task(
+                    State.STOPPED,
+                    "host-lost",
+                    "stopped (host-lost): not restarted; the session is no longer this host's",
+                    Trigger.STOPPED,
+                )
+                return
             self.record.restarts += 1
             env_extra: dict[str, str] = {}
             if crashed:

@@ -9,7 +9,7 @@ with values; it never reaches back into the session or the daemon.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agentherd.sessions import spending, status_builder
@@ -24,7 +24,7 @@ from agentherd.sessions.budget import (
 )
 from agentherd.sessions.config import Budget, SessionConfig
 from agentherd.sessions.plan import Plan
-from agentherd.sessions.prices import Price, with_estimate
+from agentherd.sessions.prices import Price, lookup, priced
 from agentherd.sessions.records import SessionRecord
 from agentherd.sessions.spending import EndedRuns, SpendFacts
 from agentherd.sessions.states import ACTIVE_STATES
@@ -65,6 +65,10 @@ class SessionSpend:
         self.warned_backwards: set[int] = set()
         self.backwards_unsaid: set[int] = set()
         """Runs whose figures went backwards, not yet told of in a `usage-backwards` event."""
+        self.unpriced_warned: set[tuple[str | None, str]] = set()
+        """(task, model) told of in a `cost-unpriced` event: once per model per task."""
+        self.unpriced_unsaid: dict[int, str] = {}
+        """Run -> a model it used that herd has no price for, not yet told of."""
         self.history = SpendHistory(every_s=sample_every_s)
         self._ended: tuple[tuple[int, bool], EndedRuns] | None = None
         """(current run, its usage recorded) -> what the recorded runs add up to."""
@@ -94,8 +98,9 @@ class SessionSpend:
             self.guards = {}  # only the current run's figures are still moving
             self._priced = None
         reported = live.parser.usage
+        models = live.parser.models
         config = inputs.config
-        key = (live.record.run, reported, config.agent, config.price, inputs.prices)
+        key = (live.record.run, reported, tuple(models), config.agent, config.price, inputs.prices)
         if self._priced is not None and self._priced[0] == key:
             return self._priced[1]  # the guard would take the same figures to the same answer
         guard = self.guards.setdefault(live.record.run, CostGuard())
@@ -103,11 +108,15 @@ class SessionSpend:
         if guard.went_backwards and live.record.run not in self.warned_backwards:
             self.warned_backwards.add(live.record.run)
             self.backwards_unsaid.add(live.record.run)  # the next budget check says so
-        if raw.cost_estimated and config.price is not None:
-            raw = replace(raw, cost_usd=None)  # the session's own price over the adapter's list
-        priced = with_estimate(raw, price_for(config.agent, config.price, inputs.prices))
-        self._priced = (key, priced)
-        return priced
+        chosen = lookup(config.price, inputs.prices) if config.price is not None else None
+        usual = price_for(config.agent, None, inputs.prices)
+        usage = priced(raw, models, inputs.prices, chosen, usual, not live.parser.priced_by_table)
+        self._priced = (key, usage)
+        model = usage.cost_unpriced_model
+        if model is not None and (inputs.record.handle, model) not in self.unpriced_warned:
+            self.unpriced_warned.add((inputs.record.handle, model))
+            self.unpriced_unsaid[live.record.run] = model  # the next budget check says so
+        return usage
 
     @staticmethod
     def unrecorded(inputs: SpendInputs) -> LiveRun | None:

@@ -14,8 +14,9 @@ from agentherd.sessions.states import State
 from agentherd.sessions.times import iso, parse_iso
 from agentherd.supervisor.session.pen import Pen
 
-STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL})
-"""A run held by a person (or the approval gate): its stall clock is stopped."""
+STALL_HELD_STATES = frozenset({State.PAUSED, State.WAITING_APPROVAL, State.WAITING_INPUT})
+"""A run held by a person (or the approval gate), or whose agent waits for one: its stall
+clock is stopped."""
 
 STALL_KEPT_STATES = frozenset({State.RUNNING}) | STALL_HELD_STATES
 """A live run whose stall clock a new daemon takes over (a new run starts a new clock)."""

@@ -1,8 +1,9 @@
 """One session's supervisor: its commands, its lock and its checked transitions; the only writer.
 
 What it owns does one job each and writes only through its pen (pen.py): the follower
-(a run's output, exit and log), the launcher, restarts, the completer (the exit rules), the
-adopter (after a daemon restart) and drift (driftbook.py, driftactions.py). The rules live in
+(a run's output, exit and log), the launcher, restarts, the queue, the completer (the exit
+rules), the adopter (after a daemon restart), drift (driftbook.py, driftactions.py), the holder
+and the mailbox; the refresher and the status view only read. The rules live in
 sessions/lifecycle.py.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import time
 from typing import Any
 
 import anyio
@@ -24,14 +24,13 @@ from agentherd.sessions.drift import StallClock
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.open_warnings import WarningBook
 from agentherd.sessions.records import Event, RunRecord, SessionRecord, TaskRecord
-from agentherd.sessions.states import ACTIVE_STATES, TERMINAL_STATES, State
+from agentherd.sessions.states import ACTIVE_STATES, RUN_STATES, TERMINAL_STATES, State
 from agentherd.sessions.status import LeftRunning, SessionStatus
 from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files.store import Change, Verification
 from agentherd.supervisor.session import recovery
 from agentherd.supervisor.session.adopter import Adopter
-from agentherd.supervisor.session.budgets import budget_raised
 from agentherd.supervisor.session.completer import Completer
 from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.desk import Desk
@@ -40,14 +39,17 @@ from agentherd.supervisor.session.driftbook import DriftBook, task_spent
 from agentherd.supervisor.session.errors import SessionError
 from agentherd.supervisor.session.follower import Follower
 from agentherd.supervisor.session.hold import Holder
+from agentherd.supervisor.session.inputwait import InputWait
 from agentherd.supervisor.session.launcher import Launcher
 from agentherd.supervisor.session.liverun import LiveRun
+from agentherd.supervisor.session.mailbox import Mailbox
 from agentherd.supervisor.session.pen import Pen
+from agentherd.supervisor.session.queue import Queue
 from agentherd.supervisor.session.refresher import Refresher
 from agentherd.supervisor.session.restarts import Restarts
 from agentherd.supervisor.session.spend import SessionSpend
 from agentherd.supervisor.session.stallkeep import StallWatch
-from agentherd.supervisor.session.statusview import live_status
+from agentherd.supervisor.session.statusview import StatusView
 
 log = logging.getLogger("herd.session")
 
@@ -70,6 +72,8 @@ class SessionSupervisor:
         self.output_version = 0
         """Bumped (with `version`) when output was read: the status feed then takes only the
         output fields again (api/statusfeed.py)."""
+        self.restarting = False
+        """A restart is under way: the task it ended is followed by a new one (chains wait)."""
         writes = (self._event, self._commit, self._transition, self._end_task, self._touch)
         pen = Pen(record, self._lock, *writes, lambda: self.config)
         arm_log = lambda path: self.ctx.arm_log(path)  # noqa: E731  (the daemon sets it later)
@@ -84,27 +88,35 @@ class SessionSupervisor:
         self.drift = DriftBook(pen, self.warnings, spent, self._plan_passing)
         self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning)
         ledger = (self.spend, self.stall_watch, self.drift, lambda: self.task_usage)
-        desk = self.desk = Desk(ctx, pen, run, *ledger, lambda: self.restart_pending)
+        desk = self.desk = Desk(ctx, pen, run, *ledger, lambda: self.restarts.waiting())
         """What the observer, recovery and reports see of the session, and post to it."""
         self.observer = desk.observer = Observer(desk)
         self.spend_inputs, self.running_usage = desk.spend_inputs, desk.running_usage
         self.take_budget_check = desk.take_budget_check  # the budget keeper's, on the session
-        self.refresher = Refresher(config.name, ctx.tg, self.observer)
+        facts = (self.follower, self.spend, desk.spend_inputs, self.observer, self.warnings)
+        self.view = StatusView(ctx, pen, *facts)
+        self.refresher = Refresher(config.name, ctx.tg, self.observer, self.follower.wake)
+        """Where the watcher's changes of this session's files (and the slow pass's looks) go."""
+        self.input_wait = InputWait(pen, run, self.stall_watch)
+        self.refresher.reads["signals"] = self.input_wait.read
         stop_task = lambda: self._stop_locked(kill=False, reason="user")  # noqa: E731
         held = (self.observer, run, self.stall_watch, self.warnings, stop_task)
         self.holder = Holder(ctx, pen, *held)
-        stop_for = lambda reason: self.stop(reason=reason)  # noqa: E731
+        # A run this host no longer owns (`fenced`) is killed: it may run elsewhere already.
+        stop_for = lambda reason: self.stop(kill=reason == "fenced", reason=reason)  # noqa: E731
         acts = (self.holder.hold_for_approval, stop_for)
         self.actions = DriftActions(ctx, pen, self.drift, run, *acts)
         watch_new = functools.partial(self._watch, launched=True)
         self.launcher = Launcher(ctx, pen, self._plan_passing, self.stall_watch.restart, watch_new)
         rescue = functools.partial(recovery.prepare_restart, desk)
         self.restarts = Restarts(ctx, pen, self.launcher, rescue)
+        self.queue = Queue(ctx, pen, self.launcher)
         drift_facts = (self.actions.drift_restart_of, self.drift.crash_events)
         self.completer = Completer(ctx, pen, self.observer, self.restarts, *drift_facts)
         parts = (self.follower, self.launcher, self.restarts, self.completer)
         ends = (self._watch, self._record_exit, stop_for, self.actions.resume_drift_restart)
         self.adopter = Adopter(ctx, pen, parts, *ends)
+        self.mailbox = Mailbox(ctx, pen, self._begin_resume)
 
     @property
     def run(self) -> LiveRun | None:
@@ -188,10 +200,13 @@ class SessionSupervisor:
             task = task.model_copy(
                 update={"state": state, "reason": reason, "ended_at": iso(utc_now())}
             )
+        if self.record.state == State.QUEUED:  # it never ran: its run number is used up, so
+            self.record.run += 1  # the next task's handle is a new one
         kind = lifecycle.task_end_kind(state)
         ended = self._event(kind, message, self.record.run, reason=reason, handle=handle)
         self._transition(state, reason, *before, ended, by=by, task=task)
         self.ctx.tg.start_soon(self.ctx.reports.write, self.desk)
+        self.mailbox.task_ended(state)
 
     def _touch(self, output: bool = False) -> None:
         self.version += 1
@@ -205,7 +220,7 @@ class SessionSupervisor:
         self.follower.run = live
         self.ctx.runs_changed()
         if self.observer.cached_git_paths is None:  # not a repository when last looked at
-            self.on_file_change("git")
+            self.refresher.changed("git")
         self.follower.watch(live)
         if launched:
             self.follower.check_log_cap()
@@ -250,88 +265,63 @@ class SessionSupervisor:
         """Something visible changed that needs no event: push a new snapshot."""
         self._touch()
 
-    # ----- the slow pass and the watcher ------------------------------------------------------
+    # ----- the slow pass ---------------------------------------------------------------------
 
     def check_stall(self) -> None:
         """The slow pass's drift checks: plan progress, burn rate, and silence past `stall`."""
         self.drift.check_drift()
         self.stall_watch.check()
 
-    def on_file_change(self, kind: str) -> None:
-        """The fleet watcher saw one of this session's files change."""
-        if kind == "log":
-            self.wake()
-        else:
-            self.refresher.changed(kind)
-
-    def refresh_everything(self) -> None:
-        """Look at the plan, progress file and git again (start-up, slow reconcile pass)."""
-        for kind in ("plan", "progress", "git"):
-            self.on_file_change(kind)
-
-    async def refresh_now(self, kind: str) -> None:
-        """Read `kind` now and return once read (the daemon's first git reads, a few at once)."""
-        await self.refresher.now(kind)
-
     def wake(self) -> None:
-        """The watcher saw the run's log change: read it now instead of at the next poll."""
+        """The run's log may have changed unseen: read it now instead of at the next poll."""
         self.follower.wake()
-
-    def check_log_cap(self) -> None:
-        """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path)."""
-        self.follower.check_log_cap()
-
-    def log_bytes(self) -> int:
-        """Bytes of output kept on disk for this session, across runs (no disk scan)."""
-        return self.follower.log_bytes()
 
     async def reconcile(self) -> None:
         """After a daemon restart: adopt a live run, or record a dead one and apply policy."""
         await self.adopter.reconcile()
+        self.mailbox.reconciled()
 
     def status(self, with_fleet: bool = True) -> SessionStatus:
         """`herd status --json` of this session (no `fleet` without `with_fleet`: sent once)."""
-        run, spent = self.run, self.spend.facts(self.spend_inputs(), time.time(), projecting=True)
-        last = self.follower.last_run_record() if run is None else None
-        fleet = self.ctx.fleet_spend() if with_fleet else None
-        view = (self.observer, self.warnings, spent, fleet, self.log_bytes())
-        return live_status(self.config, self.record, run, last, *view)
+        return self.view.status(with_fleet)
 
     # ----- commands ------------------------------------------------------------------------
 
-    async def start(self) -> str:
-        """Begin a task (or return the running one's handle)."""
-        if self.record.state in ACTIVE_STATES and self.record.handle:
+    async def start(self, now: bool = False) -> str:
+        """Begin a task (or return the active one's handle); with `after`, it queues until those
+        sessions completed, unless `now`."""
+        queued = self.record.state == State.QUEUED
+        if self.record.state in ACTIVE_STATES and self.record.handle and not (now and queued):
             return self.record.handle  # at once, also while a restart's rescue holds the lock
         async with self._lock:
-            if self.record.state in ACTIVE_STATES and self.record.handle:
-                return self.record.handle
-            await self._refuse_if_taken()
-            await self._begin_task()
+            if not await self.queue.takes_start(now, self._new_task):
+                await self.launcher.refuse_start()
+                if self.config.scope and self.observer.checkpoint is None:  # git unread yet: a
+                    await self.observer.refresh_git()  # scope would take agent commits for history
+                await self._begin_task()
             return self.record.handle or ""
 
-    @property
-    def restart_pending(self) -> bool:
-        """A restart waits in backoff and has not begun (it counts in `restarts` once it has)."""
-        return self.record.state == State.BACKOFF and self.restarts.pending is not None
+    async def advance_chain(self) -> None:
+        """A task ended somewhere: a queued task looks at its `after` sessions again."""
+        async with self._lock:
+            await self.queue.advance()
 
     def holds_worktree(self) -> bool:
         """True while an agent of this session may be at work (or is about to be) in its tree."""
         run = self.run
-        return self.record.state in ACTIVE_STATES or (run is not None and not run.exited.is_set())
+        return self.record.state in RUN_STATES or (run is not None and not run.exited.is_set())
 
-    async def _refuse_if_taken(self, restarting: bool = False) -> None:
-        """Refuse a start beside another session's agent, or beside processes of an old run."""
-        other = self.ctx.worktree_user(self.config.name, self.config.cwd)
-        own = self.run.folder if restarting and self.run is not None else None
-        await self.launcher.refuse_if_taken(other, own)
+    def _new_task(self) -> TaskRecord:
+        """A new task on the record: its usage and pending restart start afresh."""
+        task = self.launcher.new_task()
+        self.task_usage = Usage()
+        self.restarts.cancel()
+        return task
 
     async def _begin_task(
         self, env_extra: dict[str, str] | None = None, mode: str = "command"
     ) -> None:
-        task = self.launcher.new_task()
-        self.task_usage = Usage()
-        self.restarts.cancel()
+        task = self._new_task()
         begun = f"task {task.handle} started"
         self._transition(
             State.STARTING,
@@ -341,6 +331,11 @@ class SessionSupervisor:
             task=task,
         )
         await self.launcher.launch(mode=mode, env_extra=env_extra or {})
+
+    async def _begin_resume(self) -> None:
+        """A new task whose first run resumes the conversation with the waiting message."""
+        await self.launcher.refuse_start()
+        await self._begin_task(mode="resume")
 
     async def stop(self, kill: bool = False, reason: str = "user") -> None:
         """End the task: stop signal + grace (or SIGKILL at once), leaving nothing behind."""
@@ -394,12 +389,20 @@ class SessionSupervisor:
 
     async def restart(self, from_rev: str | None = None) -> str:
         """Stop (gracefully), then begin a new task; with `from_rev`, rescue and reset first."""
+        self.restarting = True
+        try:
+            return await self._restart(from_rev)
+        finally:
+            self.restarting = False
+            self.ctx.chains.advance_all()  # a restart that began no task lets its links go
+
+    async def _restart(self, from_rev: str | None) -> str:
         async with self._lock:
             # While its task is active, the worktree to rescue and reset is the last run's.
             active = self.run is not None and self.record.state in ACTIVE_STATES
             run_config = self.run.config if self.run is not None and active else self.config
             from_rev = await self.restarts.target_of(from_rev, run_config)  # before any stop
-            await self._refuse_if_taken(restarting=True)
+            await self.launcher.refuse_start(self.run.folder if self.run is not None else None)
             if not await self._stop_locked(kill=False, reason="user", end_task=True):
                 return self.record.handle or ""
             if from_rev is None:
@@ -411,35 +414,26 @@ class SessionSupervisor:
                 await self._begin_task(*prepared)
             return self.record.handle or ""
 
-    async def approve(self) -> None:
+    async def approve(self, answered: dict[str, str] | None = None) -> None:
         """Adopt the current plan as the baseline; a run held at the approval gate continues."""
-        await self.holder.approve()
+        await self.holder.approve(answered)
 
-    async def reject(self) -> None:
+    async def reject(self, answered: dict[str, str] | None = None) -> None:
         """Write the baseline plan back after a forbidden change (at the gate: the run goes on;
         with no plan change to undo there, the task stops)."""
-        await self.holder.reject()
+        await self.holder.reject(answered)
 
     async def acknowledge(self, kind: str | None) -> list[str]:
         """`herd ack`: acknowledged warnings stay open (and in the report) but leave the badge."""
         return self.drift.ack(kind)
 
-    def wanted_by_up(self) -> bool:
-        """`herd up` with no names starts this session (autostart, and idle or downed)."""
-        record = self.record
-        fleet_budget = self.ctx.fleet_budget
-        if self.config.autostart and budget_raised(record, self.config.budget, fleet_budget):
-            return True  # stopped by a budget that a person has since raised
-        return lifecycle.up_starts(self.config.autostart, record.state, record.reason)
-
-    async def finish_interrupted_down(self) -> None:
-        """A `herd down` whose daemon was killed mid-stop: finish that stop (before `up`)."""
-        if lifecycle.up_finishes_stop(self.record.state, self.record.reason):
-            await self.stop(reason="down")
-
     async def left_running(self) -> LeftRunning | None:
         """The session and the pids of its run still alive after a stop, or None."""
         return await self.follower.left_running()
+
+    async def park_for_account(self, account: str) -> None:
+        """Another session of `account` hit its limit: park this one with it."""
+        await self.restarts.park_for_account(lambda: self.run, account)
 
     async def pause(self) -> None:
         """SIGSTOP the whole run."""

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 
 from agentherd.supervisor.checks.observe import Observer
 from agentherd.supervisor.files.watcher import FleetWatcher, WatchTarget
+from agentherd.supervisor.session.inputwait import signals_path
 from agentherd.supervisor.session.liverun import LiveRun
 
 WATCH_UPDATE_DELAY_S = 0.05
@@ -67,6 +68,9 @@ class WatchList:
                     targets.append(WatchTarget(name, kind, path))  # type: ignore[arg-type]
             if supervisor.run is not None:
                 targets.append(WatchTarget(name, "log", supervisor.run.tailer.path))
+                if supervisor.run.config.interactive:  # in a folder of its own: see inputwait
+                    signals = signals_path(supervisor.run.tailer.path.parent)
+                    targets.append(WatchTarget(name, "signals", signals))
             paths = observer.cached_git_paths
             if paths is not None:
                 targets.extend(WatchTarget(name, "git", folder) for folder in paths.watch_dirs)

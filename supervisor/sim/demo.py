@@ -198,6 +198,11 @@ def _make_repo(folder: Path, behaviour: Behaviour) -> None:
     )
 
 
+DEMO_BUDGET_USD = 2.0
+"""Each demo session's cost budget: the busiest (a feature a run, restarted) nears it in a few
+minutes, so the Spend tab shows a limit, a warning and where the spend is heading."""
+
+
 def _toml_list(values: list[str]) -> str:
     """A TOML array of strings (JSON string escapes are valid TOML basic strings)."""
     return "[" + ", ".join(json.dumps(value) for value in values) + "]"
@@ -255,7 +260,9 @@ def create_demo(root: Path, sessions: int = 6) -> Path:
         " a git repo each:\n"
         "# steady, crashes once mid-edit, stalls once (restarted), slow, one feature per run,"
         " tampers its plan.\n"
-        '\n[defaults]\nrestart = "on-failure"\nstop_grace = "3s"\n\n'
+        '\n[defaults]\nrestart = "on-failure"\nstop_grace = "3s"\n'
+        f"budget = {{ cost_usd = {DEMO_BUDGET_USD}, warn_at = 0.75 }}"
+        "  # the Spend tab charts each session against it\n\n"
     )
     config_path.write_text(header + "\n".join(blocks))
     return config_path

@@ -37,6 +37,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--crash-once", action="store_true", help="crash only on the first try")
     p.add_argument("--fail-at", type=int, metavar="N", help="API-error result at feature N")
     p.add_argument("--fail-once", action="store_true", help="fail only on the first try")
+    p.add_argument(
+        "--limit-at",
+        metavar="N:SECONDS",
+        help="at feature N, hit a rate limit that resets SECONDS later (once per worktree)",
+    )
     p.add_argument("--stall-at", type=int, metavar="N", help="hang silently at feature N")
     p.add_argument("--stall-once", action="store_true", help="stall only on the first try")
     p.add_argument("--tamper-at", type=int, metavar="N", help="edit the plan at feature N")
@@ -51,6 +56,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quit-times", type=int, default=1, metavar="K", help="quit the first K times")
     p.add_argument("--flood", type=int, default=0, metavar="N", help="noise lines per feature")
     p.add_argument("--resume", metavar="ID", help="continue session ID (keeps the id)")
+    p.add_argument(
+        "--prompt", metavar="TEXT", help="the prompt it was given (echoed as a user line)"
+    )
     p.add_argument("--session-id", metavar="ID", help="pin the id of a new session")
     p.add_argument("--one-per-run", action="store_true", help="at most one feature, then exit")
     p.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
@@ -87,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         agent.notes.insert(0, f"- Resumed session {args.resume}.")
     agent.emit(init)
+    if args.prompt is not None:
+        agent.emit({"type": "user", "message": {"role": "user", "content": args.prompt}})
     if not plan_path.exists():
         simwork.initialize(agent, args.init)
         if args.one_per_run:
@@ -116,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if n in waits:
             simfaults.wait_for(waits.pop(n))
+        if simfaults.limit_fires(n, args.limit_at):
+            return 1
         agent.flood(n)
         if n == args.tamper_at:
             args.tamper_at = None

@@ -119,3 +119,32 @@ def fires(n: int, at: int | None, once: bool, name: str) -> bool:
         return False
     marker.write_text("1\n", encoding="utf-8")
     return True
+
+
+def limit_fires(n: int, spec: str | None) -> bool:
+    """``--limit-at N:SECONDS``: at feature N (once), print Claude's rejected rate limit with
+    its reset time and its 429 result; True when it did (the agent then exits 1)."""
+    if spec is None:
+        return False
+    number, sep, seconds = spec.partition(":")
+    if not sep or not number.isdigit() or not seconds.isdigit():
+        raise SimError(f"--limit-at {spec!r}: expected N:SECONDS, e.g. 2:30")
+    if not fires(n, int(number), True, "limited"):
+        return False
+    info = {"status": "rejected", "resetsAt": int(time.time()) + int(seconds)}
+    print(json.dumps({"type": "rate_limit_event", "rate_limit_info": info}), flush=True)
+    text = "API Error: 429 rate_limit_error: You've hit your limit"
+    print(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": text,
+                "api_error_status": 429,
+                "num_turns": 0,
+            }
+        ),
+        flush=True,
+    )
+    return True

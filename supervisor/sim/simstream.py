@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODEL = "sim-1"
+MODEL = "claude-sonnet-4-5"
+"""The model the simulated agent names: a real one, so herd prices its spend as it would a
+Claude Code run's (a name herd has no price for shows unpriced)."""
 TOOLS = ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]
 SLEEP_STEP = 0.05  # seconds per sleep slice: short enough that signals feel immediate
 

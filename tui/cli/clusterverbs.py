@@ -19,7 +19,7 @@ def run_cluster_host(config: HerdConfig, host: str) -> None:
     """`herd daemon --host NAME`: this host's daemon in the cluster herd.toml names."""
     if config.cluster is None:
         raise ClusterUsageError(
-            f"{config.path.name}: --host needs a [cluster] table (see the README, 'Across hosts')"
+            f"{config.path.name}: --host needs a [cluster] table (see docs/cluster.md)"
         )
     if not HOST_NAME.match(host):
         raise ClusterUsageError(f"--host: {host!r} is not a host name (letters, digits, . - _)")

@@ -12,6 +12,7 @@ import click
 
 from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.config import (
+    ConfigError,
     HerdConfig,
     environment_problems,
     load_config,
@@ -72,8 +73,17 @@ def init(agent: str | None) -> None:
 @guarded
 def check() -> None:
     """Validate herd.toml."""
-    config = herd_config()
-    problems = environment_problems(config)
+    try:
+        config = herd_config()
+        problems = environment_problems(config)
+    except ConfigError as exc:
+        if not isinstance(exc.partial, HerdConfig):
+            raise
+        # Every problem in one run: the sessions that were right are checked on this machine.
+        problems = exc.problems + environment_problems(exc.partial)
+        for problem in problems:
+            click.echo(str(problem), err=True)
+        sys.exit(EXIT_PERSON)
     for problem in problems:
         click.echo(str(problem), err=True)
     if any(not p.warning for p in problems):
@@ -140,7 +150,8 @@ def up(no_tui: bool, names: tuple[str, ...]) -> None:
         word = "started the daemon; " if started else ""
         click.echo(f"herd: {word}{active} of {len(statuses)} session(s) active")
         for item in result:
-            click.echo(f"  {item.handle}")
+            queued = f"  {item.state} ({item.reason})" if item.reason else ""
+            click.echo(f"  {item.handle}{queued}")
         return
     _open_tui(config)
 
@@ -243,15 +254,24 @@ def demo(count: int, keep: bool) -> None:
     try:
         _open_tui(config, notes=demo_notes(count))
     finally:
-        if keep:
-            click.echo(
-                f"the demo fleet keeps running in {root}: `{where} tui` to look again, "
-                f"`{where} down` to stop it"
-            )
-        else:
-            if client.ping():  # `Q` in the dashboard may have stopped it already
-                client.call("down", socket_timeout_s=None)
-            click.echo(f"demo fleet stopped; its files stay in {root}")
-            click.echo(f"  look back at it: {where} report api-migration (no daemon needed)")
-            click.echo(f"  clean up:        rm -rf {root}")
-        click.echo("next: in your own git repo, `herd init` writes a herd.toml, then `herd up`")
+        running = client.ping()  # `Q` in the dashboard may have stopped it already
+        if running and not keep:
+            client.call("down", socket_timeout_s=None)
+        click.echo("\n".join(demo_farewell(root, where, keep=keep, running=running)))
+
+
+def demo_farewell(root: Path, where: str, keep: bool, running: bool) -> list[str]:
+    """What `herd demo` says as the dashboard closes: whether the fleet still runs (`--keep`,
+    and no `Q` stopped it) and how to look again or clean up."""
+    if keep and running:
+        lines = [
+            f"the demo fleet keeps running in {root}: `{where} tui` to look again, "
+            f"`{where} down` to stop it"
+        ]
+    else:
+        lines = [
+            f"demo fleet stopped; its files stay in {root}",
+            f"  look back at it: {where} report api-migration (no daemon needed)",
+            f"  clean up:        rm -rf {root}",
+        ]
+    return [*lines, "next: in your own git repo, `herd init` writes a herd.toml, then `herd up`"]

@@ -75,6 +75,28 @@ def socket_path_of(config_file: str) -> str | None:
     return os.path.join(folder, f"{digest}.sock")
 
 
+def across_hosts(config_file: str) -> bool:
+    """True when herd.toml may have a [cluster] table (the full command line asks the cluster):
+    any line that starts with `[cluster` or `cluster`, read without parsing TOML."""
+    try:
+        with open(config_file, "rb") as config:
+            text = config.read()
+    except OSError:
+        return True
+    if b"cluster" not in text:
+        return False
+    return any(line.lstrip().startswith((b"[cluster", b"cluster")) for line in text.splitlines())
+
+
+def local_socket(explicit: str | None) -> str | None:
+    """The socket of this herd.toml's daemon, or None where the full command line must answer:
+    no herd.toml, no runtime folder yet, or a [cluster] (it asks across hosts)."""
+    path = config_path(explicit)
+    if path is None or across_hosts(path):
+        return None
+    return socket_path_of(path)
+
+
 class ErrorReply(LookupError):
     """The daemon answered with an error: its code and message."""
 

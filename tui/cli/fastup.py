@@ -25,7 +25,17 @@ DAEMON_START_TIMEOUT_S = 15.0
 DAEMON_POLL_S = 0.02
 
 ACTIVE = frozenset(
-    {"starting", "running", "paused", "waiting-approval", "verifying", "backoff", "stopping"}
+    {
+        "queued",
+        "starting",
+        "running",
+        "paused",
+        "waiting-approval",
+        "waiting-input",
+        "verifying",
+        "backoff",
+        "stopping",
+    }
 )
 """sessions.states.ACTIVE_STATES as strings (tests/test_fastup.py checks they agree)."""
 
@@ -108,6 +118,12 @@ def _wait_serving(socket_path: str, pid: int) -> bool:
     return False
 
 
+def _queued(item: dict[str, object]) -> str:
+    """What the full command line adds after a handle: `  queued (after:NAME)`."""
+    reason = item.get("reason")
+    return f"  {item.get('state')} ({reason})" if reason else ""
+
+
 def fast_up(argv: list[str]) -> bool:
     """Start the daemon and the fleet as `herd up --no-tui` does and print what it prints;
     False to use the full command line (a daemon already runs, or herd.toml needs words)."""
@@ -129,6 +145,6 @@ def fast_up(argv: list[str]) -> bool:
         return False  # the full command line, finding the daemon, asks again and words it
     active = sum(1 for status in statuses if status.get("state") in ACTIVE)
     out = [f"herd: started the daemon; {active} of {len(statuses)} session(s) active"]
-    out += [f"  {item.get('handle')}" for item in started]
+    out += [f"  {item.get('handle')}{_queued(item)}" for item in started]
     sys.stdout.write("\n".join(out) + "\n")
     return True

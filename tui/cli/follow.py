@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agentherd.sessions.adapters.summary import summarize
 from agentherd.sessions.sanitize import inert
 from agentherd.supervisor.files.tailer import LogTailer
 
@@ -27,6 +26,14 @@ LINE_CHARS = 4000
 """A readable line is cut here; `--raw` has every byte."""
 TAIL_BLOCK_BYTES = 64 << 10
 """`-n` looks for line ends backwards from the end of the file in blocks this size."""
+
+
+def _summarize() -> Callable[[bytes, int], str]:
+    """The parsers' one-line summary, imported only for readable output: they load the price
+    table's pydantic models, which raw output (piped, `--raw`) never needs."""
+    from agentherd.sessions.adapters.summary import summarize
+
+    return summarize
 
 
 class Printer:
@@ -51,6 +58,7 @@ class Printer:
             return
         *lines, self._pending = (self._pending + data).split(b"\n")
         if lines:
+            summarize = _summarize()
             sys.stdout.write("".join(summarize(line, LINE_CHARS) + "\n" for line in lines))
             sys.stdout.flush()
             self.at_line_start = True
@@ -58,7 +66,7 @@ class Printer:
     def finish(self, terminal: bool) -> None:
         """Show a last unfinished line, and on a terminal end with a newline (no glued prompt)."""
         if self.readable and self._pending:
-            sys.stdout.write(summarize(self._pending, LINE_CHARS))
+            sys.stdout.write(_summarize()(self._pending, LINE_CHARS))
             self._pending = b""
             self.at_line_start = False
         if terminal and not self.at_line_start:

@@ -1,5 +1,5 @@
 """The verbs on sessions: ls, start, stop, kill, restart, pause, resume, approve, reject, ack,
-status, wait, logs, events, report."""
+status, wait, send, logs, events, report."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from agentherd.sessions.states import WAIT_TIMEOUT_EXIT
+from agentherd.sessions.states import WAIT_TIMEOUT_EXIT, WAIT_UNREACHABLE_EXIT, State
 from agentherd.sessions.status import (
     LogInfoReply,
     SessionStatus,
@@ -30,10 +31,11 @@ from agentherd.tui.cli.follow import Printer, follow_log, follow_run, print_file
 
 @click.command(name="ls")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--all", "show_all", is_flag=True, help="Archived sessions too.")
 @guarded
-def ls_(as_json: bool) -> None:
-    """Every session."""
-    statuses = fleet_of(read=True, across=True).list()
+def ls_(as_json: bool, show_all: bool) -> None:
+    """Every session (archived ones with --all)."""
+    statuses = [s for s in fleet_of(read=True, across=True).list() if show_all or not s.archived]
     if as_json:
         print_json(statuses)
     else:
@@ -43,14 +45,18 @@ def ls_(as_json: bool) -> None:
 @click.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--now", is_flag=True, help="Start at once, not after the sessions of its `after`.")
 @guarded
-def start(name: str, as_json: bool) -> None:
-    """Begin a task; prints its handle at once."""
-    result = fleet_of(across=True).start(name)
+def start(name: str, as_json: bool, now: bool) -> None:
+    """Begin a task; prints its handle at once (and, on stderr, what a queued one waits for)."""
+    result = fleet_of(across=True).start(name, now=now)
     if as_json:
         print_json(result)
-    else:
-        click.echo(result.handle)
+        return
+    click.echo(result.handle)
+    note = render.chain_note(result.session, result.state, result.reason)
+    if note:
+        click.echo(f"herd: {result.handle} {note}", err=True)
 
 
 def _stop(name: str, kill: bool, no_wait: bool) -> None:
@@ -183,16 +189,70 @@ def status(target: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("target")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Give up after S seconds.")
+@click.option(
+    "--until",
+    "until",
+    default=None,
+    metavar="STATE[,STATE]",
+    help="Wait for the session (NAME) to be in one of these states instead.",
+)
 @guarded
-def wait(target: str, timeout_s: float | None) -> None:
-    """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout."""
-    result = fleet_of(across=True).wait(target, timeout_s)
+def wait(target: str, timeout_s: float | None, until: str | None) -> None:
+    """Block until the task ends: exit 0 completed, 1 failed, 3 stopped, 124 timeout.
+
+    With --until: exit 0 once the session is in one of the states, 4 when it settled
+    elsewhere (idle, stopped, completed, failed) and cannot get there without a start,
+    124 timeout.
+    """
+    states = _states(until) if until is not None else None
+    result = fleet_of(across=True).wait(target, timeout_s, states)
     reason = f" ({result.reason})" if result.reason else ""
     if result.exit == WAIT_TIMEOUT_EXIT:
         click.echo(f"{result.handle}: still {result.state} after {timeout_s:g}s", err=True)
+    elif result.exit == WAIT_UNREACHABLE_EXIT and states is not None:
+        click.echo(
+            f"{result.handle}: {result.state}{reason}, and it will not be {' or '.join(states)} "
+            f"without a start (`herd start {target}`)",
+            err=True,
+        )
     else:
         click.echo(f"{result.handle}: {result.state}{reason}")
     sys.exit(result.exit)
+
+
+def _states(until: str) -> list[str]:
+    """The states of `--until a,b`; a Failure naming the unknown one and every state."""
+    states = [word.strip() for word in until.split(",") if word.strip()]
+    known = [state.value for state in State]
+    for state in states or [until]:
+        if state not in known:
+            raise Failure(f"wait --until: {state!r} is not a state; states: {', '.join(known)}")
+    return states
+
+
+@click.command()
+@click.argument("name")
+@click.argument("text")
+@click.option(
+    "--wait", "wait_end", is_flag=True, help="Return once the run it starts (or the turn) ended."
+)
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Give up after S seconds.")
+@click.option("--json", "as_json", is_flag=True)
+@guarded
+def send(name: str, text: str, wait_end: bool, timeout_s: float | None, as_json: bool) -> None:
+    """Give a session TEXT: typed into an interactive run's terminal with Enter; for a
+    headless session, its next prompt (the resume's {message}).
+
+    Headless, a run under way: the next run, once it ends, resumes the conversation with TEXT.
+    No run under way: one starts now.
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    reply = fleet_of(across=True).send(name, text, wait_end, timeout_s)
+    if as_json:
+        print_json(reply)
+        return
+    click.echo(render.send_said(name, reply, wait_end, timeout_s))
 
 
 @click.command()
@@ -256,15 +316,34 @@ def logs(
 @click.option("--since", type=int, default=0, help="Only events after this seq.")
 @click.option("--session", default=None, help="Only this session's events.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events.")
+@click.option(
+    "-n",
+    "--lines",
+    "last",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Only the last N events (then new ones, with -f).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @guarded
-def events(since: int, session: str | None, follow: bool, as_json: bool) -> None:
+def events(since: int, session: str | None, follow: bool, last: int | None, as_json: bool) -> None:
     """The event log."""
     fleet = fleet_of(read=True, across=True)
-    for event in (fleet.follow if follow else fleet.events)(since, session):
+
+    def show(event: Any) -> None:
         click.echo(json.dumps(event.to_json()) if as_json else render.event_line(event))
         if follow:
             sys.stdout.flush()
+
+    if last is not None:  # the newest N first, then (with -f) what comes after them
+        newest = list(fleet.events(since, session))
+        for event in newest[len(newest) - last :] if last else []:
+            show(event)
+        if not follow:
+            return
+        since = max([since, *(event.seq for event in newest)])
+    for event in (fleet.follow if follow else fleet.events)(since, session):
+        show(event)
 
 
 @click.command()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 
 from agentherd.sessions.adapters import AGENTS
+from agentherd.sessions.configedit import name_from_folder
 
 
 def _toml(value: tuple[str, ...] | Mapping[str, str]) -> str:
@@ -18,8 +20,10 @@ def _toml(value: tuple[str, ...] | Mapping[str, str]) -> str:
     return "{ " + pairs + " }"
 
 
-def session_block(agent: str, name: str = "main") -> str:
-    """A [[session]] block for `agent`, commented, ready to paste."""
+def session_block(agent: str, folder: Path | None = None) -> str:
+    """A [[session]] block for `agent`, commented, ready to paste; named after `folder` (the
+    current one by default), so two projects' sessions are not all `main`."""
+    name = name_from_folder(folder or Path.cwd())
     if agent not in AGENTS:
         raise KeyError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
     preset = AGENTS[agent].preset
@@ -33,26 +37,31 @@ def session_block(agent: str, name: str = "main") -> str:
     )
     return (
         "[[session]]\n"
-        f'name     = "{name}"                 # letters, digits, - and _\n'
+        f'name     = "{name}"{" " * max(1, 21 - len(name))}# letters, digits, - and _\n'
         'cwd      = "."                    # the git worktree the agent works in\n'
         f'agent    = "{agent}"\n'
         f"command  = {_toml(preset.command)}\n"
         f"{resume_line}"
         f"{env_line}"
         'plan     = "feature_list.json"    # JSON feature list; items may only flip to passing\n'
-        'progress = "claude-progress.txt"  # the agent\'s progress notes\n'
+        f'progress = "{preset.progress}"{" " * max(1, 21 - len(preset.progress))}'
+        "# the agent's progress notes\n"
         '# verify = "pytest -q"            # run by herd against each new checkpoint\n'
         '# scope  = ["src/**", "tests/**"] # commits outside these paths raise a warning\n'
         "autostart = true                  # started by `herd up`\n"
         '# budget = { tokens = 8_000_000, cost_usd = 25, stall = "20m" }\n'
+        "# what a drift does: warn (default) | notify | pause | restart | stop\n"
+        '# on_drift = { plan-tampered = "pause", stalled = "notify" }\n'
     )
 
 
-def init_text(agent: str) -> str:
+def init_text(agent: str, folder: Path | None = None) -> str:
     """The whole commented herd.toml."""
     return (
         "# herd.toml: the agents herd supervises. Check it with `herd check`.\n"
         "# Durations: 90s, 20m, 6h, 1h30m or seconds. Paths are relative to this file.\n\n"
+        "# A command run (without a shell) when a session fails, waits for you, or drifts:\n"
+        '# notify = ["notify-send", "herd: {session}", "{kind}: {message}"]\n\n'
         "[defaults]                          # applies to every session below\n"
         'restart = "on-failure"              # never | on-failure | always | until-done\n'
         'restart_from = "last"               # last | verified checkpoint after a crash\n'
@@ -61,5 +70,5 @@ def init_text(agent: str) -> str:
         "max_crashes = 5                     # this many within crash_window -> failed\n"
         'crash_window = "10m"\n'
         'stop_grace = "10s"                  # after the stop signal, then SIGKILL\n'
-        'budget = { wall_time = "6h", warn_at = 0.8 }\n\n' + session_block(agent)
+        'budget = { wall_time = "6h", warn_at = 0.8 }\n\n' + session_block(agent, folder)
     )

@@ -11,8 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentherd.sessions.plan import change_text
+from agentherd.sessions.sanitize import inert
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import SessionStatus
+from agentherd.tui.render import state_text
+from agentherd.tui.spend import budget_cell, usage_money
 
 SESSION_ACTIONS = frozenset(
     {
@@ -28,6 +32,7 @@ SESSION_ACTIONS = frozenset(
         "hide_output",
         "help",
         "stop_all",
+        "send",
     }
 )
 """Actions that act on the selection, so they wait while a dialog is open."""
@@ -116,7 +121,8 @@ class SessionKeys:
             name = status.session
             self.confirm(
                 f"Approve {name}'s changed plan?",
-                "The plan as it is now becomes the baseline later changes are judged against.",
+                "The plan as it is now becomes the baseline later changes are judged against."
+                + judged(status),
                 lambda: self.command(name, "approve"),
             )
 
@@ -127,7 +133,7 @@ class SessionKeys:
             self.confirm(
                 f"Reject {name}'s plan changes?",
                 "herd writes the baseline plan back into the worktree; items passing now "
-                "stay passing.",
+                "stay passing." + judged(status),
                 lambda: self.command(name, "reject"),
             )
 
@@ -157,3 +163,103 @@ def restart_question(name: str, state: str) -> tuple[str, str]:
         f"Restart {name} ({state})?",
         f"A new task begins: {name}'s agent runs again and spends again.",
     )
+
+
+DONE_VERBS = {
+    "start": "started",
+    "restart": "restarted",
+    "stop": "stopping",
+    "pause": "paused",
+    "resume": "resumed",
+    "approve": "approved the plan of",
+    "reject": "restored the baseline plan of",
+}
+"""What a key without a confirmation did, as the first words of its notice."""
+
+
+def done_text(op: str, name: str, result: Any, before: SessionStatus | None) -> str:
+    """What a command did to whom: `paused beta (now paused)`; for an ack, which warnings
+    (`before`: the session's status when the key was pressed)."""
+    if op == "ack":
+        kinds = [w.kind for w in before.warnings] if before is not None else []
+        left = len(result.warnings) if isinstance(result, SessionStatus) else 0
+        what = ", ".join(kinds) or "every open warning"
+        return f"acknowledged {what} of {name}; {left} warning(s) left on its badge"
+    verb = DONE_VERBS.get(op, op)
+    if op == "stop" and isinstance(result, SessionStatus) and result.state == "stopped":
+        verb = "stopped"
+    if isinstance(result, SessionStatus):
+        now = state_text(result)
+        # `paused api`, not `paused api (now paused (user))`: the state only when it says more.
+        return f"{verb} {name}" if now.startswith(verb) else f"{verb} {name} (now {now})"
+    return f"{verb} {name}: {result.handle}"
+
+
+CHANGING_ACTIONS = frozenset(
+    {"start_stop", "restart", "kill", "pause_resume", "approve", "reject", "ack", "stop_all"}
+)
+"""Actions that change a session or the fleet: none works read-only."""
+
+SELECTED_ACTIONS = CHANGING_ACTIONS - {"stop_all"}
+"""Actions on the selected session, shown first in the footer when they apply to it."""
+
+
+def applying_keys(status: SessionStatus | None, read_only: bool) -> dict[str, str]:
+    """The footer's session keys for the selected session's state: action -> its word there
+    (`Stop` for a running session's start/stop key). Keys that would only say "not running"
+    or "nothing to approve" are left out, so the ones that matter fit at 120 columns."""
+    if read_only or status is None:
+        return {}
+    state = status.state
+    keys: dict[str, str] = {}
+    if state == "waiting-approval":
+        keys = {"approve": "Approve", "reject": "Reject", "start_stop": "Stop"}
+    elif state == "paused":
+        keys = {"pause_resume": "Resume", "start_stop": "Stop", "kill": "Kill"}
+    elif state in ACTIVE_STATES:
+        keys = {"start_stop": "Stop", "restart": "Restart", "kill": "Kill"}
+        if state in ("running", "starting"):
+            keys["pause_resume"] = "Pause"
+    else:
+        keys = {"start_stop": "Start", "restart": "Restart"}
+    if state != "waiting-approval" and status.plan and status.plan.changed_items:
+        keys |= {"approve": "Approve", "reject": "Reject"}
+    if status.warnings:
+        keys["ack"] = "Ack"
+    return keys
+
+
+CHANGES_SHOWN = 6
+"""The approve and reject dialogs list at most this many plan changes (then a count)."""
+DIALOG_ITEM_CHARS = 160
+"""A plan item's text in those dialogs (a reworded one shows old → new): the dialog wraps."""
+
+
+def judged(status: SessionStatus) -> str:
+    """What an approval or a rejection is about, as lines under the dialog's sentence: the
+    plan's changes, a failing verification of the checkpoint, and the spend so far."""
+    lines = ["", ""]  # a blank line under the dialog's sentence
+    changes = status.plan.changed_items if status.plan else []
+    if changes:
+        lines.append(f"The plan's changes against its baseline ({len(changes)}):")
+        lines += [
+            "  " + change_text(c.index, c.change, inert(c.description), DIALOG_ITEM_CHARS)
+            for c in changes[:CHANGES_SHOWN]
+        ]
+        if len(changes) > CHANGES_SHOWN:
+            lines.append(f"  and {len(changes) - CHANGES_SHOWN} more (the Plan tab lists all)")
+    else:
+        lines.append(f"Held for: {status.reason or 'a plan change'}")
+    checkpoint = status.checkpoint
+    check = checkpoint.verification if checkpoint else None
+    if checkpoint and check and not check.passed:
+        tail = (check.output_tail or "").splitlines()[-1:] or [""]
+        why = check.error or f"exit {check.exit_code}"
+        lines.append(
+            f"Checkpoint {checkpoint.sha[:10]} fails verification: {why}: {inert(tail[0])}"
+        )
+    money = usage_money(status.usage)
+    budget, _ = budget_cell(status)
+    spend = f"Spent so far: {money}" if money != "-" else "Spent so far: not reported"
+    lines.append(spend + (f" (budget {budget})" if budget != "-" else ""))
+    return "\n".join(lines)

@@ -9,13 +9,15 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import BindingType
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from agentherd.sessions.config import HerdConfig
+from agentherd.sessions.keynames import TERMINAL_ACTION_IDS
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.api.client import AsyncClient
@@ -25,18 +27,22 @@ from agentherd.tui.dashboard.actions import (
     READ_ONLY_NOTE,
     SESSION_ACTIONS,
     SessionKeys,
+    applying_keys,
+    done_text,
 )
 from agentherd.tui.dashboard.feeds import quiet_cancelled_wakeups
 from agentherd.tui.dashboard.fleet import FleetView
 from agentherd.tui.dashboard.fleetfeed import follow_snapshots
+from agentherd.tui.dashboard.footer import SessionFooter
 from agentherd.tui.dashboard.help import HelpScreen, KeyLine
 from agentherd.tui.dashboard.keys import ACTION_IDS, APP_BINDINGS, bindings_of, key_lines
 from agentherd.tui.dashboard.messages import DaemonLost, Snapshot
-from agentherd.tui.dashboard.output_view import FleetOutput
+from agentherd.tui.dashboard.newsession import Created, NewSessionScreen
 from agentherd.tui.dashboard.palette import SessionCommands
+from agentherd.tui.dashboard.send_dialog import ask_and_send
 from agentherd.tui.dashboard.session_screen import SessionScreen
+from agentherd.tui.dashboard.terminal_tab import TerminalView
 from agentherd.tui.dashboard.widgets import ConfirmScreen, SessionTable
-from agentherd.tui.render import state_text
 
 TICK_S = 1.0
 """Uptimes move once a second; everything else changes only when the daemon says so."""
@@ -58,8 +64,11 @@ class HerdApp(App[None]):
         client: Any = None,
         worktrees: dict[str, Path] | None = None,
         notes: dict[str, str] | None = None,
+        config_path: Path | None = None,
     ) -> None:
         super().__init__()
+        self.config_path = config_path
+        """herd.toml, which the new-session dialog adds to (None: no dialog)."""
         self.client = client if client is not None else AsyncClient(socket_path or Path())
         self.read_only = bool(getattr(self.client, "read_only", False))
         self.keys = dict(keys or {})
@@ -68,7 +77,6 @@ class HerdApp(App[None]):
         self.notes = dict(notes or {})
         self.statuses: list[SessionStatus] = []
         self._by_name: dict[str, SessionStatus] = {}
-        self.output_session: str | None = None
         self._connected = False
         self._frozen = False
         self.keymap_ids: dict[str, str] = {}
@@ -87,7 +95,7 @@ class HerdApp(App[None]):
         self.fleet.notes = self.notes
         self.fleet.hosts = bool(getattr(self.client, "across_hosts", False))
         yield self.fleet
-        yield Footer()
+        yield SessionFooter()
 
     @property
     def table(self) -> SessionTable:
@@ -112,7 +120,7 @@ class HerdApp(App[None]):
     def _apply_keymap(self) -> None:
         """Rebind keys from herd.toml's [keys]; an unknown action name is a warning, not a crash."""
         keymap = {action.replace("_", "-"): key for action, key in self.keys.items()}
-        unknown = sorted(set(keymap) - set(ACTION_IDS))
+        unknown = sorted(set(keymap) - set(ACTION_IDS) - set(TERMINAL_ACTION_IDS))
         if unknown:
             self.notify(
                 f"[keys] in herd.toml: unknown action {', '.join(unknown)}; "
@@ -123,12 +131,18 @@ class HerdApp(App[None]):
         self.keymap_ids = {a: k for a, k in keymap.items() if a in ACTION_IDS}
         self.set_keymap(self.keymap_ids)
 
+    async def on_event(self, event: events.Event) -> None:
+        """Every key the person types holds the fleet's order still for a moment (fleet.py)."""
+        if isinstance(event, events.Key) and not event.is_forwarded and self.table.is_attached:
+            self.fleet.hold_order()
+        await super().on_event(event)
+
     # ----- messages from the workers ------------------------------------------------------
 
     def on_snapshot(self, message: Snapshot) -> None:
         """Show the newest statuses in the fleet view and on an open session screen; only the
         rows of the sessions that changed are touched."""
-        self.statuses = message.sessions
+        self.statuses = [s for s in message.sessions if not s.archived]  # `herd archive`
         self._by_name = {s.session: s for s in self.statuses}
         changed = message.changed
         if not self.table.is_attached:
@@ -140,9 +154,12 @@ class HerdApp(App[None]):
                 self._frozen = True
                 self.call_after_refresh(freeze_startup_objects)
         self.fleet.show(self.statuses, changed)
+        if self.output_session is None:
+            self.fleet.place_output()  # the first rows: the pane shows where there is room
         for screen in self.screen_stack:
             if isinstance(screen, SessionScreen) and (changed is None or screen.session in changed):
                 screen.show_status(self.status_of(screen.session))
+        self.follow_footer()
 
     def on_daemon_lost(self, message: DaemonLost) -> None:
         """Say plainly that the daemon is gone; keep the last rows, dimmed, and keep retrying."""
@@ -170,9 +187,19 @@ class HerdApp(App[None]):
             )
 
     def on_fleet_view_selected(self, message: FleetView.Selected) -> None:
-        """The output pane follows the cursor, so it never shows another session's output."""
-        if self.output_session is not None and message.session not in (None, self.output_session):
-            self._show_output(message.session or "")
+        """The output pane and the footer follow the cursor, so neither shows another
+        session's output or keys."""
+        self.follow_footer()
+        self.fleet.place_output()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A larger or smaller screen: the output pane shows or goes (unless `l` chose)."""
+        self.fleet.place_output()
+
+    @property
+    def output_session(self) -> str | None:
+        """Whose output the fleet's pane shows (None: the pane is hidden)."""
+        return self.fleet.output_session
 
     def on_line_table_row_selected(self, event: SessionTable.RowSelected) -> None:
         """Enter (or a click) on a session's row opens its screen."""
@@ -185,6 +212,22 @@ class HerdApp(App[None]):
             self.fleet.tick()
 
     # ----- what screens ask of the app ----------------------------------------------------
+
+    def footer_subject(self) -> tuple[str | None, dict[str, str]]:
+        """The session the keys act on now (on screen, or under the cursor) and the words of
+        the keys that apply to its state (SessionFooter)."""
+        screen = self.screen
+        if isinstance(screen, ModalScreen):
+            return None, {}
+        name = screen.session if isinstance(screen, SessionScreen) else self.table.selected_session
+        return name, applying_keys(self.status_of(name), self.read_only)
+
+    def follow_footer(self) -> None:
+        """Bring the footer of the screen on top up to date with its session and state."""
+        if not self.screen_stack:  # a cursor message can arrive as the app closes
+            return
+        for footer in self.screen.query(SessionFooter):
+            footer.follow()
 
     def status_of(self, name: str | None) -> SessionStatus | None:
         """The newest status of session `name`, or None."""
@@ -209,8 +252,8 @@ class HerdApp(App[None]):
             self.screen.session = name
             self.screen.action_tab(tab)
             return
-        self.action_hide_output()
-        self.push_screen(SessionScreen(name, tab))
+        self.fleet.hide_pane()  # the session screen reads the output itself; back, it returns
+        self.push_screen(SessionScreen(name, tab), lambda _: self.fleet.place_output())
 
     def act_on(self, action: str, name: str) -> None:
         """A command palette choice: select the session, then act on it."""
@@ -238,7 +281,10 @@ class HerdApp(App[None]):
         """
         if action in ("open", "logs") and isinstance(self.screen, SessionScreen):
             return False
-        return not (action in SESSION_ACTIONS and isinstance(self.screen, ModalScreen))
+        if action == "quit" and getattr(self.focused, "typing", False):
+            return False  # ctrl+q is the Terminal tab's detach key while it types
+        changes = action in SESSION_ACTIONS or action == "new_session"
+        return not (changes and isinstance(self.screen, ModalScreen))
 
     def _selected(self) -> SessionStatus | None:
         """The session on screen (or under the cursor), or None (with a notice)."""
@@ -261,17 +307,18 @@ class HerdApp(App[None]):
         if self.read_only:
             self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
             return
+        before = self.status_of(name)
         self.run_worker(
-            self._call(name, op, **args), name=f"{op} {name}", group="commands", exit_on_error=False
+            self._call(name, op, before, **args),
+            name=f"{op} {name}",
+            group="commands",
+            exit_on_error=False,
         )
 
-    async def _call(self, name: str, op: str, **args: Any) -> str:
-        """Call the daemon and say what happened in a few words."""
+    async def _call(self, name: str, op: str, before: SessionStatus | None, **args: Any) -> str:
+        """Call the daemon and say what was done to whom, in a few words."""
         result = parse_reply(op, await self.client.call(op, name=name, **args))
-        if isinstance(result, SessionStatus):
-            return f"{name}: {state_text(result)}"
-        verb = {"start": "started", "restart": "restarted"}.get(op, op)
-        return f"{name}: {verb} {result.handle}"
+        return done_text(op, name, result, before)
 
     def _confirm(self, question: str, consequence: str, then: Any) -> None:
         """Ask first; run `then()` only on an explicit yes."""
@@ -343,35 +390,36 @@ class HerdApp(App[None]):
         """A shell in the worktree."""
         self._in_worktree([os.environ.get("SHELL") or "/bin/sh"])
 
+    def action_send(self) -> None:
+        """A one-line text for the selected session, as `herd send NAME TEXT`."""
+        status = self._changing()
+        if status is not None:
+            ask_and_send(self, status.session, self.run_worker)
+
     def action_ack(self) -> None:
         """Acknowledge every open warning of the selected session (`herd ack NAME`)."""
         self.session_keys.ack(self._selected())
 
     def action_logs(self) -> None:
-        """Show the selected session's output below the table; again on the same one hides it."""
-        name = self.table.selected_session
-        if name is None:
-            return
-        if name == self.output_session:
-            self.action_hide_output()
-        else:
-            self._show_output(name)
-
-    def _show_output(self, name: str) -> None:
-        """Point the output pane at one session: blank at once, then its newest run's lines."""
-        self.output_session = name
-        self.fleet.add_class("-output")
-        self.fleet.query_one(FleetOutput).follow(name)
+        """Show the selected session's output below the table, or hide it."""
+        self.fleet.toggle_output()
 
     def action_hide_output(self) -> None:
-        """Hide the output pane and stop reading the file; the table has the keys again."""
-        pane = self.fleet.query_one(FleetOutput)
-        pane.follow(None)
-        self.output_session = None
-        if self.fleet.has_class("-output"):
-            self.fleet.remove_class("-output")
-            self.table.focus()
-            self.refresh_bindings()  # seen in tmux: the footer kept the pane's keys
+        """Hide the output pane (until `l`) and stop reading the file."""
+        self.fleet.hide_output()
+
+    def action_new_session(self) -> None:
+        """The new-session dialog: `herd new`'s fields, added to herd.toml and started."""
+        if self.read_only or self.config_path is None:
+            self.notify(READ_ONLY_NOTE, severity="warning", markup=False)
+            return
+
+        def made(created: Created | None) -> None:
+            if created is not None:
+                self.worktrees[created.name] = created.cwd  # `e` and `!` work there at once
+                self.notify(f"added {created.name}: {created.handle or 'not started'}")
+
+        self.push_screen(NewSessionScreen(self.config_path), made)
 
     def action_stop_all(self) -> None:
         """Stop every session and the daemon, then quit (after a confirmation)."""
@@ -404,7 +452,8 @@ class HerdApp(App[None]):
         screen = self.screen
         view_lines: list[KeyLine] = []
         if isinstance(screen, SessionScreen):
-            bindings = bindings_of(screen, self.keymap_ids)
+            views = (screen, *screen.query(TerminalView))  # the Terminal tab's take-input key
+            bindings = [b for view in views for b in bindings_of(view, self.keymap_ids)]
             view_lines = [
                 (self.get_key_display(b), b.tooltip or b.description) for b in bindings if b.tooltip
             ]
@@ -431,4 +480,5 @@ def run_dashboard(
         client=client,
         worktrees={s.name: s.cwd for s in config.sessions},
         notes=notes,
+        config_path=config.path,
     ).run()

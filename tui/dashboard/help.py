@@ -27,7 +27,7 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ("", "  red when spent; ! it runs out before the plan is done"),
     ("green", "running · completed (bold)"),
     ("cyan", "starting, verifying, stopping: on its way"),
-    ("yellow", "paused, backoff (waiting to restart), waiting-approval (bold)"),
+    ("yellow", "paused, backoff (waiting to restart), waiting-approval and waiting-input (bold)"),
     ("red", "failed: needs a person"),
     ("dim", "stopped, idle: at rest"),
 )

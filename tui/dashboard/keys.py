@@ -8,30 +8,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 
+from agentherd.sessions.keynames import ACTION_IDS
 from agentherd.tui.dashboard.help import KeyLine
 
-ACTION_IDS = (
-    "open",
-    "start-stop",
-    "restart",
-    "restart-from",
-    "kill",
-    "pause-resume",
-    "approve",
-    "reject",
-    "ack",
-    "logs",
-    "editor",
-    "shell",
-    "filter",
-    "sort",
-    "help",
-    "quit",
-    "stop-all",
-    "back",
-    "runs",
-)
-"""The names `[keys]` in herd.toml may rebind (underscores are accepted for hyphens)."""
+__all__ = ["ACTION_IDS", "APP_BINDINGS", "FLEET_ONLY", "bindings_of", "key_lines"]
 
 FLEET_ONLY = frozenset({"open", "logs", "filter", "sort"})
 """Keys of the fleet view, left out of the session screen's help (there `/` searches)."""
@@ -87,7 +67,6 @@ APP_BINDINGS: list[BindingType] = [
         "approve",
         "Approve plan",
         id="approve",
-        show=False,
         tooltip="Adopt the changed plan as the new baseline (asks first)",
     ),
     Binding(
@@ -95,7 +74,6 @@ APP_BINDINGS: list[BindingType] = [
         "reject",
         "Reject plan",
         id="reject",
-        show=False,
         tooltip="Write the baseline plan back; items passing now stay passing (asks first)",
     ),
     Binding(
@@ -104,6 +82,14 @@ APP_BINDINGS: list[BindingType] = [
         "Ack",
         id="ack",
         tooltip="Acknowledge the selected session's open warnings: they leave its badge",
+    ),
+    Binding(
+        "m",
+        "send",
+        "Send",
+        id="send",
+        show=False,
+        tooltip="A one-line message for the selected session, as `herd send NAME TEXT`",
     ),
     Binding(
         "e",
@@ -128,6 +114,14 @@ APP_BINDINGS: list[BindingType] = [
         id="stop-all",
         show=False,
         tooltip="Stop every session and the daemon, then quit (asks first)",
+    ),
+    Binding(
+        "c",
+        "new_session",
+        "New",
+        id="new",
+        show=False,
+        tooltip="Create a session: name, agent, prompt, a new worktree or a folder, budget",
     ),
     Binding("escape", "hide_output", "Hide output", show=False),
 ]

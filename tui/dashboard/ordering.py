@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.render import plan_text
@@ -18,12 +19,12 @@ SORTS: tuple[tuple[str, str], ...] = (
 )
 """Sort keys the fleet view cycles through with `o`, and how the header names each."""
 
-ATTENTION_RANK = {"failed": 0, "waiting-approval": 1}
+ATTENTION_RANK = {"failed": 0, "waiting-approval": 1, "waiting-input": 1}
 """States that wait for a person come first; open warnings next; then the rest."""
 
 
 def attention_rank(status: SessionStatus) -> int:
-    """0 failed, 1 waiting for approval, 2 open warnings, 3 everything else.
+    """0 failed, 1 waiting for approval or for input, 2 open warnings, 3 everything else.
 
     Running and backoff rank alike: agents that restart often would otherwise reorder the
     table every few seconds, and herd handles a backoff without a person.
@@ -35,7 +36,8 @@ def attention_rank(status: SessionStatus) -> int:
 
 
 def needs_person(status: SessionStatus) -> bool:
-    """True when the session waits for a decision: failed, waiting approval, or a warning open."""
+    """True when the session waits for a decision: failed, waiting approval or input, or a
+    warning open."""
     return attention_rank(status) <= 2
 
 
@@ -91,3 +93,14 @@ def matches(status: SessionStatus, text: str) -> bool:
 def shown(statuses: list[SessionStatus], sort: str, text: str) -> list[SessionStatus]:
     """The rows the fleet view shows: filtered by `text`, ordered by `sort`."""
     return sort_statuses([s for s in statuses if matches(s, text)], sort)
+
+
+def moved_rows(before: Sequence[str], after: Sequence[str]) -> list[str]:
+    """The sessions that changed place between two orders of the same rows, in the new order:
+    those outside the longest runs kept in order (one row moving up moves one name, not every
+    row it passed)."""
+    kept: set[str] = set()
+    matcher = SequenceMatcher(None, list(before), list(after), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        kept.update(after[block.b : block.b + block.size])
+    return [name for name in after if name not in kept]

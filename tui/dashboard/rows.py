@@ -27,14 +27,20 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 """Column key and label, left to right; the last output takes whatever width is left.
 HOST shows only across hosts (`[cluster]`)."""
 
-LAST_MIN_CHARS = 12
-"""Below this the last output says nothing; the table scrolls sideways instead."""
+STATE_MAX_CHARS = 24
+STATE_WIDE_CHARS = 40
+"""STATE_MAX_CHARS on a terminal of WIDE_COLUMNS or more: room for most reasons whole."""
+WIDE_COLUMNS = 160
+"""The STATE cell's widest for a reason: a longer one is cut with an ellipsis or left out
+(the details under the table say it whole), so one held session does not push the last
+output off the screen. When a parked session resumes, and its warnings, are never cut."""
 
 STATE_STYLES = {
     "running": "green",
     "starting": "cyan",
     "paused": "yellow",
     "waiting-approval": "bold yellow",
+    "waiting-input": "bold yellow",
     "verifying": "cyan",
     "backoff": "yellow",
     "stopping": "cyan",
@@ -42,6 +48,7 @@ STATE_STYLES = {
     "completed": "bold green",
     "failed": "bold red",
     "idle": "dim",
+    "queued": "magenta",
 }
 """How each state reads at a glance; failures shout, ends at rest are dim."""
 
@@ -52,7 +59,9 @@ SUMMARY_ORDER = (
     "backoff",
     "paused",
     "waiting-approval",
+    "waiting-input",
     "stopping",
+    "queued",
     "failed",
     "completed",
     "stopped",
@@ -84,8 +93,14 @@ def checkpoint_cell(checkpoint: CheckpointStatus | None) -> Cell:
 
 
 def cost_text(usage: UsageStatus | None) -> str:
-    """`$0.42` (`~$0.42` estimated), or `-` when the agent reports no cost (never $0)."""
+    """`$0.42` (`~$0.42` estimated), or `-` when the agent reports no cost (never $0);
+    `unpriced` (`$0.42+` for part) when a model herd has no price for left tokens out."""
     return usage_money(usage)
+
+
+def unpriced(usage: UsageStatus | None) -> bool:
+    """True when the cost leaves out the tokens of a model herd has no price for."""
+    return usage is not None and usage.cost_unpriced_model is not None
 
 
 def progress_gist(entry: str) -> str:
@@ -103,7 +118,9 @@ def detail_lines(status: SessionStatus | None) -> list[str]:
     if status is None:
         return []
     # The reason leads: at 80 columns the table shows the bare state.
-    name = f"{status.session}  {state_text(status)}  ·" if status.reason else status.session
+    # The state whole (with when a parked session resumes): the table's STATE cuts it.
+    state = state_text(status) + resumes_in(status) + limit_note(status)
+    name = f"{status.session}  {state}  ·" if state != str(status.state) else status.session
     plan = status.plan
     lines = []
     if plan:
@@ -142,6 +159,29 @@ def resumes_in(status: SessionStatus) -> str:
     return f" resumes in {format_duration(max(0.0, (when - utc_now()).total_seconds()))}"
 
 
+def limit_note(status: SessionStatus) -> str:
+    """` waiting on rate limit (attempt 2)` while the agent retries a limit by itself; ` (guess)`
+    after `resumes in` when herd's wait is its own guess (the agent gave no reset time)."""
+    limit = status.limit or {}
+    if limit.get("waiting") == "agent" and status.state == "running":
+        attempt = limit.get("attempt")
+        return " waiting on rate limit" + (f" (attempt {attempt})" if attempt else "")
+    if limit.get("waiting") == "herd" and limit.get("delay_source") == "guess":
+        return " (guess)"
+    return ""
+
+
+def limits_text(statuses: list[SessionStatus]) -> str:
+    """`  ·  limit claude:login: 3 parked until 21:05:10` per account parked on its limit."""
+    fleet = next((s.fleet for s in statuses if s.fleet and s.fleet.get("limits")), None)
+    parts = []
+    for account, park in ((fleet or {}).get("limits") or {}).items():
+        until = parse_iso(park.get("until"))
+        when = until.astimezone().strftime("%H:%M:%S") if until else "?"
+        parts.append(f"limit {account}: {len(park.get('parked') or [])} parked until {when}")
+    return "".join(f"  ·  {part}" for part in parts)
+
+
 UPTIME_STEP_S = 10
 """In its first minute a run's uptime moves in steps of this many seconds: a fleet that
 restarts often has most of its rows there, and each step redraws a cell."""
@@ -165,15 +205,33 @@ def uptime_cell(status: SessionStatus) -> str:
     return f"{hours // 24}d{hours % 24:02d}h"
 
 
-def row_cells(status: SessionStatus, last_width: int, reasons: bool = True) -> dict[str, Cell]:
-    """Every cell of one session's row, the last output cut to `last_width` characters;
-    without `reasons` (a narrow terminal) the state is the bare state, its reason left to
-    the details under the table."""
+def short_reason(reason: str | None, room: int) -> str:
+    """` (plan-tampered)` in `room` characters: cut with an ellipsis, `(…)` when only that
+    fits, nothing when not even that does (the details under the table say it whole)."""
+    if not reason:
+        return ""
+    room -= 3  # " (" and ")"
+    if room >= len(reason):
+        return f" ({reason})"
+    if room >= 4:
+        return f" ({cut(reason, room)})"
+    return " (…)" if room >= 1 else ""
+
+
+def row_cells(
+    status: SessionStatus, last_width: int, state_chars: int = STATE_MAX_CHARS
+) -> dict[str, Cell]:
+    """Every cell of one session's row, the last output cut to `last_width` characters and
+    the state's reason to fit `state_chars` (0, a narrow terminal: the bare state); the
+    details under the table say the reason whole."""
     state = str(status.state)
     style = STATE_STYLES.get(state, "")
     warnings = status.warnings
-    state_cell = (state_text(status) if reasons else state) + resumes_in(status)
-    state_cell += f" ⚠{len(warnings)}" if warnings else ""
+    tail = resumes_in(status) + limit_note(status) + (f" ⚠{len(warnings)}" if warnings else "")
+    reason = (
+        short_reason(status.reason, state_chars - len(state) - len(tail)) if state_chars else ""
+    )
+    state_cell = state + reason + tail
     return {
         "session": (status.session, "bold"),
         "host": (status.host or "-", "cyan"),
@@ -183,7 +241,7 @@ def row_cells(status: SessionStatus, last_width: int, reasons: bool = True) -> d
         "uptime": (uptime_cell(status), ""),
         "plan": (plan_text(status), "yellow" if status.plan and status.plan.changed_items else ""),
         "checkpoint": checkpoint_cell(status.checkpoint),
-        "cost": (cost_text(status.usage), ""),
+        "cost": (cost_text(status.usage), "yellow" if unpriced(status.usage) else ""),
         "budget": budget_cell(status),
         "last": (cut(inert(status.last_line), last_width), "dim"),
     }
@@ -203,4 +261,4 @@ def fleet_summary(statuses: list[SessionStatus]) -> str:
         passing = sum(p.passing for p in plans)
         total = sum(p.total for p in plans)
         text += f"  ·  plan {passing}/{total} passing"
-    return text + fleet_text(statuses)
+    return text + fleet_text(statuses) + limits_text(statuses)

@@ -1,5 +1,5 @@
 """The session screen: one session in tabs (output, progress, plan, checkpoints, events, spend,
-report).
+report, diff).
 
 It follows one session at a time (`,` and `.` step through the fleet in the fleet's order) and
 reads everything through the daemon's API or the files the API names; it holds no state of
@@ -8,10 +8,10 @@ the session beyond what it shows.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import anyio
+from rich.markdown import Markdown
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,17 +19,34 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, Markdown, Static, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Log,
+    OptionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 
 from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.api.protocol import ApiError
+from agentherd.tui.dashboard.diff_view import DiffView
+from agentherd.tui.dashboard.footer import SessionFooter
 from agentherd.tui.dashboard.host import Dashboard, host
 from agentherd.tui.dashboard.messages import Loaded
 from agentherd.tui.dashboard.output_view import OutputView
 from agentherd.tui.dashboard.rows import VERIFIED_MARKS, cut
 from agentherd.tui.dashboard.spend_chart import SpendCharts
+from agentherd.tui.dashboard.tabtext import (
+    line_counts,
+    plan_lines,
+    progress_entries,
+    read_progress,
+    short_time,
+)
+from agentherd.tui.dashboard.terminal_tab import TerminalView
 from agentherd.tui.render import state_text
 from agentherd.tui.spend import usage_money
 
@@ -41,11 +58,10 @@ TABS: tuple[tuple[str, str], ...] = (
     ("events", "Events"),
     ("spend", "Spend"),
     ("report", "Report"),
+    ("diff", "Diff"),
+    ("terminal", "Terminal"),
 )
 """Tab id and label, in the order the number keys pick them."""
-
-PROGRESS_READ_BYTES = 256 << 10
-"""The progress tab reads the end of the file: its newest entries live there."""
 
 SPEND_READ_EVERY_S = 5.0
 """The Spend tab asks for new samples this often while it is shown (the daemon samples every
@@ -53,57 +69,6 @@ few seconds; a chart a few seconds old reads the same)."""
 
 EVENTS_SHOWN = 2000
 """The events tab shows the session's newest events (the whole log: `herd events`)."""
-
-
-def _read_progress(path: str | None) -> str:
-    """The end of the progress file as text (in a worker thread), or why there is none."""
-    if not path:
-        return 'no progress file (set progress = "..." in herd.toml)'
-    try:
-        with Path(path).open("rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(0, size - PROGRESS_READ_BYTES))
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
-
-
-def _short_time(at: str | None) -> str:
-    """`12-01 16:58:06` of an ISO time: the year and milliseconds cost 80 columns a third."""
-    return at[5:19].replace("T", " ") if at and len(at) >= 19 else (at or "")
-
-
-def _line_counts(checkpoint: dict[str, Any]) -> str:
-    """ " +12 -3" for a checkpoint whose line counts were recorded, else nothing."""
-    added, removed = checkpoint.get("insertions"), checkpoint.get("deletions")
-    return "" if added is None or removed is None else f" +{added} -{removed}"
-
-
-def progress_entries(text: str) -> list[str]:
-    """The progress file split into entries at its `#` headings, oldest first."""
-    entries: list[list[str]] = []
-    for line in text.splitlines():
-        if line.startswith("#") or not entries:
-            entries.append([])
-        entries[-1].append(line)
-    return ["\n".join(entry).strip() for entry in entries if "".join(entry).strip()]
-
-
-def plan_lines(report: dict[str, Any], status: SessionStatus | None) -> str:
-    """Every plan item with ✓ or ✗, and the changes against the baseline marked ⚠."""
-    passed, remains = report.get("passed", {}), report.get("remains", {})
-    lines = [f"✓ {inert(item)}" for item in passed.get("items_passing", [])]
-    lines += [f"✗ {inert(item)}" for item in remains.get("items_failing", [])]
-    total = passed.get("plan_total")
-    head = f"{passed.get('plan_passing')}/{total} passing" if total is not None else "no plan"
-    changes = status.plan.changed_items if status and status.plan else []
-    if changes:
-        head += f"  ·  ⚠ {len(changes)} change(s) against the baseline (A approves, X rejects)"
-        lines += ["", "changed since the baseline:"]
-        lines += [f"⚠ item {c.index + 1} {c.change}: {inert(c.description)}" for c in changes]
-    if remains.get("plan_error"):
-        lines.append(f"plan error: {inert(remains['plan_error'])}")
-    return "\n".join([head, "", *lines])
 
 
 class SessionScreen(Screen[None]):
@@ -124,6 +89,20 @@ class SessionScreen(Screen[None]):
             "Restart from",
             id="restart-from",
             tooltip="Restart from the checkpoint under the cursor (Checkpoints tab; asks first)",
+        ),
+        Binding(
+            "d",
+            "diff",
+            "Diff",
+            id="diff",
+            tooltip="What the agent changed: the Diff tab (on the Checkpoints tab: that one's)",
+        ),
+        Binding(
+            "b",
+            "against",
+            "Base",
+            show=False,
+            tooltip="Diff tab: against the previous checkpoint, or the last verified one",
         ),
         Binding("j", "move(1)", "Down", show=False, tooltip="Down a line, or the next checkpoint"),
         Binding("k", "move(-1)", "Up", show=False, tooltip="Up a line, or the previous checkpoint"),
@@ -171,8 +150,12 @@ class SessionScreen(Screen[None]):
             with TabPane("Spend", id="spend"), VerticalScroll():
                 yield Static("reading the spend…", id="spend-chart", markup=False)
             with TabPane("Report", id="report"), VerticalScroll():
-                yield Markdown("reading the report…", id="report-text")
-        yield Footer()
+                yield Static("reading the report…", id="report-text", markup=False)
+            with TabPane("Diff", id="diff"):
+                yield DiffView(id="diff-view")
+            with TabPane("Terminal", id="terminal"):
+                yield TerminalView(id="terminal-view")
+        yield SessionFooter()
 
     def on_mount(self) -> None:
         """Columns of the checkpoint table; then read everything."""
@@ -181,6 +164,8 @@ class SessionScreen(Screen[None]):
             table.add_column(label, key=key)
         table.add_column("SUBJECT", key="subject")
         self.show_status(self.herd.status_of(self.session))
+        for footer in self.query(SessionFooter):
+            footer.follow()  # its keys act on the new session: its name and state
         self._load()
         self.set_interval(SPEND_READ_EVERY_S, self._spend_if_shown)
 
@@ -192,6 +177,8 @@ class SessionScreen(Screen[None]):
         self.samples = None
         self.show_status(self.herd.status_of(self.session))
         self._load()
+        if self.query_one(TabbedContent).active == "diff":
+            self.query_one(DiffView).show(self.session)
 
     def _load(self) -> None:
         """Follow the output and read the other tabs."""
@@ -200,13 +187,14 @@ class SessionScreen(Screen[None]):
 
     def _follow(self) -> None:
         self.query_one(OutputView).follow(self.session)
+        self.query_one(TerminalView).follow(self.session)
 
     @work(group="read", exclusive=True, exit_on_error=False)
     async def _read(self) -> None:
         """The report (plan, checkpoints), the events and the progress file."""
         name, client = self.session, self.herd.client
         info = parse_reply("log_info", await client.call("log_info", name=name))
-        text = await anyio.to_thread.run_sync(_read_progress, info.progress)
+        text = await anyio.to_thread.run_sync(read_progress, info.progress)
         self.post_message(Loaded(name, "progress", text))
         events: list[Event] = []
         since = 0
@@ -248,6 +236,8 @@ class SessionScreen(Screen[None]):
             "output": "#run-output",
             "checkpoints": "#checkpoint-table",
             "events": "#event-log",
+            "diff": "#diff-files",
+            "terminal": "#terminal-view",
         }.get(str(event.pane.id), "VerticalScroll")
         if event.pane.id == event.tabbed_content.active:  # a late event must not pull back
             for widget in event.pane.query(target).results():
@@ -256,6 +246,8 @@ class SessionScreen(Screen[None]):
         if event.pane.id == "spend":
             self._show_spend()
             self._spend_if_shown()
+        if event.pane.id == "diff":  # read only when looked at: git runs for it
+            self.query_one(DiffView).show(self.session)
 
     def _spend_if_shown(self) -> None:
         """Fresh samples while the Spend tab is in front."""
@@ -274,7 +266,9 @@ class SessionScreen(Screen[None]):
         view.latest_run = status.run or 0
         plan = f"plan {status.plan.passing}/{status.plan.total}" if status.plan else "no plan"
         warnings = f"  ⚠{len(status.warnings)}" if status.warnings else ""
-        known = status.usage is not None and status.usage.cost_usd is not None
+        known = status.usage is not None and (
+            status.usage.cost_usd is not None or status.usage.cost_unpriced_model is not None
+        )
         spend = f"  {usage_money(status.usage)}" if known else ""
         head = (  # the state and its warnings first: a narrow terminal cuts the end
             f"{status.session}  {state_text(status)}{warnings}  ·  {plan}"
@@ -293,6 +287,8 @@ class SessionScreen(Screen[None]):
         )
         if self._seen and seen != self._seen:
             self._read()
+            if self.query_one(TabbedContent).active == "diff":
+                self.query_one(DiffView).show(self.session)
         self._seen = seen
 
     # ----- what the readers found -----------------------------------------------------------
@@ -317,7 +313,7 @@ class SessionScreen(Screen[None]):
         elif message.what == "report":
             reply = cast(Any, message.value)
             self.report = reply.report
-            self.query_one("#report-text", Markdown).update(reply.markdown)
+            self.query_one("#report-text", Static).update(Markdown(reply.markdown))
             self.query_one("#plan-text", Static).update(plan_lines(self.report, self.status))
             self._show_checkpoints()
 
@@ -351,7 +347,7 @@ class SessionScreen(Screen[None]):
         log.clear()
         log.write_lines(
             [
-                f"{_short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
+                f"{short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
                 for e in events
             ]
         )
@@ -371,10 +367,10 @@ class SessionScreen(Screen[None]):
         for checkpoint in self.checkpoints:
             mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
             table.add_row(
-                _short_time(checkpoint["at"]),
+                short_time(checkpoint["at"]),
                 checkpoint["sha"][:10],
                 Text(mark, style=style),
-                f"{len(checkpoint.get('files', []))}{_line_counts(checkpoint)}",
+                f"{len(checkpoint.get('files', []))}{line_counts(checkpoint)}",
                 cut(inert(checkpoint["subject"]), 80),
                 key=checkpoint["sha"],
             )
@@ -394,7 +390,7 @@ class SessionScreen(Screen[None]):
             detail.update("no checkpoints yet: herd records each commit the agent makes")
             return
         files = checkpoint.get("files", [])
-        counts = _line_counts(checkpoint)
+        counts = line_counts(checkpoint)
         lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s){counts}: {', '.join(files[:12])}"]
         check = checkpoint.get("verification") or {}
         if check and not check.get("passed"):
@@ -424,8 +420,12 @@ class SessionScreen(Screen[None]):
             self.session = order[(order.index(self.session) + step) % len(order)]
 
     def action_view(self, action: str, *args: int) -> None:
-        """An output-tab key: shows the output tab and hands the key to its view."""
+        """An output-tab key: shows the output tab and hands the key to its view (the Diff
+        tab searches its own text with the same keys)."""
         tabs = self.query_one(TabbedContent)
+        if tabs.active == "diff" and action in ("search", "next_match"):
+            getattr(self.query_one(DiffView), f"action_{action}")(*args)
+            return
         if tabs.active != "output":
             tabs.active = "output"
         getattr(self.query_one(OutputView), f"action_{action}")(*args)
@@ -433,7 +433,9 @@ class SessionScreen(Screen[None]):
     def action_move(self, step: int) -> None:
         """j/k: the checkpoint cursor, or scroll the tab in front by a line."""
         focused = self.focused
-        if isinstance(focused, DataTable):
+        if isinstance(focused, OptionList):
+            (focused.action_cursor_down if step > 0 else focused.action_cursor_up)()
+        elif isinstance(focused, DataTable):
             focused.move_cursor(row=max(0, focused.cursor_row + step))
         elif focused is not None:
             if step > 0:
@@ -444,6 +446,22 @@ class SessionScreen(Screen[None]):
     def action_reload(self) -> None:
         """Read every tab again."""
         self._load()
+
+    def action_diff(self) -> None:
+        """The Diff tab; from the Checkpoints tab, on the checkpoint under the cursor."""
+        tabs = self.query_one(TabbedContent)
+        checkpoint = self._selected_checkpoint() if tabs.active == "checkpoints" else None
+        view = self.query_one(DiffView)
+        if checkpoint is not None:
+            view.session, view.target = self.session, checkpoint["sha"]
+        if tabs.active == "diff":
+            view.show(self.session)
+        tabs.active = "diff"
+
+    def action_against(self) -> None:
+        """The Diff tab's base: the previous checkpoint, or the last verified one."""
+        if self.query_one(TabbedContent).active == "diff":
+            self.query_one(DiffView).toggle_against()
 
     def action_order(self) -> None:
         """Progress newest first, or newest last."""

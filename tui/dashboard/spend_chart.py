@@ -17,6 +17,7 @@ from rich.text import Text
 
 from agentherd.sessions.budget import PROJECTION_WINDOW_S
 from agentherd.sessions.durations import format_duration
+from agentherd.sessions.money import usd_text
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.sessions.status import SessionStatus
 
@@ -55,7 +56,7 @@ class Series:
 def amount_text(name: str, value: float) -> str:
     """An amount as the dimension counts it: `$1.20`, `1.2M`, `1h02m`, `31`."""
     if name == "cost_usd":
-        return f"${value:,.2f}"
+        return f"${usd_text(value)}"
     if name == "wall_time":
         return format_duration(value)
     if value >= 1_000_000:

@@ -14,7 +14,15 @@ from textual.widgets import Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.dashboard.linetable import LineTable
-from agentherd.tui.dashboard.rows import COLUMNS, LAST_MIN_CHARS, Cell, row_cells, uptime_cell
+from agentherd.tui.dashboard.rows import (
+    COLUMNS,
+    STATE_MAX_CHARS,
+    STATE_WIDE_CHARS,
+    WIDE_COLUMNS,
+    Cell,
+    row_cells,
+    uptime_cell,
+)
 from agentherd.tui.dashboard.tablegrid import CELL_PADDING
 
 GROW_ONLY = frozenset({"last", "uptime"})
@@ -95,12 +103,21 @@ class SessionTable(LineTable):
             column.render_width for column in self.columns.values() if column.key != "last"
         )
         room = self.scrollable_content_region.width - others - 2 * CELL_PADDING
-        return max(LAST_MIN_CHARS, room)
+        # Never wider than the room: a table wider than the screen scrolled sideways, its
+        # scrollbar across the middle of the screen (columns give way before it comes to that).
+        return max(1, room)
+
+    def _state_chars(self) -> int:
+        """Room for the state's reason: none where the uptime gave way (80 columns: the
+        details under the table say it), more on a wide terminal."""
+        if "uptime" not in self.column_keys:
+            return 0
+        return STATE_WIDE_CHARS if self.app.size.width >= WIDE_COLUMNS else STATE_MAX_CHARS
 
     def _shown_cells(self, status: SessionStatus, width: int) -> dict[str, Cell]:
         # Where the uptime gave way (80 columns) a reason such as "(plan-tampered)" would
         # leave the last output four characters; the details under the table say it.
-        cells = row_cells(status, width, reasons="uptime" in self.column_keys)
+        cells = row_cells(status, width, self._state_chars())
         return {key: cells[key] for key in self.column_keys if key in cells}
 
     def show(
@@ -213,8 +230,15 @@ class SessionTable(LineTable):
         if narrower:  # the room shrank: so does the column, or the table would scroll sideways
             self.narrow_column("last", width)
 
+    def _changed_shape(self) -> None:
+        """A column widened (a longer state): the last outputs get the room left."""
+        super()._changed_shape()
+        self.call_after_refresh(self.fit_last)
+
     def on_resize(self) -> None:
-        """A new width: the last outputs get the room there is."""
+        """A new width: the last outputs get the room there is, the states theirs."""
+        self._dirty.update(self._statuses)
+        self._step_later()
         self.call_after_refresh(self.fit_last)
 
     def tick(self) -> None:

@@ -1,0 +1,84 @@
+"""What an agent's own hooks say about a person: it waits for one, or it works again.
+
+Each hook herd gives an interactive agent appends the JSON object the agent handed it on stdin
+as one line of the run's signals file (supervisor/session/inputwait.py writes the hooks). The
+event names are the agents' own: Claude Code's and Codex's (`Stop`, `PermissionRequest`,
+`UserPromptSubmit`, ...) and Gemini CLI's (`AfterAgent`, `Notification`, `BeforeAgent`, ...).
+Any custom command may append the same lines to `$HERD_SIGNALS`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+WAITS = "waits"
+WORKS = "works"
+
+_WAITS = {
+    "Stop": "its answer is finished and its prompt waits",
+    "AfterAgent": "its answer is finished and its prompt waits",
+    "PermissionRequest": "a permission prompt waits for an answer",
+}
+"""Events that mean the agent now waits for a person, and what to say."""
+
+_WAITING_NOTIFICATIONS = {
+    "permission_prompt": "a permission prompt waits for an answer",
+    "idle_prompt": "its prompt waits",
+    "elicitation_dialog": "a question waits for an answer",
+    "ToolPermission": "a permission prompt waits for an answer",
+}
+"""`Notification` types that mean the agent waits (Claude Code's, Gemini CLI's)."""
+
+_WORKS = {
+    "UserPromptSubmit": "it was given a prompt",
+    "BeforeAgent": "it was given a prompt",
+    "PreToolUse": "it runs a tool",
+    "PostToolUse": "a tool ran",
+    "BeforeTool": "it runs a tool",
+    "AfterTool": "a tool ran",
+}
+"""Events that mean the agent works (again)."""
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One line of the signals file, read: the agent waits or works, and why."""
+
+    verdict: str
+    """WAITS or WORKS."""
+    event: str
+    """The agent's own name of the hook event."""
+    why: str
+
+
+def read_signal(line: str) -> Signal | None:
+    """The signal one line gives, or None (not JSON, or an event that says neither)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    event = data.get("hook_event_name")
+    if not isinstance(event, str):
+        return None
+    if event in _WAITS:
+        return Signal(WAITS, event, _WAITS[event])
+    if event in _WORKS:
+        return Signal(WORKS, event, _WORKS[event])
+    if event == "Notification":
+        kind = data.get("notification_type")
+        if isinstance(kind, str) and kind in _WAITING_NOTIFICATIONS:
+            return Signal(WAITS, f"Notification {kind}", _WAITING_NOTIFICATIONS[kind])
+    return None
+
+
+def read_signals(text: str) -> list[Signal]:
+    """The signals among the whole lines of `text`, oldest first."""
+    found = []
+    for line in text.splitlines():
+        signal = read_signal(line) if line.strip() else None
+        if signal is not None:
+            found.append(signal)
+    return found

@@ -1,0 +1,125 @@
+"""What an agent's own hook lines say (sessions/agentsignals.py), and how herd hands an
+interactive agent its hooks (supervisor/session/inputwait.py): pure, no process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from agentherd.sessions.agentsignals import WAITS, WORKS, read_signal, read_signals
+from agentherd.sessions.config import parse_config
+from agentherd.supervisor.session import inputwait
+
+
+def line(event: str, **fields: str) -> str:
+    return json.dumps({"hook_event_name": event, **fields})
+
+
+def test_each_agents_hook_events_say_waits_or_works() -> None:
+    for event in ("Stop", "AfterAgent", "PermissionRequest"):
+        assert read_signal(line(event)).verdict == WAITS  # type: ignore[union-attr]
+    for kind in ("permission_prompt", "idle_prompt", "elicitation_dialog", "ToolPermission"):
+        found = read_signal(line("Notification", notification_type=kind))
+        assert found is not None and found.verdict == WAITS
+    for event in ("UserPromptSubmit", "BeforeAgent", "PreToolUse", "PostToolUse", "AfterTool"):
+        assert read_signal(line(event)).verdict == WORKS  # type: ignore[union-attr]
+    assert read_signal(line("Notification", notification_type="auth_success")) is None
+    assert read_signal(line("SessionStart")) is None
+    assert read_signal("not json") is None and read_signal("[1]") is None
+    lines = "\n".join([line("UserPromptSubmit"), "garbage", "", line("Stop")])
+    assert [s.event for s in read_signals(lines)] == ["UserPromptSubmit", "Stop"]
+
+
+def test_claude_gets_its_hooks_by_flag_from_a_file_under_herd_and_they_append(
+    tmp_path: Path,
+) -> None:
+    toml = '[[session]]\nname = "c"\nagent = "claude"\ncommand = "claude --model x"\n'
+    toml += "interactive = true\n"
+    config = parse_config(toml, tmp_path / "herd.toml").sessions[0]
+    run_folder = tmp_path / ".herd" / "runs" / "c" / "1"
+    flags, env = inputwait.prepare(run_folder, config, {})
+    settings = Path(flags[1])
+    assert flags[0] == "--settings" and settings.parent == run_folder / "agent"
+    signals = Path(env["HERD_SIGNALS"])
+    assert signals == inputwait.signals_path(run_folder)
+    # A one-string command runs through sh -c: the flags go at the end of its script.
+    argv = inputwait.with_flags(config.argv(config.command), flags)
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[2].startswith("claude --model x --settings ")
+    assert inputwait.with_flags(["claude"], flags) == ["claude", *flags]
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert {"Stop", "PermissionRequest", "UserPromptSubmit"} <= set(hooks)
+    command = hooks["Stop"][0]["hooks"][0]["command"]
+    for event in ("Stop", "UserPromptSubmit"):
+        subprocess.run(["sh", "-c", command], input=line(event), text=True, check=True)
+    assert [s.event for s in read_signals(signals.read_text())] == ["Stop", "UserPromptSubmit"]
+
+
+def config_of(tmp_path: Path, agent: str):  # type: ignore[no-untyped-def]
+    toml = f'[[session]]\nname = "c"\nagent = "{agent}"\ncommand = "{agent}"\n'
+    return parse_config(toml + "interactive = true\n", tmp_path / "herd.toml").sessions[0]
+
+
+def test_codex_gets_a_home_under_herd_with_the_users_config_and_herds_trusted_hooks(
+    tmp_path: Path,
+) -> None:
+    user = tmp_path / "user-codex"
+    (user / "sessions").mkdir(parents=True)
+    (user / "auth.json").write_text("{}")
+    user_hooks = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}
+    (user / "hooks.json").write_text(json.dumps(user_hooks))
+    (user / "config.toml").write_text(
+        f'model = "m"\n[hooks.state."{user}/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:x"\n'
+    )
+    run_folder = tmp_path / ".herd" / "runs" / "c" / "1"
+    flags, env = inputwait.prepare(
+        run_folder, config_of(tmp_path, "codex"), {"CODEX_HOME": str(user)}
+    )
+    home = Path(env["CODEX_HOME"])
+    assert flags == [] and home.parent == run_folder / "agent"
+    # Login and conversations stay the user's: the spend readers and a resume find them.
+    assert (home / "auth.json").resolve() == user / "auth.json"
+    assert (home / "sessions").resolve() == user / "sessions"
+    hooks = json.loads((home / "hooks.json").read_text())["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"] == "mine"  # the user's hook kept first
+    command = hooks["Stop"][1]["hooks"][0]["command"]
+    config = (home / "config.toml").read_text()
+    assert config.startswith('model = "m"')
+    assert f'[hooks.state."{home}/hooks.json:stop:0:0"]' in config  # still trusted, moved
+    assert f'[hooks.state."{home}/hooks.json:stop:1:0"]' in config
+    assert f'[hooks.state."{home}/hooks.json:permission_request:0:0"]' in config
+    subprocess.run(["sh", "-c", command], input=line("Stop"), text=True, check=True)
+    assert [s.event for s in read_signals(Path(env["HERD_SIGNALS"]).read_text())] == ["Stop"]
+    assert json.loads((user / "hooks.json").read_text()) == user_hooks, "never written"
+
+
+def test_gemini_gets_a_home_under_herd_with_the_users_settings_and_herds_hooks(
+    tmp_path: Path,
+) -> None:
+    user = tmp_path / "user"
+    (user / ".gemini").mkdir(parents=True)
+    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    (user / ".gemini" / "settings.json").write_text("// mine\n" + json.dumps(settings))
+    (user / ".gemini" / "oauth_creds.json").write_text("{}")
+    run_folder = tmp_path / ".herd" / "runs" / "c" / "1"
+    _, env = inputwait.prepare(run_folder, config_of(tmp_path, "gemini"), {"HOME": str(user)})
+    gemini = Path(env["GEMINI_CLI_HOME"]) / ".gemini"
+    written = json.loads((gemini / "settings.json").read_text())
+    assert written["security"] == settings["security"]
+    assert {"AfterAgent", "Notification", "BeforeAgent"} <= set(written["hooks"])
+    assert (gemini / "oauth_creds.json").resolve() == user / ".gemini" / "oauth_creds.json"
+    assert (gemini / "tmp").resolve() == user / ".gemini" / "tmp"  # its chats: the user's
+
+
+def test_a_settings_file_that_is_no_json_object_leaves_the_agent_its_own_home(
+    tmp_path: Path,
+) -> None:
+    user = tmp_path / "user"
+    (user / ".gemini").mkdir(parents=True)
+    (user / ".gemini" / "settings.json").write_text("{not json")
+    run_folder = tmp_path / ".herd" / "runs" / "c" / "1"
+    _, env = inputwait.prepare(run_folder, config_of(tmp_path, "gemini"), {"HOME": str(user)})
+    assert "GEMINI_CLI_HOME" not in env and "HERD_SIGNALS" in env
+    (user / ".gemini" / "settings.json").write_text('{"hooks": []}')
+    _, env = inputwait.prepare(run_folder, config_of(tmp_path, "gemini"), {"HOME": str(user)})
+    assert "GEMINI_CLI_HOME" not in env

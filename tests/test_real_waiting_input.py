@@ -1,0 +1,98 @@
+"""`waiting-input` from the real Claude Code's own hooks, in an interactive session under its
+scripted model server: a finished answer waits for a person; `herd send` makes it work again,
+answer, and wait again; a permission prompt waits for a person, and its answer makes the
+agent work again. Bounds are generous: each move
+is taken within AGENT_WAIT_S of what causes it (milliseconds once the hook ran)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Herd, wait_until
+from model_servers import AnthropicServer, text, tool
+from realagents import AGENT_WAIT_S, MAIN, interactive_env, repo_with_identity, session_toml
+
+from agentherd.tui.screenmodel import screen_of
+
+pytestmark = [pytest.mark.realagents, pytest.mark.timeout(6 * AGENT_WAIT_S)]
+
+READY = "?forshortcuts"
+"""What Claude Code's interface shows once it takes a prompt."""
+
+
+def screen_log(herd: Herd) -> str:
+    """The text the run's terminal showed so far (escape sequences and spacing taken out), and
+    its screen now as a terminal draws it (a word redrawn in pieces reads whole there)."""
+    path = herd.root / ".herd" / "runs" / MAIN / "1" / "output.log"
+    data = path.read_bytes() if path.exists() else b""
+    now = "".join(screen_of(data, 24, 80).display)  # the holder's size while none attaches
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\s", "", data.decode(errors="replace") + now)
+
+
+def signals_of(herd: Herd, kind: str) -> list[str]:
+    return [e["data"]["signal"] for e in herd.events(MAIN, kind)]
+
+
+def send(herd: Herd, words: str) -> dict[str, object]:
+    done = herd.cli(
+        "send", MAIN, words, "--wait", "--timeout", str(AGENT_WAIT_S), "--json",
+        timeout_s=2 * AGENT_WAIT_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_claude_code_waits_for_input_after_an_answer_and_at_a_permission_prompt(
+    claude: str, herd: Herd, tmp_path: Path
+) -> None:
+    script = [text("PONG-FROM-SCRIPT"), tool("Bash", command="echo hi > x.txt"), text("WROTE-X")]
+    repo = repo_with_identity(tmp_path / "repo")
+    with AnthropicServer(script) as server:
+        # The recipe of docs/agents-interactive.md; herd passes its own hooks by --settings.
+        _, env = interactive_env(
+            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
+        )
+        herd.write(
+            session_toml(
+                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
+                stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        assert herd.cli("start", MAIN).returncode == 0
+        try:
+            wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+        except AssertionError:
+            print(screen_log(herd)[-4000:], herd.events(MAIN))
+            raise
+        assert herd.status(MAIN)["state"] == "running"  # no turn yet: nothing waits
+
+        began = time.monotonic()
+        reply = send(herd, "say pong")
+        assert reply["outcome"] == "typed"
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        assert time.monotonic() - began < AGENT_WAIT_S
+        assert "PONG-FROM-SCRIPT" in screen_log(herd)
+        assert signals_of(herd, "waiting-input") == ["Stop"]
+        assert herd.status(MAIN)["task_state"] == "input_required"
+
+        reply = send(herd, "write x")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "Doyouwanttoproceed?" in screen_log(herd), AGENT_WAIT_S, "prompt")
+        # The typed prompt made it work again; the permission dialog made it wait.
+        assert signals_of(herd, "working")[:1] == ["UserPromptSubmit"]
+        assert signals_of(herd, "waiting-input") == ["Stop", "PermissionRequest"]
+        assert not (repo / "x.txt").exists()
+
+        # The person says yes (the dialog's first choice): the tool runs, it works again,
+        # answers, and waits at its prompt.
+        reply = send(herd, "1")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        assert (repo / "x.txt").read_text() == "hi\n"
+        wait_until(lambda: "WROTE-X" in screen_log(herd), AGENT_WAIT_S, "the last answer")
+        assert signals_of(herd, "waiting-input") == ["Stop", "PermissionRequest", "Stop"]
+        assert signals_of(herd, "working")[-1:] == ["PostToolUse"]

@@ -1,0 +1,158 @@
+"""`waiting-input` from the real Codex and Gemini CLI's own hooks, in an interactive session
+under their scripted model servers: herd gives each run a home of its own under `.herd/`
+(supervisor/session/agenthomes.py) holding its hooks; a finished answer waits for a person,
+`herd send` makes the agent work again, answer, and wait again."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import Herd, wait_until
+from model_servers import GeminiServer, OpenAIResponsesServer, text, tool
+from realagents import AGENT_WAIT_S, MAIN, codex_env, gemini_env, repo_with_identity, session_toml
+
+from agentherd.tui.screenmodel import screen_of
+
+pytestmark = [pytest.mark.realagents, pytest.mark.timeout(6 * AGENT_WAIT_S)]
+
+
+def screen_log(herd: Herd) -> str:
+    """What the run's terminal showed so far, and its screen now, without escapes or spaces."""
+    path = herd.root / ".herd" / "runs" / MAIN / "1" / "output.log"
+    data = path.read_bytes() if path.exists() else b""
+    now = "".join(screen_of(data, 24, 80).display)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\s", "", data.decode(errors="replace") + now)
+
+
+def signals_of(herd: Herd, kind: str) -> list[str]:
+    return [e["data"]["signal"] for e in herd.events(MAIN, kind)]
+
+
+def send(herd: Herd, words: str) -> dict[str, object]:
+    done = herd.cli(
+        "send", MAIN, words, "--wait", "--timeout", str(AGENT_WAIT_S), "--json",
+        timeout_s=2 * AGENT_WAIT_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def answer_twice(herd: Herd, ready: str, words: tuple[str, str], waits: str, works: str) -> None:
+    """The interface comes up; each sent prompt is worked on, answered, and then waited at."""
+    assert herd.cli("start", MAIN).returncode == 0
+    try:
+        wait_until(lambda: ready in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+    except AssertionError:
+        print(screen_log(herd)[-4000:], herd.events(MAIN))
+        raise
+    reply = send(herd, "say pong")
+    assert reply["outcome"] == "typed"
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: words[0] in screen_log(herd), AGENT_WAIT_S, "the first answer")
+    assert signals_of(herd, "waiting-input") == [waits]
+    assert herd.status(MAIN)["task_state"] == "input_required"
+    reply = send(herd, "again")
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: words[1] in screen_log(herd), AGENT_WAIT_S, "the second answer")
+    assert signals_of(herd, "waiting-input") == [waits, waits]
+    assert signals_of(herd, "working")[:1] == [works]
+
+
+def test_codex_waits_for_input_after_each_answer(codex: str, herd: Herd, tmp_path: Path) -> None:
+    repo = repo_with_identity(tmp_path / "repo")
+    with OpenAIResponsesServer([text("PONG-ONE"), text("PONG-TWO")]) as server:
+        env = codex_env(tmp_path / "home", server.url, codex)
+        # The user's config trusts the folder; herd copies it into the run's own CODEX_HOME.
+        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
+            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+        herd.write(
+            session_toml(
+                MAIN, "codex", repo, env, command=[codex, "--no-daemon"], interactive=True,
+                restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        answer_twice(
+            herd, "AskCodextodoanything", ("PONG-ONE", "PONG-TWO"), "Stop", "UserPromptSubmit"
+        )
+        home = herd.root / ".herd" / "runs" / MAIN / "1" / "agent" / "codex-home"
+        assert (home / "hooks.json").exists()
+        # Its conversation is in the user's home, where the spend readers look.
+        assert list((Path(env["CODEX_HOME"]) / "sessions").rglob("rollout-*.jsonl"))
+
+
+def test_gemini_waits_for_input_after_each_answer(gemini: str, herd: Herd, tmp_path: Path) -> None:
+    repo = repo_with_identity(tmp_path / "repo")
+    with GeminiServer([text("PONG-ONE"), text("PONG-TWO")]) as server:
+        env = gemini_env(tmp_path / "home", server.url, gemini)
+        # Without these the interface asks to trust the folder, or runs non-interactive.
+        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
+        herd.write(
+            session_toml(
+                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
+                restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        answer_twice(herd, "Typeyourmessage", ("PONG-ONE", "PONG-TWO"), "AfterAgent", "BeforeAgent")
+        assert list((Path(env["HOME"]) / ".gemini" / "tmp").rglob("*.json*"))
+
+
+def asks_then_answers(herd: Herd, ready: str, asked: str, answer: str, repo: Path) -> None:
+    """A prompt whose tool needs a person's yes: it waits at the dialog; the yes makes it
+    work again, run the tool, answer, and wait at its prompt."""
+    assert herd.cli("start", MAIN).returncode == 0
+    wait_until(lambda: ready in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+    reply = send(herd, "write x")
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: asked in screen_log(herd), AGENT_WAIT_S, "the permission dialog")
+    assert not (repo / "x.txt").exists()
+    reply = send(herd, answer)
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: "WROTE-X" in screen_log(herd), AGENT_WAIT_S, "the last answer")
+    assert (repo / "x.txt").read_text() == "hi\n"
+
+
+def test_codex_waits_at_a_permission_prompt(codex: str, herd: Herd, tmp_path: Path) -> None:
+    repo = repo_with_identity(tmp_path / "repo")
+    escalated = {"sandbox_permissions": "require_escalated", "justification": "write x"}
+    script = [tool("exec_command", cmd="echo hi > x.txt", **escalated), text("WROTE-X")]
+    with OpenAIResponsesServer(script) as server:
+        env = codex_env(tmp_path / "home", server.url, codex)
+        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
+            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
+        herd.write(
+            session_toml(
+                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
+                interactive=True, restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        asks_then_answers(
+            herd, "AskCodextodoanything", "Wouldyouliketorunthefollowingcommand?", "y", repo
+        )
+        assert signals_of(herd, "waiting-input") == ["PermissionRequest", "Stop"]
+        # The first prompt found it working already; the yes let the tool run: it works again.
+        assert signals_of(herd, "working") == ["PostToolUse"]
+
+
+def test_gemini_waits_at_a_permission_prompt(gemini: str, herd: Herd, tmp_path: Path) -> None:
+    repo = repo_with_identity(tmp_path / "repo")
+    shell = tool("run_shell_command", command="echo hi > x.txt", description="write x")
+    with GeminiServer([shell, text("WROTE-X")]) as server:
+        env = gemini_env(tmp_path / "home", server.url, gemini)
+        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
+        herd.write(
+            session_toml(
+                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
+                restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        asks_then_answers(herd, "Typeyourmessage", "Allowexecution", "1", repo)
+        assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
+        assert signals_of(herd, "working") == ["AfterTool"]
