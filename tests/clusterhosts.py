@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from agentherd.supervisor.cluster.fleet import ClusterFleet
 
 DB_VAR = "HERD_TEST_DB"
+DOWN_WAIT_S = 30
+"""How long `herd down` may take to end a host (its agents stop within their stop_grace)."""
 
 
 def cluster_toml(sessions: str, **cluster: object) -> str:
@@ -91,15 +93,19 @@ class HostProc:
         return (self.root / "host.log").read_text(errors="replace")
 
     def down(self) -> None:
-        """`herd down` on this host, then wait for its namespace to end."""
+        """`herd down` on this host, then wait for its namespace to end: a host that stays
+        up after `herd down` fails the test (it is killed first)."""
         if self.process is None or self.process.poll() is not None:
             return
         try:
             if self.client.ping():
                 self.client.call("down", socket_timeout_s=None)
-            self.process.wait(30)
+            self.process.wait(DOWN_WAIT_S)
         except subprocess.TimeoutExpired:
             self.kill()
+            raise AssertionError(
+                f"host {self.name} still ran {DOWN_WAIT_S} s after herd down:\n{self.log()[-3000:]}"
+            ) from None
         except BaseException:  # the test's timeout struck mid-way: never leave the host running
             self.kill()
             raise

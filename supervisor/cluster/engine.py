@@ -15,6 +15,7 @@ again, and the daemon answers with the task already running (no second run).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,11 +32,11 @@ log = logging.getLogger(__name__)
 FLEET_QUEUE = "herd-fleet"
 APP_NAME = "herd"
 POLL_S = 0.2
+"""How often a waiting workflow and the queues poll PostgreSQL (DBOS's default is 1 s)."""
 MAX_ATTEMPTS = 10
 """Hosts a task may be moved across before it fails (reason no-host)."""
 HOST_WAIT_S = 2.0
 """With no live host for a moved task, wait this long before looking again."""
-"""How often a waiting workflow and the queues poll PostgreSQL (DBOS's default is 1 s)."""
 
 
 HOST_QUEUE_PREFIX = "herd-host-"
@@ -58,6 +59,8 @@ class _Local:
     host: str | None = None
     url: str | None = None
     before_start: Callable[[str], None] | None = None
+    closed = threading.Event()
+    """Set once DBOS is shut down in this process: a waiting step then gives up at once."""
     """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
     publisher: Any = None
     """This host's `publish.Publisher`, flushed before a step returns."""
@@ -165,8 +168,10 @@ def await_attempt(attempt_id: str, host: str) -> dict[str, Any] | None:
         try:
             ended, outcome = _look(attempt_id, host)
         except Exception as exc:  # the database is away: the host keeps its agent meanwhile
+            if _Local.closed.is_set():  # herd down: nothing is recorded, recovery looks again
+                raise
             log.warning("%s: cannot look at the attempt (%s); trying again", attempt_id, exc)
-            time.sleep(HOST_WAIT_S)
+            _Local.closed.wait(HOST_WAIT_S)
             continue
         if ended:
             return outcome
@@ -231,6 +236,7 @@ def launch(
     """Start DBOS in this process as executor `host`, listening to the fleet's queue and its own."""
     _Local.client, _Local.host, _Local.url = client, host, url
     _Local.before_start = before_start
+    _Local.closed.clear()
     DBOS(
         config={
             "name": APP_NAME,
@@ -260,6 +266,7 @@ def launch(
 def shutdown() -> None:
     """Stop DBOS in this process (its pending workflows stay pending for recovery)."""
     DBOS.destroy()
+    _Local.closed.set()
     _Local.client = _Local.host = _Local.url = None
     _Local.before_start = None
     _Local.ownership = None
