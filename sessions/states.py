@@ -82,7 +82,8 @@ failed) that only a person's start leaves, so the states asked for cannot come."
 REASONS: dict[str, str] = {
     "user": "a person stopped, killed, restarted or paused it",
     "down": "`herd down` stopped it; the next `herd up` starts it again",
-    "host-lost": "across hosts: the host it ran on stopped renewing its lease; this is that "
+    "host-lost": "across hosts: the host it ran on stopped renewing its lease, or was shut "
+    "down by SIGTERM (its run stopped within stop_grace); this is that "
     "host's last word until the engine moves the task (after lease and grace); on that host, "
     "once back: the task it no longer owns, ended there",
     "fenced": "stopped (SIGKILL): its host could not renew its cluster lease, or the session "

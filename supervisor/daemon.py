@@ -409,10 +409,12 @@ def run_foreground(
     socket_path: Path | None = None,
     owns: Callable[[str], bool] | None = None,
     fleet_share: FleetShare | None = None,
+    on_stop_signal: Callable[[], None] | None = None,
 ) -> None:
     """`herd daemon`: serve until `herd down`, SIGTERM or SIGINT (which leave agents running);
     `owns`: across hosts, which sessions this host may restart or re-adopt; `fleet_share`:
-    the other hosts' spend."""
+    the other hosts' spend; `on_stop_signal`: run in a thread at SIGTERM or SIGINT, while the
+    daemon still serves, before it goes down (a cluster host stops its agents there)."""
     daemon = Daemon(config, socket_path, owns=owns, fleet_share=fleet_share)
     daemon.take_lock()  # before any task starts, so a second daemon exits at once
 
@@ -422,6 +424,8 @@ def run_foreground(
             async def on_signals() -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for _ in signals:
+                        if on_stop_signal is not None:
+                            await anyio.to_thread.run_sync(on_stop_signal)
                         daemon.request_shutdown()
                         return
 

@@ -66,8 +66,9 @@ class StopArgs(_Args):
     name: Text
     kill: bool = False
     no_wait: bool = False
-    reason: Literal["user", "fenced"] = "user"
-    """`fenced`: the host's lease is running out (supervisor/cluster/fencing.py)."""
+    reason: Literal["user", "fenced", "host-lost"] = "user"
+    """`fenced`: the host's lease is running out; `host-lost`: the host is shutting down
+    (SIGTERM) and its tasks move on (supervisor/cluster/fencing.py)."""
 
 
 class RestartArgs(_Args):

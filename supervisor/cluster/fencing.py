@@ -12,16 +12,23 @@ from agentherd.supervisor.api.protocol import ApiError
 log = logging.getLogger(__name__)
 
 
-def _kill_active(client: Client, spare: Callable[[str], bool], why: str) -> list[str]:
+def _kill_active(
+    client: Client, spare: Callable[[str], bool], why: str, kill: bool = True
+) -> list[str]:
     """SIGKILL (reason `fenced`) every active run of this host's daemon whose session is not
-    spared; the sessions stopped. The daemon still owns the processes; this only asks it."""
+    spared, or with `kill=False` stop it within its stop_grace (reason `host-lost`); the
+    sessions stopped. The daemon still owns the processes; this only asks it."""
     stopped: list[str] = []
     for status in client.call("ls"):
         if status["state"] not in ACTIVE_STATES or spare(status["session"]):
             continue
         try:
             client.call(
-                "stop", name=status["session"], kill=True, reason="fenced", socket_timeout_s=None
+                "stop",
+                name=status["session"],
+                kill=kill,
+                reason="fenced" if kill else "host-lost",
+                socket_timeout_s=None,
             )
             stopped.append(status["session"])
         except ApiError as exc:
@@ -42,4 +49,12 @@ def stop_not_owned(client: Client, owns: Callable[[str], bool]) -> list[str]:
     stopped = _kill_active(client, owns, "owned elsewhere")
     if stopped:
         log.warning("stopped %s: the cluster gave them to another host", ", ".join(stopped))
+    return stopped
+
+
+def stop_for_shutdown(client: Client) -> list[str]:
+    """Stop every active run of this host's daemon within its stop_grace (reason
+    `host-lost`): the host is shutting down and its tasks go on elsewhere."""
+    stopped = _kill_active(client, lambda _name: False, "shutdown", kill=False)
+    log.warning("shutting down: stopped %s", ", ".join(stopped) or "nothing")
     return stopped

@@ -135,6 +135,16 @@ class ClusterHost:
             self.recovered.extend(dead)
             log.warning("cluster: hosts %s are dead; recovered %d workflows", dead, count)
 
+    def leave_on_signal(self) -> None:
+        """SIGTERM or SIGINT, while the daemon still serves: take no new work (the engine
+        stops first, so what its steps were waiting on stays pending for another host), and
+        stop this host's agents within their stop_grace; `stop` then gives the lease up."""
+        self._stop.set()
+        if self._launched:
+            engine.shutdown()
+            self._launched = False
+        fencing.stop_for_shutdown(self.client)
+
     def stop(self) -> None:
         """Leave the cluster: stop renewing, give the lease up, stop the engine."""
         self._stop.set()
@@ -156,7 +166,12 @@ def run_host(config: HerdConfig, host: str) -> None:
     thread = threading.Thread(target=member.run, name="herd-cluster", daemon=True)
     thread.start()
     try:
-        run_foreground(config, owns=member.ownership.owns, fleet_share=member.spend)
+        run_foreground(
+            config,
+            owns=member.ownership.owns,
+            fleet_share=member.spend,
+            on_stop_signal=member.leave_on_signal,
+        )
     finally:
         member.stop()
         thread.join(5)

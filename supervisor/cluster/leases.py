@@ -157,8 +157,14 @@ def renew(conn: psycopg.Connection, name: str, identity: str, lease_s: float) ->
 
 
 def leave(conn: psycopg.Connection, name: str, identity: str) -> None:
-    """Give the lease up at a clean shutdown (its sessions have stopped)."""
-    conn.execute("DELETE FROM herd_hosts WHERE name = %s AND identity = %s", (name, identity))
+    """Give the lease up at a clean shutdown (its sessions have stopped): the host is dead
+    at once, so another host recovers what its engine left pending (a deleted row would
+    never be claimed: a task it was coordinating waited for good)."""
+    conn.execute(
+        "UPDATE herd_hosts SET expires_at = now() - make_interval(secs => grace_s + 1) "
+        "WHERE name = %s AND identity = %s",
+        (name, identity),
+    )
 
 
 def hosts(conn: psycopg.Connection) -> list[HostRow]:
