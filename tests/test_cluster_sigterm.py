@@ -76,5 +76,7 @@ def test_a_sigterm_ends_the_host_within_its_stop_grace_and_the_session_moves_onc
     assert [s[1] for s in starts] == ["h1", "h2"], lines
     moved_at = float(starts[1][2])
     assert last_beat(lines, "h1") < moved_at, "h1's agent stopped before the move"
+    # herd stopped it (the namespace's end would kill it too, but not on a real machine)
+    assert "job stopped: stopped (host-lost)" in logged(hosts[0]), logged(hosts[0])
     print(f"SIGTERM: host ended in {ended_in:.1f}s, moved {moved_at - termed_at:.1f}s after")
     assert ended_in < 2 + 5
