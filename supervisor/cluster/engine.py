@@ -59,9 +59,9 @@ class _Local:
     host: str | None = None
     url: str | None = None
     before_start: Callable[[str], None] | None = None
+    """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
     closed = threading.Event()
     """Set once DBOS is shut down in this process: a waiting step then gives up at once."""
-    """Brings the session's work from the checkpoint remote (set with `checkpoint_remote`)."""
     publisher: Any = None
     """This host's `publish.Publisher`, flushed before a step returns."""
     ownership: owners.Ownership | None = None

@@ -140,10 +140,13 @@ class ClusterHost:
         stops first, so what its steps were waiting on stays pending for another host), and
         stop this host's agents within their stop_grace; `stop` then gives the lease up."""
         self._stop.set()
-        if self._launched:
-            engine.shutdown()
-            self._launched = False
-        fencing.stop_for_shutdown(self.client)
+        try:
+            if self._launched:
+                engine.shutdown()
+                self._launched = False
+            fencing.stop_for_shutdown(self.client)
+        except Exception as exc:  # the daemon goes down all the same
+            log.error("cluster: shutting down: %s", exc)
 
     def stop(self) -> None:
         """Leave the cluster: stop renewing, give the lease up, stop the engine."""
