@@ -291,7 +291,8 @@ def test_restart_from_verified_keeps_the_commits_after_it_on_a_ref(herd: Herd) -
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "later work")
     later = git(repo, "rev-parse", "HEAD").strip()
-    wait_until(lambda: herd.events("api", "verify-failed"), 20, "the later commit to fail")
+    # A loaded run took over 20 s to verify the later commit (a scratch worktree, then verify).
+    wait_until(lambda: herd.events("api", "verify-failed"), 60, "the later commit to fail")
     client.call("restart", name="api", socket_timeout_s=None, **{"from": "verified"})
     assert git(repo, "rev-parse", "HEAD").strip() == verified
     reset = herd.events("api", "worktree-reset")[0]["data"]
