@@ -41,6 +41,33 @@ def marker(marks: Path, held_on: str) -> str:
     """)
 
 
+def start_job_on_two_hosts(
+    tmp_path: Path,
+    hosts: list[HostProc],
+    pg_url: str,
+    marks: Path,
+    extra: str = "",
+    h1_url: str | None = None,
+) -> None:
+    """Hosts h1 and h2 (appended to `hosts`, started) serving session `job`, a `marker` held
+    on h1 with `extra` TOML lines, not started yet; h1 reaches PostgreSQL at `h1_url`."""
+    toml = cluster_toml(f"""
+        [[session]]
+        name = "job"
+        command = {marker(marks, held_on="h1")}
+        cwd = "work"
+        restart = "never"
+        autostart = false
+        {extra}
+    """)
+    for name, url in (("h1", h1_url or pg_url), ("h2", pg_url)):
+        host = HostProc(tmp_path, name, toml, url)
+        (host.root / "work").mkdir()
+        hosts.append(host)
+    for host in hosts:
+        host.start()
+
+
 def last_beat(lines: list[str], host: str) -> float:
     """When the session last showed it ran on `host` (epoch seconds, the agent's clock)."""
     return max(float(line.split()[2]) for line in lines if line.startswith(f"beat {host} "))
@@ -90,20 +117,7 @@ def test_a_killed_hosts_session_finishes_on_another_host_once(
     pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
-    toml = cluster_toml(f"""
-        [[session]]
-        name = "job"
-        command = {marker(marks, held_on="h1")}
-        cwd = "work"
-        restart = "never"
-        autostart = false
-    """)
-    for name in ("h1", "h2"):
-        host = HostProc(tmp_path, name, toml, pg_url)
-        (host.root / "work").mkdir()
-        hosts.append(host)
-    for host in hosts:
-        host.start()
+    start_job_on_two_hosts(tmp_path, hosts, pg_url, marks)
     fleet = fleet_of(hosts[0], pg_url)
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1
@@ -139,22 +153,9 @@ def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
-    toml = cluster_toml(f"""
-        [[session]]
-        name = "job"
-        command = {marker(marks, held_on="h1")}
-        cwd = "work"
-        restart = "never"
-        autostart = false
-    """)
     address, database = pg_url.rsplit("/", 1)
     through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
-    for name, url in (("h1", through_link), ("h2", pg_url)):
-        host = HostProc(tmp_path, name, toml, url)
-        (host.root / "work").mkdir()
-        hosts.append(host)
-    for host in hosts:
-        host.start()
+    start_job_on_two_hosts(tmp_path, hosts, pg_url, marks, h1_url=through_link)
     fleet = fleet_of(hosts[1], pg_url)
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-from clusterhosts import HostProc, cluster_toml, fleet_of
+from clusterhosts import HostProc, fleet_of
 from conftest import wait_until
 from pgcluster import require_cluster_extra
 
 require_cluster_extra()
 
-from test_cluster_failover import last_beat, marker, seen  # noqa: E402
+from test_cluster_failover import last_beat, seen, start_job_on_two_hosts  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.pidns, pytest.mark.timeout(180)]
 
@@ -41,21 +41,7 @@ def test_a_sigterm_ends_the_host_within_its_stop_grace_and_the_session_moves_onc
     pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
-    toml = cluster_toml(f"""
-        [[session]]
-        name = "job"
-        command = {marker(marks, held_on="h1")}
-        cwd = "work"
-        restart = "never"
-        autostart = false
-        stop_grace = "2s"
-    """)
-    for name in ("h1", "h2"):
-        host = HostProc(tmp_path, name, toml, pg_url)
-        (host.root / "work").mkdir()
-        hosts.append(host)
-    for host in hosts:
-        host.start()
+    start_job_on_two_hosts(tmp_path, hosts, pg_url, marks, extra='stop_grace = "2s"')
     fleet = fleet_of(hosts[0], pg_url)
     try:
         handle = fleet.start("job").handle
