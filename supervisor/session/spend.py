@@ -9,6 +9,7 @@ with values; it never reaches back into the session or the daemon.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from agentherd.sessions.budget import (
 from agentherd.sessions.config import Budget, SessionConfig
 from agentherd.sessions.plan import Plan
 from agentherd.sessions.prices import Price, lookup, priced
-from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.records import RunRecord, SessionRecord
 from agentherd.sessions.spending import EndedRuns, SpendFacts
 from agentherd.sessions.states import ACTIVE_STATES
 from agentherd.supervisor.files.store import Store
@@ -204,12 +205,13 @@ class SessionSpend:
         key = (record.run, live is None)
         if self._ended is not None and self._ended[0] == key:
             return self._ended[1]
+        runs = self.store.runs(inputs.config.name)
         ended = spending.ended_runs(
-            self.store.runs(inputs.config.name),
-            record.handle,
-            live.record.run if live is not None else None,
+            runs, record.handle, live.record.run if live is not None else None
         )
-        self._ended = (key, ended)
+        watched = inputs.live
+        if live is not None or watched is None or _stored(runs, watched.record.run):
+            self._ended = (key, ended)  # else the store lags the watched run's end: read again
         return ended
 
     # ----- status ---------------------------------------------------------------------------
@@ -260,3 +262,9 @@ class SessionSpend:
         self.changed = False
         self._wall_moving = bool(record.handle) and record.state in ACTIVE_STATES
         return None
+
+
+def _stored(runs: Sequence[RunRecord], number: int) -> bool:
+    """Whether run `number` is stored ended with its usage (its end is written a moment
+    after the watched run's usage is known)."""
+    return any(r.run == number and r.ended_at is not None and r.usage for r in runs)
