@@ -164,9 +164,9 @@ class BudgetKeeper:
         """Fleet dimensions past warn_at; None until the first pass (a new daemon warns anew
         only for what crosses while it watches)."""
         self.fleet: dict[str, Any] = {}
+        """The status JSON's `fleet` object, rebuilt each pass (cheap for every status)."""
         self.share: FleetShare | None = None
         """Across hosts: the other hosts' spend, added to the fleet's sum (None: one machine)."""
-        """The status JSON's `fleet` object, rebuilt each pass (cheap for every status)."""
         self._stopping: dict[str, str] = {}
         """Session name -> handle of a budget stop asked and not yet done."""
         self._fleet_at = -float("inf")
