@@ -6,17 +6,22 @@ the keeper hands back, as the session would commit it.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import anyio
 
 from agentherd.sessions.adapters import Usage
 from agentherd.sessions.config import parse_config
 from agentherd.sessions.lifecycle import budget_raised
-from agentherd.sessions.records import SessionRecord
+from agentherd.sessions.records import RunRecord, SessionRecord
 from agentherd.sessions.states import State
-from agentherd.supervisor.files.store import Store
+from agentherd.supervisor.files.store import Change, Store
 from agentherd.supervisor.session.budgets import BudgetCheck, BudgetKeeper
+from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.news import News
 from agentherd.supervisor.session.spend import SessionSpend, SpendInputs
 
@@ -99,4 +104,30 @@ def test_a_budget_stopped_session_is_wanted_again_once_its_limit_is_raised(
     assert budget_raised(record, raised, fleet)
     record.budget_stop_scope = "fleet"  # the fleet's limit stopped it: the fleet's counts
     assert not budget_raised(record, raised, fleet)
+    store.close()
+
+
+def test_a_run_that_starts_and_ends_between_two_looks_counts_once_it_ended(
+    tmp_path: Path,
+) -> None:
+    """A look after a run's number was taken and before its launch sees nothing of it; a run
+    short enough to come and go before the next look still counts at that look (the fleet's
+    `usage_total` once left such a session out for good: the first look's sum was kept)."""
+    store, inputs = running(tmp_path, 0, "tokens = 1000")
+    ledger = SessionSpend(store, sample_every_s=10.0)
+    assert ledger.facts(inputs, time.time()).ended.usage == Usage()  # nothing watched yet
+    run = RunRecord(
+        session="api",
+        run=1,
+        handle="api/1",
+        argv=["true"],
+        started_at="2026-12-04T12:00:00Z",
+        ended_at="2026-12-04T12:00:01Z",
+        usage=Usage(input_tokens=700).to_json(),
+    )
+    store.commit(Change(run=run))
+    watched = cast(LiveRun, SimpleNamespace(record=run))  # its end and usage recorded
+    ended = replace(inputs, record=inputs.record.model_copy(update={"state": State.COMPLETED}))
+    after = ledger.facts(replace(ended, live=watched), time.time())
+    assert after.ended.usage.input_tokens == 700
     store.close()

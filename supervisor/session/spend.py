@@ -71,8 +71,9 @@ class SessionSpend:
         self.unpriced_unsaid: dict[int, str] = {}
         """Run -> a model it used that herd has no price for, not yet told of."""
         self.history = SpendHistory(every_s=sample_every_s)
-        self._ended: tuple[tuple[int, bool], EndedRuns] | None = None
-        """(current run, its usage recorded) -> what the recorded runs add up to."""
+        self._ended: tuple[tuple[int, bool, int | None], EndedRuns] | None = None
+        """(current run, its usage recorded, the watched run) -> what the recorded runs add up
+        to."""
         self._ended_task: tuple[str, str] | None = None
         self._priced: tuple[tuple[Any, ...], Usage] | None = None
         """(run, the parser's usage, the price's inputs) -> run_usage's answer: a status, a
@@ -202,14 +203,17 @@ class SessionSpend:
         """What every recorded run adds up to (read once per run number, not per status)."""
         record = inputs.record
         live = self.unrecorded(inputs)
-        key = (record.run, live is None)
+        watched = inputs.live
+        # The watched run is in the key: a look between a run's number being taken and its
+        # launch (nothing watched yet) must not stand for after the run (a short run can
+        # start and end between two looks).
+        key = (record.run, live is None, watched.record.run if watched is not None else None)
         if self._ended is not None and self._ended[0] == key:
             return self._ended[1]
         runs = self.store.runs(inputs.config.name)
         ended = spending.ended_runs(
             runs, record.handle, live.record.run if live is not None else None
         )
-        watched = inputs.live
         if live is not None or watched is None or _stored(runs, watched.record.run):
             self._ended = (key, ended)  # else the store lags the watched run's end: read again
         return ended
