@@ -479,7 +479,9 @@ class Follower:
         if not self._compacted_ended:
             self._compacted_ended = True
             over = self.run is None or self.run.record.ended_at is not None
-            self.ctx.tg.start_soon(self._compact_logs, self.record.run + (1 if over else 0))
+            below_run = self.record.run + (1 if over else 0)
+            if below_run > 1:  # a session's first run has no older log: no worker hop at start
+                self.ctx.tg.start_soon(self._compact_logs, below_run)
         if self.run is not None and not self.run.drained.is_set():
             grew, _ = self._cap_log(self.run)
             if grew:  # output the watcher did not report (inotify drops events when busy)
