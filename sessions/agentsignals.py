@@ -18,9 +18,11 @@ WORKS = "works"
 _WAITS = {
     "Stop": "its answer is finished and its prompt waits",
     "AfterAgent": "its answer is finished and its prompt waits",
-    "PermissionRequest": "a permission prompt waits for an answer",
 }
 """Events that mean the agent now waits for a person, and what to say."""
+
+_QUESTION_TOOLS = {"AskUserQuestion"}
+"""Tools whose permission prompt is the agent's question to a person (Claude Code's)."""
 
 _WAITING_NOTIFICATIONS = {
     "permission_prompt": "a permission prompt waits for an answer",
@@ -63,6 +65,11 @@ def read_signal(line: str) -> Signal | None:
     event = data.get("hook_event_name")
     if not isinstance(event, str):
         return None
+    if event == "PermissionRequest":
+        asks = "a question" if data.get("tool_name") in _QUESTION_TOOLS else "a permission prompt"
+        subagent = data.get("agent_type")  # set when a subagent of Claude Code's asks
+        of = f" of its {subagent} subagent" if isinstance(subagent, str) and subagent else ""
+        return Signal(WAITS, event, f"{asks}{of} waits for an answer")
     if event in _WAITS:
         return Signal(WAITS, event, _WAITS[event])
     if event in _WORKS:

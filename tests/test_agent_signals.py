@@ -19,6 +19,12 @@ def line(event: str, **fields: str) -> str:
 def test_each_agents_hook_events_say_waits_or_works() -> None:
     for event in ("Stop", "AfterAgent", "PermissionRequest"):
         assert read_signal(line(event)).verdict == WAITS  # type: ignore[union-attr]
+    question = read_signal(line("PermissionRequest", tool_name="AskUserQuestion"))
+    assert question is not None and question.verdict == WAITS
+    assert question.why == "a question waits for an answer"  # Claude Code's question tool
+    asked = read_signal(line("PermissionRequest", tool_name="Bash", agent_type="general-purpose"))
+    assert asked is not None and asked.verdict == WAITS
+    assert asked.why == "a permission prompt of its general-purpose subagent waits for an answer"
     for kind in ("permission_prompt", "idle_prompt", "elicitation_dialog", "ToolPermission"):
         found = read_signal(line("Notification", notification_type=kind))
         assert found is not None and found.verdict == WAITS

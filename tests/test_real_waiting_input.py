@@ -96,3 +96,98 @@ def test_claude_code_waits_for_input_after_an_answer_and_at_a_permission_prompt(
         wait_until(lambda: "WROTE-X" in screen_log(herd), AGENT_WAIT_S, "the last answer")
         assert signals_of(herd, "waiting-input") == ["Stop", "PermissionRequest", "Stop"]
         assert signals_of(herd, "working")[-1:] == ["PostToolUse"]
+
+
+QUESTION = {
+    "question": "Which colour should the button be?",
+    "header": "Colour",
+    "options": [
+        {"label": "Red", "description": "warm"},
+        {"label": "Blue", "description": "cool"},
+    ],
+    "multiSelect": False,
+}
+
+
+def test_claude_code_waits_for_input_at_its_question(
+    claude: str, herd: Herd, tmp_path: Path
+) -> None:
+    script = [tool("AskUserQuestion", questions=[QUESTION]), text("GOT-THE-ANSWER")]
+    repo = repo_with_identity(tmp_path / "repo")
+    with AnthropicServer(script) as server:
+        _, env = interactive_env(
+            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
+        )
+        herd.write(
+            session_toml(
+                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
+                stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        assert herd.cli("start", MAIN).returncode == 0
+        wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+        began = time.monotonic()
+        reply = send(herd, "ask me")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        assert time.monotonic() - began < AGENT_WAIT_S
+        wait_until(
+            lambda: "Whichcolourshouldthebuttonbe?" in screen_log(herd), AGENT_WAIT_S, "question"
+        )
+        [asked] = herd.events(MAIN, "waiting-input")
+        assert asked["data"]["signal"] == "PermissionRequest"
+        assert asked["message"].startswith("a question waits for an answer")
+        assert herd.status(MAIN)["task_state"] == "input_required"
+
+        # The person picks the first choice: the answer reaches the model, which answers and
+        # waits at its prompt.
+        reply = send(herd, "1")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
+        answered = json.dumps(server.requests[-1]["messages"][-1])
+        assert "tool_result" in answered and "Red" in answered, answered[-2000:]
+        assert signals_of(herd, "waiting-input") == ["PermissionRequest", "Stop"]
+        assert signals_of(herd, "working")[-1:] == ["PostToolUse"]
+
+
+def test_claude_code_waits_for_input_at_its_subagents_permission_prompt(
+    claude: str, herd: Herd, tmp_path: Path
+) -> None:
+    script = [
+        tool("Agent", description="write s", prompt="write s", subagent_type="general-purpose"),
+        text("MAIN-DONE"),
+    ]
+    subagent = [tool("Bash", command="echo sub > s.txt"), text("SUB-DONE")]
+    repo = repo_with_identity(tmp_path / "repo")
+    with AnthropicServer(script, subagent_steps=subagent) as server:
+        _, env = interactive_env(
+            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
+        )
+        herd.write(
+            session_toml(
+                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
+                stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        assert herd.cli("start", MAIN).returncode == 0
+        wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+        reply = send(herd, "delegate")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "fromthegeneral-purposeagent" in screen_log(herd), AGENT_WAIT_S, "ask")
+        assert signals_of(herd, "waiting-input") == ["PermissionRequest"]
+        assert herd.status(MAIN)["task_state"] == "input_required"
+        assert not (repo / "s.txt").exists()
+        [asked] = herd.events(MAIN, "waiting-input")
+        assert asked["message"].startswith(
+            "a permission prompt of its general-purpose subagent waits for an answer"
+        )
+
+        # The person says yes: the subagent's tool runs, the subagent ends, the main thread
+        # answers and waits at its prompt.
+        reply = send(herd, "1")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "MAIN-DONE" in screen_log(herd), AGENT_WAIT_S, "the main answer")
+        assert (repo / "s.txt").read_text() == "sub\n"
+        assert signals_of(herd, "waiting-input") == ["PermissionRequest", "Stop"]
+        assert server.subagent_steps == []  # the subagent asked and answered from its script
