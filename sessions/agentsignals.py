@@ -65,6 +65,8 @@ def read_signal(line: str) -> Signal | None:
     event = data.get("hook_event_name")
     if not isinstance(event, str):
         return None
+    if event == "TerminalState":
+        return _terminal_state(data)
     if event == "PermissionRequest":
         asks = "a question" if data.get("tool_name") in _QUESTION_TOOLS else "a permission prompt"
         subagent = data.get("agent_type")  # set when a subagent of Claude Code's asks
@@ -79,6 +81,22 @@ def read_signal(line: str) -> Signal | None:
         if isinstance(kind, str) and kind in _WAITING_NOTIFICATIONS:
             return Signal(WAITS, f"Notification {kind}", _WAITING_NOTIFICATIONS[kind])
     return None
+
+
+def _terminal_state(data: dict[str, object]) -> Signal | None:
+    """What the agent's terminal said of its state (the holder's line of a Codex report)."""
+    state, kind = data.get("state"), data.get("kind")
+    if state == "working":
+        return Signal(WORKS, "TerminalState working", "its terminal says it works")
+    if state != "blocked":
+        return None  # idle and done: its Stop hook says so, with the answer's end
+    if kind == "question":
+        why = "a question waits for an answer"
+    elif isinstance(kind, str) and ("approv" in kind or "permission" in kind):
+        why = "a permission prompt waits for an answer"
+    else:
+        why = "its terminal says it waits for a person"
+    return Signal(WAITS, "TerminalState blocked", why)
 
 
 def read_signals(text: str) -> list[Signal]:

@@ -13,7 +13,8 @@ import pyte
 import pytest
 from conftest import HERD, PY, Herd, script, wait_until
 
-from agentherd.supervisor.process.ptyholder import SIZE, Frames, Replay, frame
+from agentherd.sessions.agentsignals import read_signals
+from agentherd.supervisor.process.ptyholder import SIZE, Frames, Replay, TerminalStates, frame
 from agentherd.tui import screenmodel
 from agentherd.tui.cli.attach import detach_byte
 
@@ -276,3 +277,33 @@ def test_a_private_sequence_the_model_does_not_know_is_skipped_as_a_terminal_doe
     # Gemini CLI's interface sends `CSI ? 4 m` (xterm's modifier-keys query) as it starts.
     screen = screenmodel.screen_of(b"\x1b[?4mbefore \x1b[?1Aafter", 4, 40)
     assert screen.display[0].rstrip() == "before after"
+
+
+def test_the_agents_terminal_state_reports_become_signal_lines_once_each(tmp_path: Path) -> None:
+    """Codex's OSC 7501 state reports, cut anywhere between reads, each change written once."""
+    signals = tmp_path / "signals"
+    states = TerminalStates(str(signals))
+    stream = (
+        b"\x1b]0;repo\x07\x1b]7501;state=working:app=codex\x1b\\hello"
+        b"\x1b]7501;state=working:app=codex\x1b\\"  # the same again: no line
+        b"\x1b]7501;state=blocked:app=codex:kind=question\x1b\\Question 1/1"
+        b"\x1b]7501;state=working:app=codex\x07done"
+    )
+    for cut in (1, 3, 7, 11):
+        signals.unlink(missing_ok=True)
+        states = TerminalStates(str(signals))
+        for at in range(0, len(stream), cut):
+            states.feed(stream[at : at + cut])
+        lines = [json.loads(line) for line in signals.read_text().splitlines()]
+        assert [(s["state"], s.get("kind")) for s in lines] == [
+            ("working", None),
+            ("blocked", "question"),
+            ("working", None),
+        ], cut
+        assert {s["hook_event_name"] for s in lines} == {"TerminalState"}
+    assert [s.why for s in read_signals(signals.read_text())] == [
+        "its terminal says it works",
+        "a question waits for an answer",
+        "its terminal says it works",
+    ]
+    TerminalStates(None).feed(stream)  # no signals file (a headless run): nothing written

@@ -44,6 +44,14 @@ twice this, else to about this much of the newest output."""
 VIEWER_BACKLOG_BYTES = 8 << 20
 """A viewer this far behind is dropped (it attaches again), never a brake on the agent."""
 READ_BYTES = 65536
+
+SIGNALS_VAR = "HERD_SIGNALS"
+"""The run's signals file (supervisor/session/inputwait.py): the holder appends to it what the
+agent's terminal reports of its state."""
+
+STATE_MARK = b"\x1b]7501;"
+STATE_REPORT = re.compile(rb"\x1b\]7501;([^\x07\x1b]{0,200})(?:\x07|\x1b\\)")
+"""Codex's terminal state report (OSC 7501: `state=blocked:app=codex:kind=question`)."""
 EXIT_FLUSH_S = 1.0
 """At the child's exit the viewers get this long (all together) to take the last bytes and
 the exit frame."""
@@ -138,16 +146,69 @@ def get_size(fd: int) -> tuple[int, int]:
     return rows, cols
 
 
+class TerminalStates:
+    """The agent's terminal state reports, each change as a line of the run's signals file.
+
+    Codex says in its output when it works, is blocked on a person (its question, an approval)
+    or idles (`state=working|blocked|idle|done`); no hook of its fires at its question.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.rest = b""
+        """The end of the last chunk that may begin a report the next one completes."""
+        self.last: dict[str, str] | None = None
+
+    def feed(self, data: bytes) -> None:
+        """Look at the terminal's next bytes for reports."""
+        if self.path is None:
+            return
+        chunk = self.rest + data
+        start = chunk.rfind(STATE_MARK)
+        if start != -1:
+            for found in STATE_REPORT.finditer(chunk):
+                self._saw(found.group(1))
+            if STATE_REPORT.match(chunk, start) is None and len(chunk) - start <= 512:
+                self.rest = chunk[start:]  # a report the next bytes complete
+                return
+        self.rest = chunk[-(len(STATE_MARK) - 1) :]  # a mark cut in two (too short for one)
+
+    def _saw(self, body: bytes) -> None:
+        fields = dict(
+            part.split("=", 1) for part in body.decode("ascii", "replace").split(":") if "=" in part
+        )
+        if fields == self.last or "state" not in fields or self.path is None:
+            return
+        self.last = fields
+        line = json.dumps({"hook_event_name": "TerminalState", **fields}) + "\n"
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+        except OSError:  # the signals are a hint: the terminal goes on without them
+            pass
+
+
 class TerminalHolder:
     """The holder's loop: the master end, the listening socket, the viewers, the child."""
 
-    def __init__(self, master: int, listener: socket.socket, log_fd: int, child: int) -> None:
+    def __init__(
+        self,
+        master: int,
+        listener: socket.socket,
+        log_fd: int,
+        child: int,
+        signals_path: str | None = None,
+    ) -> None:
         self.master = master
         self.listener = listener
         self.log_fd = log_fd
         self.child = child
         self.pidfd = os.pidfd_open(child)
         self.replay = Replay()
+        self.states = TerminalStates(signals_path)
         self.viewers: dict[int, Viewer] = {}
         self.writer: Viewer | None = None
         self.to_master = bytearray()
@@ -209,6 +270,7 @@ class TerminalHolder:
         while view:  # the log takes every byte, exactly
             view = view[os.write(self.log_fd, view) :]
         self.replay.add(data)
+        self.states.feed(data)
         out = frame(b"o", data)
         for viewer in list(self.viewers.values()):
             self._send(viewer, out)
@@ -397,7 +459,7 @@ def main(args: list[str]) -> int:
         # A stop is for the run: the holder waits for its child, then exits as it did.
         signal.signal(number, lambda *_: None)
     try:
-        return TerminalHolder(master, listener, log_fd, child).run()
+        return TerminalHolder(master, listener, log_fd, child, env.get(SIGNALS_VAR)).run()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)

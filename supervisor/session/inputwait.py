@@ -21,6 +21,7 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.states import State
 from agentherd.supervisor.files import private
+from agentherd.supervisor.process import ptyholder
 from agentherd.supervisor.session import agenthomes
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
@@ -28,8 +29,9 @@ from agentherd.supervisor.session.stallkeep import StallWatch
 
 SIGNALS_FOLDER = "agent"
 SIGNALS_FILE = "signals"
-SIGNALS_VAR = "HERD_SIGNALS"
-"""The environment variable naming the signals file: a custom command may append to it."""
+SIGNALS_VAR = ptyholder.SIGNALS_VAR
+"""The environment variable naming the signals file: a custom command may append to it (an
+interactive run's terminal holder does, for what the agent's terminal reports)."""
 
 CLAUDE_HOOKS = (
     "Stop",
