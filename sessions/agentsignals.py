@@ -21,8 +21,9 @@ _WAITS = {
 }
 """Events that mean the agent now waits for a person, and what to say."""
 
-_QUESTION_TOOLS = {"AskUserQuestion"}
-"""Tools whose permission prompt is the agent's question to a person (Claude Code's)."""
+_QUESTION_TOOLS = {"AskUserQuestion", "ask_user"}
+"""Tools whose permission prompt is the agent's question to a person (Claude Code's, Gemini
+CLI's)."""
 
 _WAITING_NOTIFICATIONS = {
     "permission_prompt": "a permission prompt waits for an answer",
@@ -79,7 +80,12 @@ def read_signal(line: str) -> Signal | None:
     if event == "Notification":
         kind = data.get("notification_type")
         if isinstance(kind, str) and kind in _WAITING_NOTIFICATIONS:
-            return Signal(WAITS, f"Notification {kind}", _WAITING_NOTIFICATIONS[kind])
+            details = data.get("details")
+            asks = details.get("type") if isinstance(details, dict) else None
+            why = _WAITING_NOTIFICATIONS[kind]
+            if kind == "ToolPermission" and asks in _QUESTION_TOOLS:  # Gemini CLI's question
+                why = "a question waits for an answer"
+            return Signal(WAITS, f"Notification {kind}", why)
     return None
 
 

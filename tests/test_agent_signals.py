@@ -25,6 +25,14 @@ def test_each_agents_hook_events_say_waits_or_works() -> None:
     asked = read_signal(line("PermissionRequest", tool_name="Bash", agent_type="general-purpose"))
     assert asked is not None and asked.verdict == WAITS
     assert asked.why == "a permission prompt of its general-purpose subagent waits for an answer"
+    gemini_asks = json.dumps(
+        {
+            "hook_event_name": "Notification",
+            "notification_type": "ToolPermission",
+            "details": {"type": "ask_user", "title": "Ask User"},
+        }
+    )
+    assert read_signal(gemini_asks).why == "a question waits for an answer"  # type: ignore[union-attr]
     for kind in ("permission_prompt", "idle_prompt", "elicitation_dialog", "ToolPermission"):
         found = read_signal(line("Notification", notification_type=kind))
         assert found is not None and found.verdict == WAITS

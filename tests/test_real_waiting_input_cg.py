@@ -210,3 +210,38 @@ def test_codex_waits_for_input_at_its_question(codex: str, herd: Herd, tmp_path:
         assert "function_call_output" in answered and "Red" in answered, answered
         assert signals_of(herd, "working")[:1] == ["TerminalState working"]
         assert signals_of(herd, "waiting-input") == ["TerminalState blocked", "Stop"]
+
+
+def test_gemini_waits_for_input_at_its_question(gemini: str, herd: Herd, tmp_path: Path) -> None:
+    """Gemini CLI's question (`ask_user`) asks for confirmation like a tool: its `Notification`
+    hook says so (`details.type` names the tool), and the answer reaches the model."""
+    repo = repo_with_identity(tmp_path / "repo")
+    options = [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
+    question = {"header": "Colour", "question": "Which colour?", "type": "choice"}
+    asks = tool("ask_user", questions=[{**question, "options": options}])
+    with GeminiServer([asks, text("GOT-THE-ANSWER")]) as server:
+        env = gemini_env(tmp_path / "home", server.url, gemini)
+        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
+        herd.write(
+            session_toml(
+                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
+                restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        assert herd.cli("start", MAIN).returncode == 0
+        wait_until(lambda: "Typeyourmessage" in screen_log(herd), AGENT_WAIT_S, "prompt")
+        reply = send(herd, "ask me")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "Whichcolour?" in screen_log(herd), AGENT_WAIT_S, "the question")
+        [asked] = herd.events(MAIN, "waiting-input")
+        assert asked["data"]["signal"] == "Notification ToolPermission"
+        assert asked["message"].startswith("a question waits for an answer")
+        assert herd.status(MAIN)["task_state"] == "input_required"
+
+        reply = send(herd, "1")  # the first choice
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
+        assert "Red" in json.dumps(server.requests[-1]["contents"][-1])
+        assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
+        assert signals_of(herd, "working") == ["AfterTool"]
