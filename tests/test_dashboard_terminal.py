@@ -52,9 +52,25 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def start(herd: Herd, root: Path) -> HerdApp:
+MOUSE_AGENT = r"""
+import os, sys, tty
+tty.setraw(0)
+out = sys.stdout
+out.write("\x1b[?1000h\x1b[?1006h\x1b[2J\x1b[HCLICK ME\r\n")  # mouse reports, SGR's
+out.flush()
+for n in range(1, 20):
+    data = os.read(0, 1024)
+    if not data:
+        break
+    out.write(f"\x1b[{2 + n};1HREAD {n}: " + data.decode().replace("\x1b", "ESC"))
+    out.flush()
+"""
+"""An agent that asks for mouse reports and shows what it read."""
+
+
+def start(herd: Herd, root: Path, agent: str = AGENT) -> HerdApp:
     """A daemon with one interactive session `t` running; the dashboard on it."""
-    (root / "agent.py").write_text(AGENT)
+    (root / "agent.py").write_text(agent)
     herd.write(f"""
         [[session]]
         name = "t"
@@ -168,3 +184,26 @@ async def test_the_send_key_types_a_line_as_herd_send_does_and_says_the_reply(
         said = "t: typed into run 1's terminal"
         await until(pilot, lambda: any(n.message == said for n in app._notifications), "the reply")
         assert [e["data"]["origin"] for e in herd.events("t", "message-typed")] == ["person"]
+
+
+@pytest.mark.anyio
+async def test_a_click_on_the_terminal_reaches_an_agent_that_asked_for_the_mouse(
+    herd: Herd, tmp_path: Path
+) -> None:
+    app = start(herd, tmp_path, MOUSE_AGENT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.query_one(SessionTable).row_count == 1, "the row")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, SessionScreen), "the session screen")
+        view = app.screen.query_one(TerminalView)
+        await pilot.press("9")
+        await until(pilot, lambda: "CLICK ME" in shown(view), "the screen")
+        await pilot.click(TerminalView, offset=(5, 3))  # viewing: the dashboard's click
+        await pilot.press("i")
+        await until(pilot, lambda: view.typing, "the writer's place")
+        assert "READ" not in shown(view)  # the viewing click was the dashboard's
+        # The view's padding is one column and the note takes the first row: its (5, 3) is
+        # the screen's column 5, row 3, counted from 1.
+        await pilot.click(TerminalView, offset=(5, 3))
+        await until(pilot, lambda: "READ 1: ESC[<0;5;3M" in shown(view), "the press")
+        await until(pilot, lambda: "ESC[<0;5;3m" in shown(view), "the release")

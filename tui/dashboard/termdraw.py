@@ -55,6 +55,24 @@ def key_bytes(key: str, character: str | None, app_cursor: bool) -> bytes | None
     return None
 
 
+MOUSE_MODES = (1000, 1002, 1003)
+"""The private modes by which an agent asks for mouse reports (clicks, drags, all moves)."""
+SGR_MOUSE_MODE = 1006
+"""The mode asking for SGR's encoding (`ESC [ < b ; x ; y M|m`), any column and row."""
+
+
+def mouse_bytes(button: int, col: int, row: int, pressed: bool, sgr: bool) -> bytes | None:
+    """A mouse report as an xterm sends it: `button` 0-2 (left, middle, right) or 64/65 (wheel
+    up, down), plus 4/8/16 for shift/meta/ctrl; `col` and `row` from 1. None where the old
+    encoding cannot say the place (past column or row 223)."""
+    if sgr:
+        return f"\x1b[<{button};{col};{row}{'M' if pressed else 'm'}".encode()
+    if col > 223 or row > 223:
+        return None
+    code = button if pressed else 3 | (button & 0b11100)  # a release names no button
+    return bytes([0x1B, 0x5B, 0x4D, 32 + code, 32 + col, 32 + row])
+
+
 def paste_bytes(text: str, bracketed: bool) -> bytes:
     """A paste as the agent asked for it: marked when it set bracketed paste."""
     data = text.replace("\r\n", "\r").replace("\n", "\r").encode()

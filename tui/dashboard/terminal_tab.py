@@ -34,7 +34,10 @@ from agentherd.tui.dashboard.host import host
 from agentherd.tui.dashboard.termdraw import (
     APP_CURSOR_MODE,
     BRACKETED_PASTE_MODE,
+    MOUSE_MODES,
+    SGR_MOUSE_MODE,
     key_bytes,
+    mouse_bytes,
     paste_bytes,
     screen_text,
 )
@@ -260,6 +263,34 @@ class TerminalView(Widget, can_focus=True):
             BRACKETED_PASTE_MODE
         )
         self._write(frame(b"i", paste_bytes(event.text, bracketed)))
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        self._mouse(event, event.button - 1, True)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        self._mouse(event, event.button - 1, False)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._mouse(event, 64, True)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._mouse(event, 65, True)
+
+    def _mouse(self, event: events.MouseEvent, button: int, pressed: bool) -> None:
+        """While typing, a click or the wheel on the screen is the agent's when it asked for
+        mouse reports (else the dashboard's, as in a terminal whose program did not ask)."""
+        model = self.screen_model
+        if not self.typing or model is None or not any(map(model.has_mode, MOUSE_MODES)):
+            return
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:  # the note's line is no part of the screen
+            return
+        mods = (4 if event.shift else 0) | (8 if event.meta else 0) | (16 if event.ctrl else 0)
+        sgr = model.has_mode(SGR_MOUSE_MODE)
+        data = mouse_bytes(button | mods, offset.x + 1, offset.y, pressed, sgr)
+        event.stop()
+        if data:
+            self._write(frame(b"i", data))
 
     def on_resize(self) -> None:
         """The writer's window size is the agent's (as for an attach)."""
