@@ -45,6 +45,10 @@ class Timings:
     """A run's log is read at most this often when no budget limit needs its spend at once:
     enough for a person, and a chatty agent's lines are read five at a time (a quiet one's
     first line is still read as soon as the watcher sees it)."""
+    terminal_gap_s: float = 2.0
+    """An interactive run's log (its terminal's bytes, which move no usage: its spend comes
+    from the agent's files) is read at most this often while it draws: for its last line and
+    its stall clock, not per redraw (its waits come from the signals file, as written)."""
     watch_debounce_ms: int = 30
     """The fleet watcher's batch window: tens of ms, not watchfiles' 1.6 s default."""
     watch_step_ms: int = 10

@@ -132,8 +132,9 @@ class Follower:
 
     def _follow_output(self, live: LiveRun) -> None:
         """Read new output as it lands, in the fleet's reader, until the final drain."""
+        gap_s = self.terminal_gap_s if live.config.interactive else self.read_gap_s
         live.reading = self.ctx.reader.follow(
-            functools.partial(self._read_once, live), self.read_gap_s, self.ctx.timings.tail_poll_s
+            functools.partial(self._read_once, live), gap_s, self.ctx.timings.tail_poll_s
         )
 
     def _read_once(self, live: LiveRun) -> bool:
@@ -174,6 +175,10 @@ class Follower:
         """How long a run's log rests after a read: short while a budget limit counts it."""
         timings = self.ctx.timings
         return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
+
+    def terminal_gap_s(self) -> float:
+        """How long an interactive run's log rests after a read."""
+        return self.ctx.timings.terminal_gap_s
 
     def _files_gap_s(self) -> float:
         """How long a live run's agent files rest between looks: short while a limit counts."""
