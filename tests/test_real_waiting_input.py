@@ -46,29 +46,32 @@ def send(herd: Herd, words: str) -> dict[str, object]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def start_interface(herd: Herd, claude: str, repo: Path, url: str, tmp_path: Path) -> None:
+    """Claude Code's interface in an interactive session, started and showing its prompt (the
+    recipe of docs/agents-interactive.md; herd passes its own hooks by --settings)."""
+    _, env = interactive_env("claude", tmp_path / "home", repo, url, claude, tmp_path / "x")
+    herd.write(
+        session_toml(
+            MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
+            stop_grace="5s",
+        )
+    )  # fmt: skip
+    herd.start()
+    assert herd.cli("start", MAIN).returncode == 0
+    try:
+        wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+    except AssertionError:
+        print(screen_log(herd)[-4000:], herd.events(MAIN))
+        raise
+
+
 def test_claude_code_waits_for_input_after_an_answer_and_at_a_permission_prompt(
     claude: str, herd: Herd, tmp_path: Path
 ) -> None:
     script = [text("PONG-FROM-SCRIPT"), tool("Bash", command="echo hi > x.txt"), text("WROTE-X")]
     repo = repo_with_identity(tmp_path / "repo")
     with AnthropicServer(script) as server:
-        # The recipe of docs/agents-interactive.md; herd passes its own hooks by --settings.
-        _, env = interactive_env(
-            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
-        )
-        herd.write(
-            session_toml(
-                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
-                stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
-        assert herd.cli("start", MAIN).returncode == 0
-        try:
-            wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
-        except AssertionError:
-            print(screen_log(herd)[-4000:], herd.events(MAIN))
-            raise
+        start_interface(herd, claude, repo, server.url, tmp_path)
         assert herd.status(MAIN)["state"] == "running"  # no turn yet: nothing waits
 
         began = time.monotonic()
@@ -115,18 +118,7 @@ def test_claude_code_waits_for_input_at_its_question(
     script = [tool("AskUserQuestion", questions=[QUESTION]), text("GOT-THE-ANSWER")]
     repo = repo_with_identity(tmp_path / "repo")
     with AnthropicServer(script) as server:
-        _, env = interactive_env(
-            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
-        )
-        herd.write(
-            session_toml(
-                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
-                stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
-        assert herd.cli("start", MAIN).returncode == 0
-        wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+        start_interface(herd, claude, repo, server.url, tmp_path)
         began = time.monotonic()
         reply = send(herd, "ask me")
         assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
@@ -160,18 +152,7 @@ def test_claude_code_waits_for_input_at_its_subagents_permission_prompt(
     subagent = [tool("Bash", command="echo sub > s.txt"), text("SUB-DONE")]
     repo = repo_with_identity(tmp_path / "repo")
     with AnthropicServer(script, subagent_steps=subagent) as server:
-        _, env = interactive_env(
-            "claude", tmp_path / "home", repo, server.url, claude, tmp_path / "x"
-        )
-        herd.write(
-            session_toml(
-                MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
-                stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
-        assert herd.cli("start", MAIN).returncode == 0
-        wait_until(lambda: READY in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+        start_interface(herd, claude, repo, server.url, tmp_path)
         reply = send(herd, "delegate")
         assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
         wait_until(lambda: "fromthegeneral-purposeagent" in screen_log(herd), AGENT_WAIT_S, "ask")

@@ -95,19 +95,25 @@ def test_codex_waits_for_input_after_each_answer(codex: str, herd: Herd, tmp_pat
         assert list((Path(env["CODEX_HOME"]) / "sessions").rglob("rollout-*.jsonl"))
 
 
+def start_gemini(herd: Herd, gemini: str, repo: Path, url: str, tmp_path: Path) -> None:
+    """The daemon, with Gemini CLI's interface as an interactive session (not yet started):
+    the folder trusted and `CI` unset (else it asks to trust the folder, or runs
+    non-interactive)."""
+    env = gemini_env(tmp_path / "home", url, gemini)
+    env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
+    herd.write(
+        session_toml(
+            MAIN, "gemini", repo, env, command=[gemini], interactive=True,
+            restart="never", stop_grace="5s",
+        )
+    )  # fmt: skip
+    herd.start()
+
+
 def test_gemini_waits_for_input_after_each_answer(gemini: str, herd: Herd, tmp_path: Path) -> None:
     repo = repo_with_identity(tmp_path / "repo")
     with GeminiServer([text("PONG-ONE"), text("PONG-TWO")]) as server:
-        env = gemini_env(tmp_path / "home", server.url, gemini)
-        # Without these the interface asks to trust the folder, or runs non-interactive.
-        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
-        herd.write(
-            session_toml(
-                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
-                restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
+        start_gemini(herd, gemini, repo, server.url, tmp_path)
         answer_twice(
             herd, "Typeyourmessage", ("PONG-ONE", "PONG-TWO"), "AfterAgent", ("BeforeAgent",)
         )
@@ -158,18 +164,31 @@ def test_gemini_waits_at_a_permission_prompt(gemini: str, herd: Herd, tmp_path: 
     repo = repo_with_identity(tmp_path / "repo")
     shell = tool("run_shell_command", command="echo hi > x.txt", description="write x")
     with GeminiServer([shell, text("WROTE-X")]) as server:
-        env = gemini_env(tmp_path / "home", server.url, gemini)
-        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
-        herd.write(
-            session_toml(
-                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
-                restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
+        start_gemini(herd, gemini, repo, server.url, tmp_path)
         asks_then_answers(herd, "Typeyourmessage", "Allowexecution", "1", repo)
         assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
         assert signals_of(herd, "working") == ["AfterTool"]
+
+
+COLOURS = [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
+"""The choices of the scripted question; the person picks the first."""
+
+
+def asks_and_is_answered(herd: Herd, ready: str, signal: str) -> None:
+    """A prompt whose answer is the model's question: it waits for a person, said as a
+    question (by `signal`); the first choice makes it answer and wait at its prompt."""
+    assert herd.cli("start", MAIN).returncode == 0
+    wait_until(lambda: ready in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+    reply = send(herd, "ask me")
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: "Whichcolour?" in screen_log(herd), AGENT_WAIT_S, "the question")
+    [asked] = herd.events(MAIN, "waiting-input")
+    assert asked["data"]["signal"] == signal
+    assert asked["message"].startswith("a question waits for an answer")
+    assert herd.status(MAIN)["task_state"] == "input_required"
+    reply = send(herd, "1")
+    assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+    wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
 
 
 def test_codex_waits_for_input_at_its_question(codex: str, herd: Herd, tmp_path: Path) -> None:
@@ -177,8 +196,7 @@ def test_codex_waits_for_input_at_its_question(codex: str, herd: Herd, tmp_path:
     report (OSC 7501 `state=blocked:...:kind=question`), which the run's terminal holder writes
     to the signals file, says it waits; the answer makes it work again."""
     repo = repo_with_identity(tmp_path / "repo")
-    options = [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
-    question = {"id": "colour", "header": "Colour", "question": "Which colour?", "options": options}
+    question = {"id": "colour", "header": "Colour", "question": "Which colour?", "options": COLOURS}
     script = [tool("request_user_input", questions=[question]), text("GOT-THE-ANSWER")]
     with OpenAIResponsesServer(script) as server:
         env = codex_env(tmp_path / "home", server.url, codex)
@@ -193,19 +211,7 @@ def test_codex_waits_for_input_at_its_question(codex: str, herd: Herd, tmp_path:
             )
         )  # fmt: skip
         herd.start()
-        assert herd.cli("start", MAIN).returncode == 0
-        wait_until(lambda: "AskCodextodoanything" in screen_log(herd), AGENT_WAIT_S, "prompt")
-        reply = send(herd, "ask me")
-        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
-        wait_until(lambda: "Whichcolour?" in screen_log(herd), AGENT_WAIT_S, "the question")
-        [asked] = herd.events(MAIN, "waiting-input")
-        assert asked["data"]["signal"] == "TerminalState blocked"
-        assert asked["message"].startswith("a question waits for an answer")
-        assert herd.status(MAIN)["task_state"] == "input_required"
-
-        reply = send(herd, "1")  # the first choice
-        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
-        wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
+        asks_and_is_answered(herd, "AskCodextodoanything", "TerminalState blocked")
         answered = json.dumps(server.requests[-1]["input"][-1])
         assert "function_call_output" in answered and "Red" in answered, answered
         assert signals_of(herd, "working")[:1] == ["TerminalState working"]
@@ -216,32 +222,11 @@ def test_gemini_waits_for_input_at_its_question(gemini: str, herd: Herd, tmp_pat
     """Gemini CLI's question (`ask_user`) asks for confirmation like a tool: its `Notification`
     hook says so (`details.type` names the tool), and the answer reaches the model."""
     repo = repo_with_identity(tmp_path / "repo")
-    options = [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
     question = {"header": "Colour", "question": "Which colour?", "type": "choice"}
-    asks = tool("ask_user", questions=[{**question, "options": options}])
+    asks = tool("ask_user", questions=[{**question, "options": COLOURS}])
     with GeminiServer([asks, text("GOT-THE-ANSWER")]) as server:
-        env = gemini_env(tmp_path / "home", server.url, gemini)
-        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
-        herd.write(
-            session_toml(
-                MAIN, "gemini", repo, env, command=[gemini], interactive=True,
-                restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
-        assert herd.cli("start", MAIN).returncode == 0
-        wait_until(lambda: "Typeyourmessage" in screen_log(herd), AGENT_WAIT_S, "prompt")
-        reply = send(herd, "ask me")
-        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
-        wait_until(lambda: "Whichcolour?" in screen_log(herd), AGENT_WAIT_S, "the question")
-        [asked] = herd.events(MAIN, "waiting-input")
-        assert asked["data"]["signal"] == "Notification ToolPermission"
-        assert asked["message"].startswith("a question waits for an answer")
-        assert herd.status(MAIN)["task_state"] == "input_required"
-
-        reply = send(herd, "1")  # the first choice
-        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
-        wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
+        start_gemini(herd, gemini, repo, server.url, tmp_path)
+        asks_and_is_answered(herd, "Typeyourmessage", "Notification ToolPermission")
         assert "Red" in json.dumps(server.requests[-1]["contents"][-1])
         assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
         assert signals_of(herd, "working") == ["AfterTool"]
