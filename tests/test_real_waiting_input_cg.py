@@ -95,10 +95,10 @@ def test_codex_waits_for_input_after_each_answer(codex: str, herd: Herd, tmp_pat
         assert list((Path(env["CODEX_HOME"]) / "sessions").rglob("rollout-*.jsonl"))
 
 
-def start_gemini(herd: Herd, gemini: str, repo: Path, url: str, tmp_path: Path) -> None:
-    """The daemon, with Gemini CLI's interface as an interactive session (not yet started):
+def start_gemini(herd: Herd, gemini: str, repo: Path, url: str, tmp_path: Path) -> dict[str, str]:
+    """The daemon, with Gemini CLI's interface as an interactive session (not yet started),
     the folder trusted and `CI` unset (else it asks to trust the folder, or runs
-    non-interactive)."""
+    non-interactive); returns the session's environment."""
     env = gemini_env(tmp_path / "home", url, gemini)
     env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
     herd.write(
@@ -108,12 +108,13 @@ def start_gemini(herd: Herd, gemini: str, repo: Path, url: str, tmp_path: Path) 
         )
     )  # fmt: skip
     herd.start()
+    return env
 
 
 def test_gemini_waits_for_input_after_each_answer(gemini: str, herd: Herd, tmp_path: Path) -> None:
     repo = repo_with_identity(tmp_path / "repo")
     with GeminiServer([text("PONG-ONE"), text("PONG-TWO")]) as server:
-        start_gemini(herd, gemini, repo, server.url, tmp_path)
+        env = start_gemini(herd, gemini, repo, server.url, tmp_path)
         answer_twice(
             herd, "Typeyourmessage", ("PONG-ONE", "PONG-TWO"), "AfterAgent", ("BeforeAgent",)
         )
