@@ -132,10 +132,10 @@ class Follower:
 
     def _follow_output(self, live: LiveRun) -> None:
         """Read new output as it lands, in the fleet's reader, until the final drain."""
-        gap_s = self.terminal_gap_s if live.config.interactive else self.read_gap_s
-        live.reading = self.ctx.reader.follow(
-            functools.partial(self._read_once, live), gap_s, self.ctx.timings.tail_poll_s
-        )
+        timings = self.ctx.timings
+        gap_s = (lambda: timings.terminal_gap_s) if live.config.interactive else self.read_gap_s
+        read = functools.partial(self._read_once, live)
+        live.reading = self.ctx.reader.follow(read, gap_s, timings.tail_poll_s)
 
     def _read_once(self, live: LiveRun) -> bool:
         """Parse what is new; keep the last line; True after the final drain of an ended run.
@@ -175,10 +175,6 @@ class Follower:
         """How long a run's log rests after a read: short while a budget limit counts it."""
         timings = self.ctx.timings
         return timings.tail_min_gap_s if self._read_limited() else timings.tail_gap_s
-
-    def terminal_gap_s(self) -> float:
-        """How long an interactive run's log rests after a read."""
-        return self.ctx.timings.terminal_gap_s
 
     def _files_gap_s(self) -> float:
         """How long a live run's agent files rest between looks: short while a limit counts."""
@@ -481,12 +477,11 @@ class Follower:
     def check_log_cap(self) -> None:
         """Delete the oldest runs' logs until the session fits `log_max_bytes` (slow path); the
         first time, compact the logs of ended runs no daemon compacted (it stopped first)."""
-        if not self._compacted_ended:
+        live = self.run is not None and self.run.record.ended_at is None
+        below_run = self.record.run + (0 if live else 1)  # a first run has no older log
+        if not self._compacted_ended and below_run > 1:  # (no worker hop at a fleet's start)
             self._compacted_ended = True
-            over = self.run is None or self.run.record.ended_at is not None
-            below_run = self.record.run + (1 if over else 0)
-            if below_run > 1:  # a session's first run has no older log: no worker hop at start
-                self.ctx.tg.start_soon(self._compact_logs, below_run)
+            self.ctx.tg.start_soon(self._compact_logs, below_run)
         if self.run is not None and not self.run.drained.is_set():
             grew, _ = self._cap_log(self.run)
             if grew:  # output the watcher did not report (inotify drops events when busy)
