@@ -121,11 +121,15 @@ def test_gemini_waits_for_input_after_each_answer(gemini: str, herd: Herd, tmp_p
         assert list((Path(env["HOME"]) / ".gemini" / "tmp").rglob("*.json*"))
 
 
-def asks_then_answers(herd: Herd, ready: str, asked: str, answer: str, repo: Path) -> None:
-    """A prompt whose tool needs a person's yes: it waits at the dialog; the yes makes it
-    work again, run the tool, answer, and wait at its prompt."""
+def interface_ready(herd: Herd, ready: str) -> None:
+    """The session started, its interface showing `ready` (its prompt)."""
     assert herd.cli("start", MAIN).returncode == 0
     wait_until(lambda: ready in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
+
+
+def asks_then_answers(herd: Herd, asked: str, answer: str, repo: Path) -> None:
+    """A prompt whose tool needs a person's yes: it waits at the dialog; the yes makes it
+    work again, run the tool, answer, and wait at its prompt."""
     reply = send(herd, "write x")
     assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
     wait_until(lambda: asked in screen_log(herd), AGENT_WAIT_S, "the permission dialog")
@@ -136,50 +140,13 @@ def asks_then_answers(herd: Herd, ready: str, asked: str, answer: str, repo: Pat
     assert (repo / "x.txt").read_text() == "hi\n"
 
 
-def test_codex_waits_at_a_permission_prompt(codex: str, herd: Herd, tmp_path: Path) -> None:
-    repo = repo_with_identity(tmp_path / "repo")
-    escalated = {"sandbox_permissions": "require_escalated", "justification": "write x"}
-    script = [tool("exec_command", cmd="echo hi > x.txt", **escalated), text("WROTE-X")]
-    with OpenAIResponsesServer(script) as server:
-        env = codex_env(tmp_path / "home", server.url, codex)
-        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
-            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
-        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
-        herd.write(
-            session_toml(
-                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
-                interactive=True, restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
-        asks_then_answers(
-            herd, "AskCodextodoanything", "Wouldyouliketorunthefollowingcommand?", "y", repo
-        )
-        assert signals_of(herd, "waiting-input") == ["PermissionRequest", "Stop"]
-        # The first prompt found it working already; the yes let the tool run: it works again.
-        # Its terminal's report or its hook: whichever reaches the signals file first.
-        assert signals_of(herd, "working")[:1][0] in ("TerminalState working", "PostToolUse")
-
-
-def test_gemini_waits_at_a_permission_prompt(gemini: str, herd: Herd, tmp_path: Path) -> None:
-    repo = repo_with_identity(tmp_path / "repo")
-    shell = tool("run_shell_command", command="echo hi > x.txt", description="write x")
-    with GeminiServer([shell, text("WROTE-X")]) as server:
-        start_gemini(herd, gemini, repo, server.url, tmp_path)
-        asks_then_answers(herd, "Typeyourmessage", "Allowexecution", "1", repo)
-        assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
-        assert signals_of(herd, "working") == ["AfterTool"]
-
-
 COLOURS = [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
 """The choices of the scripted question; the person picks the first."""
 
 
-def asks_and_is_answered(herd: Herd, ready: str, signal: str) -> None:
+def asks_and_is_answered(herd: Herd, signal: str) -> None:
     """A prompt whose answer is the model's question: it waits for a person, said as a
     question (by `signal`); the first choice makes it answer and wait at its prompt."""
-    assert herd.cli("start", MAIN).returncode == 0
-    wait_until(lambda: ready in screen_log(herd), AGENT_WAIT_S, "the interface's prompt")
     reply = send(herd, "ask me")
     assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
     wait_until(lambda: "Whichcolour?" in screen_log(herd), AGENT_WAIT_S, "the question")
@@ -192,42 +159,65 @@ def asks_and_is_answered(herd: Herd, ready: str, signal: str) -> None:
     wait_until(lambda: "GOT-THE-ANSWER" in screen_log(herd), AGENT_WAIT_S, "the answer")
 
 
-def test_codex_waits_for_input_at_its_question(codex: str, herd: Herd, tmp_path: Path) -> None:
+def test_codex_waits_at_its_question_and_at_a_permission_prompt(
+    codex: str, herd: Herd, tmp_path: Path
+) -> None:
     """No hook of Codex fires at its question (`request_user_input`): its terminal's own state
     report (OSC 7501 `state=blocked:...:kind=question`), which the run's terminal holder writes
-    to the signals file, says it waits; the answer makes it work again."""
+    to the signals file, says it waits; the answer makes it work again. Then a command that
+    needs a person's yes. One interface for both (each start costs seconds of CPU)."""
     repo = repo_with_identity(tmp_path / "repo")
     question = {"id": "colour", "header": "Colour", "question": "Which colour?", "options": COLOURS}
-    script = [tool("request_user_input", questions=[question]), text("GOT-THE-ANSWER")]
+    escalated = {"sandbox_permissions": "require_escalated", "justification": "write x"}
+    script = [
+        tool("request_user_input", questions=[question]),
+        text("GOT-THE-ANSWER"),
+        tool("exec_command", cmd="echo hi > x.txt", **escalated),
+        text("WROTE-X"),
+    ]
     with OpenAIResponsesServer(script) as server:
         env = codex_env(tmp_path / "home", server.url, codex)
         with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
             # The question tool outside plan mode is one of Codex's features, off by default.
             config.write("[features]\ndefault_mode_request_user_input = true\n")
             config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
         herd.write(
             session_toml(
-                MAIN, "codex", repo, env, command=[codex, "--no-daemon"], interactive=True,
-                restart="never", stop_grace="5s",
+                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
+                interactive=True, restart="never", stop_grace="5s",
             )
         )  # fmt: skip
         herd.start()
-        asks_and_is_answered(herd, "AskCodextodoanything", "TerminalState blocked")
+        interface_ready(herd, "AskCodextodoanything")
+        asks_and_is_answered(herd, "TerminalState blocked")
         answered = json.dumps(server.requests[-1]["input"][-1])
         assert "function_call_output" in answered and "Red" in answered, answered
         assert signals_of(herd, "working")[:1] == ["TerminalState working"]
         assert signals_of(herd, "waiting-input") == ["TerminalState blocked", "Stop"]
 
+        asks_then_answers(herd, "Wouldyouliketorunthefollowingcommand?", "y", repo)
+        # Its terminal's report or its hook: whichever reaches the signals file first.
+        waits = signals_of(herd, "waiting-input")
+        assert waits[2] in ("PermissionRequest", "TerminalState blocked") and waits[3:] == ["Stop"]
 
-def test_gemini_waits_for_input_at_its_question(gemini: str, herd: Herd, tmp_path: Path) -> None:
+
+def test_gemini_waits_at_its_question_and_at_a_permission_prompt(
+    gemini: str, herd: Herd, tmp_path: Path
+) -> None:
     """Gemini CLI's question (`ask_user`) asks for confirmation like a tool: its `Notification`
-    hook says so (`details.type` names the tool), and the answer reaches the model."""
+    hook says so (`details.type` names the tool), and the answer reaches the model. Then a
+    command that needs a person's yes, in the same interface."""
     repo = repo_with_identity(tmp_path / "repo")
     question = {"header": "Colour", "question": "Which colour?", "type": "choice"}
     asks = tool("ask_user", questions=[{**question, "options": COLOURS}])
-    with GeminiServer([asks, text("GOT-THE-ANSWER")]) as server:
+    shell = tool("run_shell_command", command="echo hi > x.txt", description="write x")
+    with GeminiServer([asks, text("GOT-THE-ANSWER"), shell, text("WROTE-X")]) as server:
         start_gemini(herd, gemini, repo, server.url, tmp_path)
-        asks_and_is_answered(herd, "Typeyourmessage", "Notification ToolPermission")
+        interface_ready(herd, "Typeyourmessage")
+        asks_and_is_answered(herd, "Notification ToolPermission")
         assert "Red" in json.dumps(server.requests[-1]["contents"][-1])
-        assert signals_of(herd, "waiting-input") == ["Notification ToolPermission", "AfterAgent"]
-        assert signals_of(herd, "working") == ["AfterTool"]
+        asks_then_answers(herd, "Allowexecution", "1", repo)
+        asked = "Notification ToolPermission"
+        assert signals_of(herd, "waiting-input") == [asked, "AfterAgent", asked, "AfterAgent"]
+        assert signals_of(herd, "working") == ["AfterTool", "BeforeAgent", "AfterTool"]
