@@ -101,7 +101,13 @@ def _gate(
     )
     herd.start()
     herd.client.call("start", name="main")
-    waiting = herd.wait_state("main", "waiting-approval", "failed", timeout_s=AGENT_WAIT_S)
+    try:
+        waiting = herd.wait_state("main", "waiting-approval", "failed", timeout_s=AGENT_WAIT_S)
+    except AssertionError:  # once in CI under load (codex): say where it stood
+        log = herd.root / ".herd" / "runs" / "main" / "1" / "output.log"
+        print(herd.status("main"), herd.events("main"), len(server.requests), server.hanging)
+        print(log.read_text(errors="replace")[-3000:] if log.exists() else "no log")
+        raise
     assert (waiting["state"], waiting["reason"]) == ("waiting-approval", "plan-tampered"), waiting
     assert server.hanging.is_set(), "the run was stopped while its request was in flight"
     server.drop_held()  # the stream "times out" while the agent is stopped
