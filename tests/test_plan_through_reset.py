@@ -117,7 +117,7 @@ def test_a_crash_after_the_gate_restarts_on_the_answered_plan_without_a_second_g
     assert ended["state"] == "completed", (ended["state"], ended["reason"], kinds)
     assert kinds.count("waiting-approval") == 1, "the person answered once"
     assert kinds.count("plan-tampered") == 1
-    assert "worktree-reset" in kinds and "plan-kept" in kinds
+    assert "worktree-reset" in kinds and "plan-kept" in kinds, kinds  # failed once in CI
     assert kinds.index("worktree-reset") < kinds.index("plan-kept")
     assert ended["plan"] == {"passing": items_after, "total": items_after, "changed_items": []}
     committed = json.loads(git(repo, "show", "HEAD:feature_list.json"))
