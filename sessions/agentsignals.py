@@ -81,9 +81,9 @@ def read_signal(line: str) -> Signal | None:
         kind = data.get("notification_type")
         if isinstance(kind, str) and kind in _WAITING_NOTIFICATIONS:
             details = data.get("details")
-            asks = details.get("type") if isinstance(details, dict) else None
+            tool = details.get("type") if isinstance(details, dict) else None
             why = _WAITING_NOTIFICATIONS[kind]
-            if kind == "ToolPermission" and asks in _QUESTION_TOOLS:  # Gemini CLI's question
+            if kind == "ToolPermission" and tool in _QUESTION_TOOLS:  # Gemini CLI's question
                 why = "a question waits for an answer"
             return Signal(WAITS, f"Notification {kind}", why)
     return None
