@@ -97,6 +97,11 @@ def local_socket(explicit: str | None) -> str | None:
     return socket_path_of(path)
 
 
+class NoAnswer(OSError):
+    """The request went out but no reply came back (the daemon went away meanwhile): it may have
+    acted: a verb that changes something never sends it again (a read may)."""
+
+
 class ErrorReply(LookupError):
     """The daemon answered with an error: its code and message."""
 
@@ -106,13 +111,15 @@ class ErrorReply(LookupError):
         self.message = message
 
 
-def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **args: Any) -> Any:
+def call(
+    socket_path: str, op: str, socket_timeout_s: float | None = FAST_TIMEOUT_S, **args: Any
+) -> Any:
     """One request on the control socket; raises LookupError on any error reply (ErrorReply
-    for the daemon's own)."""
+    for the daemon's own) and NoAnswer when the request went out but no reply came."""
     version = installed_version()
     if version is None:
         raise LookupError("no installed version: the full command line copes")
-    with fastwire.LineSocket(socket_path, timeout_s) as sock:
+    with fastwire.LineSocket(socket_path, socket_timeout_s) as sock:
         hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
         sock.send(json.dumps(hello).encode() + b"\n")
         greeting = json.loads(sock.readline().decode())
@@ -124,7 +131,11 @@ def call(socket_path: str, op: str, timeout_s: float | None = FAST_TIMEOUT_S, **
         if result.get("version") != version:
             raise LookupError("another version: the full command line warns")
         sock.send(json.dumps({"id": 1, "op": op, **args}).encode() + b"\n")
-        reply = json.loads(sock.readline().decode())
+        try:
+            reply = json.loads(sock.readline().decode())
+        except (OSError, ValueError) as exc:
+            said = f"the daemon went away during `{op}` ({exc}); see .herd/daemon.log"
+            raise NoAnswer(said) from None
     if not reply.get("ok"):
         error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
         raise ErrorReply(str(error.get("code")), str(error.get("message")))

@@ -121,7 +121,7 @@ def fast_down(argv: list[str]) -> bool:
     except (OSError, ValueError, LookupError, KeyError, TypeError):
         return False  # the full command line words the error (no daemon, another version)
     try:
-        result = call(socket_path, "down", timeout_s=None)
+        result = call(socket_path, "down", socket_timeout_s=None)
     except ErrorReply as exc:  # refused, not gone: one line, as the full command line says it
         sys.stderr.write(f"herd: {exc.message}\n")
         sys.exit(EXIT_FORBIDDEN if exc.code == "forbidden" else EXIT_INTERNAL)
@@ -153,6 +153,10 @@ def fast_down(argv: list[str]) -> bool:
     return True
 
 
+SESSION_VERBS = ("start", "stop", "kill", "pause", "resume", "approve", "reject", "ack", "wait")
+"""The verbs tui/cli/fastverbs.py may answer (its module is imported for these alone)."""
+
+
 def main() -> None:
     """`herd`: the fast path when it applies, else the full command line."""
     if fast(sys.argv[1:]) or fast_down(sys.argv[1:]):
@@ -162,6 +166,11 @@ def main() -> None:
         from agentherd.tui.cli.fastread import fast_read
 
         if fast_read(sys.argv[1:]):
+            return
+    if any(verb in SESSION_VERBS for verb in (sys.argv[1:2] + sys.argv[3:4])):
+        from agentherd.tui.cli.fastverbs import fast_verb
+
+        if fast_verb(sys.argv[1:]):
             return
     from agentherd.tui.cli.fastup import fast_up  # a module of its own: the other verbs skip it
 

@@ -85,7 +85,7 @@ def _report(socket_path: str, args: list[str]) -> bool:
     names = [a for a in args if a != "--json"]
     if len(names) != 1 or names[0].startswith("-") or args.count("--json") > 1:
         return False
-    result = call(socket_path, "report", timeout_s=REPORT_TIMEOUT_S, name=names[0])
+    result = call(socket_path, "report", socket_timeout_s=REPORT_TIMEOUT_S, name=names[0])
     if "--json" in args:
         sys.stdout.write(json.dumps(result["report"], indent=2) + "\n")
     else:

@@ -56,7 +56,7 @@ def _answers(socket_path: str) -> bool:
     """True when a daemon of this herd's version answers on the socket, or one is there but
     busy (spawning another would only find its lock taken)."""
     try:
-        fastcall.call(socket_path, "info", timeout_s=2.0)
+        fastcall.call(socket_path, "info", socket_timeout_s=2.0)
     except fastcall.DaemonBusy:
         return True
     except (OSError, ValueError, LookupError):
@@ -139,7 +139,7 @@ def fast_up(argv: list[str]) -> bool:
         return False
     try:
         # No socket timeout: `up` first finishes the stops of a `herd down` that was cut short.
-        started = fastcall.call(socket_path, "up", timeout_s=None, names=None)
+        started = fastcall.call(socket_path, "up", socket_timeout_s=None, names=None)
         statuses = fastcall.call(socket_path, "ls")
     except (OSError, ValueError, LookupError):
         return False  # the full command line, finding the daemon, asks again and words it
