@@ -28,7 +28,7 @@ def test_the_fast_verbs_repeat_the_full_command_lines_constants() -> None:
         common.EXIT_FORBIDDEN,
     )
     assert fastverbs.TASK_ENDED == sessionverbs.TASK_ENDED
-    assert fastverbs.KNOWN_STATES == {state.value for state in State}
+    assert {state.value for state in State} == fastverbs.KNOWN_STATES
 
 
 def test_only_the_plain_forms_are_taken() -> None:
@@ -47,16 +47,23 @@ def test_only_the_plain_forms_are_taken() -> None:
         "wait",
         {"target": "api/2", "timeout_s": None, "until": ["running", "idle"]},
     )
+    assert fastverbs.parse(["send", "api", "go on", "--timeout", "2", "--wait"]) == (
+        None,
+        "send",
+        {"name": "api", "text": "go on", "wait": True, "timeout_s": 2.0},
+    )
     for argv in (
         ["start", "api", "--json"],
-        ["restart", "api"],
+        ["restart", "api", "--from", "last"],
+        ["send", "api", "-"],  # standard input: read once, by whichever path answers
+        ["send", "api", "hi", "--wait", "--wait"],
         ["stop", "api", "--help"],
         ["approve"],
         ["pause", "a", "b"],
         ["wait", "api", "--until", "runing"],  # the full command line names every state
         ["wait", "api", "--timeout", "soon"],
         ["wait", "--timeout", "1"],
-        ["send", "api", "hi"],
+        ["send", "api"],
     ):
         assert fastverbs.parse(argv) is None, argv
 
@@ -103,6 +110,8 @@ def test_each_verb_prints_and_exits_as_the_full_command_line(tmp_path: Path) -> 
         ["wait", "{}", "--until", "running", "--timeout", "5"],  # it will not be: exit 4
         ["kill", "{}", "--no-wait"],
         ["start", "{}", "--now"],
+        ["restart", "{}"],
+        ["send", "{}", "go on"],  # a command without a `{message}` resume: the daemon says so
         ["kill", "{}"],
     ]
     assert run([*FULL, "up", "--no-tui"]).returncode == 0

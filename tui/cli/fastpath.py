@@ -153,7 +153,10 @@ def fast_down(argv: list[str]) -> bool:
     return True
 
 
-SESSION_VERBS = ("start", "stop", "kill", "pause", "resume", "approve", "reject", "ack", "wait")
+SESSION_VERBS = frozenset(
+    {"start", "stop", "kill", "restart", "pause", "resume", "approve", "reject", "ack"}
+    | {"wait", "send"}
+)
 """The verbs tui/cli/fastverbs.py may answer (its module is imported for these alone)."""
 
 

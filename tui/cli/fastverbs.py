@@ -1,6 +1,7 @@
-"""`herd start|stop|kill|pause|resume|approve|reject|ack|wait` on the fast path: the request
-sent and the reply printed as the full command line prints them (tui/cli/sessionverbs.py),
-without click or pydantic (~0.3 s of CPU a verb -> tens of ms; tests/test_fastverbs.py).
+"""The session verbs (start, stop, kill, restart, pause, resume, approve, reject, ack, wait,
+send) on the fast path: the request sent and the reply printed as the full command line
+prints them (tui/cli/sessionverbs.py), without click or pydantic (~0.3 s of CPU a verb ->
+tens of ms; tests/test_fastverbs.py).
 
 Anything else (`--json`, `--help`, a [cluster], no daemon, another version) goes to the full
 command line, and only before the request is sent: a request the daemon may have acted on is
@@ -14,6 +15,7 @@ import sys
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT, WAIT_UNREACHABLE_EXIT, State
 from agentherd.tui import render
 from agentherd.tui.cli.fastcall import ErrorReply, NoAnswer, call, local_socket
+from agentherd.tui.cli.fastview import view
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a verb milliseconds of CPU: not imported to run
@@ -60,6 +62,11 @@ def parse(argv: list[str]) -> tuple[str | None, str, dict[str, Any]] | None:
     if verb == "wait":
         request = _wait_request(args)
         return None if request is None else (config, "wait", request)
+    if verb == "send":
+        request = _send_request(args)
+        return None if request is None else (config, "send", request)
+    if verb == "restart" and len(words) == 1 and not flags:
+        return config, "restart", {"name": words[0], "from": None}
     if verb == "start" and len(words) == 1 and flags in ([], ["--now"]):
         return config, "start", {"name": words[0], **({"now": True} if flags else {})}
     if verb in ("stop", "kill") and len(words) == 1 and flags in ([], ["--no-wait"]):
@@ -103,6 +110,32 @@ def _wait_request(args: list[str]) -> dict[str, Any] | None:
     return request
 
 
+def _send_request(args: list[str]) -> dict[str, Any] | None:
+    """`send NAME TEXT [--wait] [--timeout S]` as the request; None for anything else (TEXT
+    `-`, standard input, too: read here, it would be gone if the full command line answered)."""
+    words: list[str] = []
+    request: dict[str, Any] = {"wait": False}
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--wait" and not request["wait"]:
+            request["wait"] = True
+        elif arg == "--timeout" and "timeout_s" not in request and index + 1 < len(args):
+            try:
+                request["timeout_s"] = float(args[index + 1])
+            except ValueError:
+                return None
+            index += 1
+        elif not arg.startswith("-"):
+            words.append(arg)
+        else:
+            return None
+        index += 1
+    if len(words) != 2:
+        return None
+    return {"name": words[0], "text": words[1], **request}
+
+
 def fast_verb(argv: list[str]) -> bool:
     """Send one session verb to the local daemon and print its reply; False to use the full
     command line (nothing was sent)."""
@@ -113,9 +146,12 @@ def fast_verb(argv: list[str]) -> bool:
     socket_path = local_socket(config)
     if socket_path is None:
         return False
-    waits = op in ("stop", "wait")  # as long as the daemon takes, as the full command line
+    # As long as the daemon takes where the full command line waits so long.
+    timeouts = {"stop": None, "wait": None, "restart": None, "send": 120.0}
+    if request.get("wait"):
+        timeouts["send"] = None
     try:
-        reply = call(socket_path, op, socket_timeout_s=None if waits else 30.0, **request)
+        reply = call(socket_path, op, socket_timeout_s=timeouts.get(op, 30.0), **request)
     except ErrorReply as exc:
         sys.stderr.write(f"herd: {exc.message}\n")
         if exc.code == "forbidden":
@@ -135,7 +171,12 @@ def _print(op: str, request: dict[str, Any], reply: dict[str, Any]) -> int:
     name = request.get("name")
     state, reason = reply.get("state"), reply.get("reason")
     with_reason = f"{state} ({reason})" if reason else str(state)
-    if op == "start":
+    if op == "send":
+        said = render.send_said(str(name), view(reply), request["wait"], request.get("timeout_s"))
+        out(f"{said}\n")
+    elif op == "restart":
+        out(f"{reply.get('handle')}\n")
+    elif op == "start":
         out(f"{reply.get('handle')}\n")
         note = render.chain_note(str(reply.get("session")), str(state), reason)
         if note:
