@@ -8,7 +8,6 @@ two snapshots by the line that allocated, to find what grows with time.
 from __future__ import annotations
 
 import os
-import tracemalloc
 
 import anyio
 
@@ -26,6 +25,8 @@ def wanted() -> str | None:
 
 async def run(folder: str) -> None:
     """Trace allocations from now on and write a snapshot every period, until cancelled."""
+    import tracemalloc  # here: a daemon not asked to trace never imports it
+
     every_s = float(os.environ.get(ENV_EVERY_S) or DEFAULT_EVERY_S)
     os.makedirs(folder, exist_ok=True)
     tracemalloc.start(FRAMES)

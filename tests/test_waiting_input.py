@@ -13,6 +13,9 @@ from pathlib import Path
 
 from conftest import PY, Herd, wait_until
 
+from agentherd.supervisor.process import ptyholder
+from agentherd.supervisor.session import inputwait
+
 AGENT = r"""
 import json, os, sys, termios
 attrs = termios.tcgetattr(0)
@@ -133,3 +136,7 @@ def test_an_interactive_agent_waiting_for_a_person_is_waiting_input_and_send_mov
     herd.wait_state("t", "waiting-input")
     client.call("stop", name="t", socket_timeout_s=None)
     assert herd.wait_state("t", "stopped")["reason"] == "user"
+
+
+def test_the_signals_variable_is_the_one_the_terminal_holder_reads() -> None:
+    assert inputwait.SIGNALS_VAR == ptyholder.SIGNALS_VAR

@@ -18,7 +18,7 @@ from anyio.abc import Process
 
 from agentherd.supervisor.files import private
 from agentherd.supervisor.files.paths import OUTPUT_FILE
-from agentherd.supervisor.process import cgroups, execwait, termspawn
+from agentherd.supervisor.process import cgroups, execwait
 from agentherd.supervisor.process.runfolder import EXIT_FILE, LOCK_FILE, describe_users
 from agentherd.supervisor.process.runid import TAG_VAR, RunIdentity
 
@@ -102,7 +102,9 @@ async def launch(
         log_fd = private.open_file(folder / OUTPUT_FILE, os.O_WRONLY | os.O_APPEND)
         wrapper = ["/bin/sh", "-c", _WRAPPER, "herd-run", *argv]
         try:
-            if interactive:
+            if interactive:  # the holder's modules only then (~4 ms of a daemon's start)
+                from agentherd.supervisor.process import termspawn
+
                 process, leader = await termspawn.open_holder(
                     wrapper, cwd, full_env, folder, lock_fd, log_fd
                 )

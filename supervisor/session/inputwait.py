@@ -21,7 +21,6 @@ from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.states import State
 from agentherd.supervisor.files import private
-from agentherd.supervisor.process import ptyholder
 from agentherd.supervisor.session import agenthomes
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
@@ -29,9 +28,10 @@ from agentherd.supervisor.session.stallkeep import StallWatch
 
 SIGNALS_FOLDER = "agent"
 SIGNALS_FILE = "signals"
-SIGNALS_VAR = ptyholder.SIGNALS_VAR
+SIGNALS_VAR = "HERD_SIGNALS"
 """The environment variable naming the signals file: a custom command may append to it (an
-interactive run's terminal holder does, for what the agent's terminal reports)."""
+interactive run's terminal holder does, for what the agent's terminal reports). ptyholder's,
+repeated: the holder's module is imported for interactive runs alone (test_waiting_input.py)."""
 
 CLAUDE_HOOKS = (
     "Stop",
