@@ -157,6 +157,17 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+def sleeping_fleet(folder: Path, *names: str) -> None:
+    """herd.toml in `folder`: a session a name, each in a repo of its own, sleeping a minute."""
+    (folder / "herd.toml").write_text(
+        "".join(
+            f'[[session]]\nname = "{name}"\ncwd = "{make_repo(folder / name)}"\n'
+            f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
+            for name in names
+        )
+    )
+
+
 def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     """A git repo with one commit of `files`."""
     path.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_repo
+from conftest import make_repo, sleeping_fleet
 
 from agentherd.supervisor.api import protocol
 from agentherd.tui.cli import common, fastcall, fastpath
@@ -92,13 +92,7 @@ def test_only_a_plain_down_takes_the_fast_down() -> None:
 def test_down_without_the_full_command_line_prints_what_it_prints(tmp_path: Path) -> None:
     """`herd down` started the stops only after importing click and pydantic: seconds on a
     loaded machine. The fast one must print the same and leave nothing running."""
-    (tmp_path / "herd.toml").write_text(
-        "".join(
-            f'[[session]]\nname = "{name}"\ncwd = "{make_repo(tmp_path / name)}"\n'
-            f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
-            for name in ("api", "web")
-        )
-    )
+    sleeping_fleet(tmp_path, "api", "web")
     run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
     watch = (
         "import sys; from agentherd.tui.cli.fastpath import main; main(); "

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_repo
+from conftest import sleeping_fleet
 
 from agentherd.sessions.states import State
-from agentherd.supervisor.api import protocol
 from agentherd.tui.cli import common, fastcall, fastverbs, sessionverbs
 
 HERD = [sys.executable, "-c", "from agentherd.tui.cli.fastpath import main; main()"]
@@ -21,7 +20,6 @@ FULL = [sys.executable, "-c", "from agentherd.tui.cli.cli import main; main()"]
 
 
 def test_the_fast_verbs_repeat_the_full_command_lines_constants() -> None:
-    assert fastverbs.PERSON_CODES == protocol.ApiError.PERSON_CODES
     assert (fastverbs.EXIT_PERSON, fastverbs.EXIT_INTERNAL, fastverbs.EXIT_FORBIDDEN) == (
         common.EXIT_PERSON,
         common.EXIT_INTERNAL,
@@ -87,13 +85,7 @@ def test_a_request_without_an_answer_is_an_error_and_never_sent_again(
 
 def test_each_verb_prints_and_exits_as_the_full_command_line(tmp_path: Path) -> None:
     """The same steps on two alike sessions, one through each path."""
-    (tmp_path / "herd.toml").write_text(
-        "".join(
-            f'[[session]]\nname = "{name}"\ncwd = "{make_repo(tmp_path / name)}"\n'
-            f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
-            for name in ("fast", "full")
-        )
-    )
+    sleeping_fleet(tmp_path, "fast", "full")
     run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
     steps = [
         ["start", "{}"],

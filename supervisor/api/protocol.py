@@ -6,6 +6,8 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from agentherd.supervisor.api.errorcodes import FORBIDDEN, PERSON_CODES
+
 PROTOCOL = 1
 """Bumped when a request or reply changes shape; a client and daemon must agree on it."""
 
@@ -18,28 +20,8 @@ except PackageNotFoundError:  # running from a source tree without an install
     HERD_VERSION = "0.0.0"
 
 
-FORBIDDEN = "forbidden"
-"""The error code of a request its asker may not make: from inside a session, what needs a
-person or another session (supervisor/api/trust.py). The command line exits 77 for it."""
-
-
 class ApiError(Exception):
     """An error reply: `code` tells scripts what happened, `message` tells people."""
-
-    PERSON_CODES = frozenset(
-        {
-            "unknown-session",
-            "unknown-handle",
-            "unknown-checkpoint",
-            "bad-request",
-            "bad-state",
-            "no-daemon",
-            "version-mismatch",
-            "bad-config",
-            "permission",
-            "busy",  # at the connection cap: the person closes clients (the message says which)
-        }
-    )
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -49,7 +31,7 @@ class ApiError(Exception):
     @property
     def person_error(self) -> bool:
         """True when a person can fix it (exit 2); otherwise it is herd's own failure (70)."""
-        return self.code in self.PERSON_CODES
+        return self.code in PERSON_CODES
 
     @property
     def forbidden(self) -> bool:

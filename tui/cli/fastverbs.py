@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from agentherd.sessions.states import WAIT_TIMEOUT_EXIT, WAIT_UNREACHABLE_EXIT, State
+from agentherd.supervisor.api.errorcodes import FORBIDDEN, PERSON_CODES
 from agentherd.tui import render
 from agentherd.tui.cli.fastcall import ErrorReply, NoAnswer, call, local_socket
 from agentherd.tui.cli.fastview import view
@@ -25,21 +26,6 @@ EXIT_PERSON = 2
 EXIT_INTERNAL = 70
 EXIT_FORBIDDEN = 77
 """common.EXIT_*: tests/test_fastverbs.py checks they agree."""
-PERSON_CODES = frozenset(
-    {
-        "unknown-session",
-        "unknown-handle",
-        "unknown-checkpoint",
-        "bad-request",
-        "bad-state",
-        "no-daemon",
-        "version-mismatch",
-        "bad-config",
-        "permission",
-        "busy",
-    }
-)
-"""protocol.ApiError.PERSON_CODES, repeated (importing protocol reads package metadata)."""
 TASK_ENDED = frozenset({"failed", "completed", "stopped"})
 """sessionverbs.TASK_ENDED: an approval or a rejection after these does not continue a run."""
 CONTROLS = ("pause", "resume", "approve", "reject")
@@ -154,7 +140,7 @@ def fast_verb(argv: list[str]) -> bool:
         reply = call(socket_path, op, socket_timeout_s=timeouts.get(op, 30.0), **request)
     except ErrorReply as exc:
         sys.stderr.write(f"herd: {exc.message}\n")
-        if exc.code == "forbidden":
+        if exc.code == FORBIDDEN:
             sys.exit(EXIT_FORBIDDEN)
         sys.exit(EXIT_PERSON if exc.code in PERSON_CODES else EXIT_INTERNAL)
     except NoAnswer as exc:
