@@ -191,3 +191,39 @@ def test_an_untracked_link_to_an_endless_file_is_not_followed(tmp_path: Path) ->
     assert [(f.path, f.status, f.added) for f in files] == [("zeros", "untracked", 1)]
     text, cut = changeset.file_diff(repo, "HEAD", None, files[0], 4096)
     assert "+/dev/zero" in text and not cut
+
+
+def test_the_fast_path_prints_what_the_full_command_line_prints(herd: Herd) -> None:
+    """`bin/herd diff` answers without click or pydantic (tui/cli/fastread.py): the same bytes
+    and exit codes as the full command line, in every form it takes, and the same error."""
+    repo, shas = _three_checkpoints(herd)
+    (repo / "app.py").write_text("a\nB\nc\nd\ne\n")
+    full = [PY, "-c", "from agentherd.tui.cli.cli import main; main()"]
+    timed = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    forms = [
+        ["diff", "api"],
+        ["diff", "api", "--stat"],
+        ["diff", "api", "--work"],
+        ["diff", "api", shas[1][:8]],
+        ["diff", "api", shas[2][:7], "--against", "verified", "--stat"],
+        ["diff", "api", "--file", "app.py"],
+        ["diff", "nope"],
+    ]
+    for form in forms:
+        fast = subprocess.run(
+            [HERD, *form], cwd=herd.root, capture_output=True, text=True, env=timed
+        )
+        slow = subprocess.run([*full, *form], cwd=herd.root, capture_output=True, text=True)
+        assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout), form
+        said = [line for line in fast.stderr.splitlines() if not line.startswith("import time:")]
+        assert said == slow.stderr.splitlines(), form
+        imported = {
+            line.rpartition("|")[2].strip()
+            for line in fast.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        if form != ["diff", "nope"]:  # an error is the full command line's to word
+            assert "agentherd.tui.cli.diffprint" in imported and not imported & {
+                "click",
+                "pydantic",
+            }, form

@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
 
-from agentherd.sessions.diffreply import DiffReply, stat_lines
-from agentherd.sessions.sanitize import inert
+from agentherd.sessions.diffreply import DiffReply
 from agentherd.tui.cli.common import ask, guarded, reader
-
-DEFAULT_PAGER = "less -R"
-"""The pager when $PAGER is unset: -R lets the colours through."""
-_COLOURS = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
-_BOLD, _RESET = "\x1b[1m", "\x1b[0m"
+from agentherd.tui.cli.diffprint import lines, page
 
 
 @click.command()
@@ -66,58 +58,4 @@ def diff(
         click.echo(json.dumps([r.to_json() for r in replies], indent=2))
         return
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    page("".join(line + "\n" for r in replies for line in _lines(r, texts, colour)))
-
-
-def _lines(reply: DiffReply, texts: bool, colour: bool) -> Iterator[str]:
-    """One reply as the lines printed: the stat, then each file's diff; all of it inert."""
-    for number, line in enumerate(stat_lines(reply)):
-        yield _BOLD + inert(line) + _RESET if colour and number == 0 else inert(line)
-    if not texts:
-        return
-    for change in reply.files:
-        shown = reply.texts.get(change.path)
-        if shown is None:
-            continue
-        yield ""
-        for line in shown.text.splitlines():
-            yield _painted(inert(line), colour)
-        if shown.truncated:
-            yield f"[{inert(change.path)}: truncated here; the rest of its diff is not shown]"
-    if reply.texts_truncated:
-        left = len(reply.files) - len(reply.texts)
-        yield (
-            f"[truncated: {left} more files not shown (the diff passes the reply's bound); "
-            f"`herd diff {reply.session} --file PATH` shows one]"
-        )
-    yield ""
-
-
-def _painted(line: str, colour: bool) -> str:
-    """A diff line in git's colours on a terminal: additions green, removals red."""
-    if not colour:
-        return line
-    if line.startswith(("diff --git", "+++", "---", "index ")):
-        return _BOLD + line + _RESET
-    code = _COLOURS.get(line[:1])
-    return code + line + _RESET if code else line
-
-
-def page(text: str) -> None:
-    """Print `text`, through $PAGER (default `less -R`) when stdout is a terminal."""
-    if not sys.stdout.isatty():
-        sys.stdout.write(text)
-        return
-    argv = shlex.split(os.environ.get("PAGER") or DEFAULT_PAGER)
-    try:
-        pager = subprocess.Popen(argv, stdin=subprocess.PIPE)
-    except OSError:
-        sys.stdout.write(text)
-        return
-    assert pager.stdin is not None
-    try:
-        pager.stdin.write(text.encode("utf-8", "replace"))
-        pager.stdin.close()
-    except BrokenPipeError:  # the person quit the pager before the end
-        pass
-    pager.wait()
+    page("".join(line + "\n" for r in replies for line in lines(r, texts, colour)))

@@ -164,7 +164,7 @@ def main() -> None:
     """`herd`: the fast path when it applies, else the full command line."""
     if fast(sys.argv[1:]) or fast_down(sys.argv[1:]):
         return
-    read_verbs = (["events"], ["report"], ["logs"])
+    read_verbs = (["events"], ["report"], ["logs"], ["diff"])
     if sys.argv[1:2] in read_verbs or sys.argv[3:4] in read_verbs:
         from agentherd.tui.cli.fastread import fast_read
 

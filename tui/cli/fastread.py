@@ -1,10 +1,11 @@
-"""`herd events` and `herd logs NAME` (without -f) and `herd report NAME` on the fast path:
-the daemon's JSON printed as the full command line prints it, without click or pydantic
+"""`herd events`, `herd logs NAME` (without -f), `herd report NAME` and `herd diff` on the fast
+path: the daemon's JSON printed as the full command line prints it, without click or pydantic
 (fastpath.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from agentherd.tui.cli.fastcall import call, local_socket
@@ -128,8 +129,48 @@ def _logs(socket_path: str, args: list[str]) -> bool:
     return True
 
 
+def _diff(socket_path: str, args: list[str]) -> bool:
+    """`diff NAME [CHECKPOINT] [--against previous|verified] [--work] [--stat] [--file PATH]`
+    as diffverb.py asks and prints it (`--json` is the full command line's)."""
+    valued = {"--against", "--file"}
+    words = [
+        a
+        for i, a in enumerate(args)
+        if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)
+    ]
+    if not 1 <= len(words) <= 2:
+        return False
+    rest = list(args)
+    for word in words:
+        rest.remove(word)
+    options = _options(rest, {"--against": "--against", "--file": "--file"}, {"--work", "--stat"})
+    if options is None or options.get("--against", "previous") not in ("previous", "verified"):
+        return False
+    from agentherd.tui.cli.diffprint import lines, page
+    from agentherd.tui.cli.fastview import view
+
+    name, checkpoint = words[0], (words[1] if len(words) == 2 else None)
+    work, texts, path = "--work" in options, "--stat" not in options, options.get("--file")
+    asked: dict[str, Any] = {"name": name, "against": options.get("--against", "previous")}
+    asked["texts"] = texts and path is None
+    if path is not None:
+        asked["file"] = path
+    replies: list[Any] = []
+    found = None
+    if work or checkpoint is None:
+        found = view(call(socket_path, "diff", work=True, **asked))
+        if work or found.files or found.error or not found.checkpoints:
+            replies.append(found)
+    if not work and (checkpoint is not None or (found is not None and found.checkpoints)):
+        replies.append(view(call(socket_path, "diff", checkpoint=checkpoint, **asked)))
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    page("".join(line + "\n" for r in replies for line in lines(r, texts, colour)))
+    return True
+
+
 def fast_read(argv: list[str]) -> bool:
-    """Answer `events` or `report` from the daemon; False to use the full command line."""
+    """Answer `events`, `report`, `logs` or `diff` from the daemon; False to use the full
+    command line."""
     config: str | None = None
     if argv[:1] in (["-c"], ["--config"]) and len(argv) >= 3:
         config, argv = argv[1], argv[2:]
@@ -144,6 +185,8 @@ def fast_read(argv: list[str]) -> bool:
             return _report(socket_path, args)
         if verb == "logs":
             return _logs(socket_path, args)
+        if verb == "diff":
+            return _diff(socket_path, args)
     except (OSError, ValueError, LookupError, KeyError, TypeError):
         return False
     return False

@@ -17,13 +17,8 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from agentherd.sessions.diffreply import (
-    VERIFIED_MARKS,
-    DiffReply,
-    DiffText,
-    file_line,
-    heading,
-)
+from agentherd.sessions.diffreply import DiffReply, DiffText
+from agentherd.sessions.diffwords import VERIFIED_MARKS, file_line, heading
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import parse_reply
 from agentherd.supervisor.api.protocol import ApiError

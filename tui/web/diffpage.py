@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from agentherd.sessions.diffreply import VERIFIED_MARKS, DiffReply, file_line, heading
+from agentherd.sessions.diffreply import DiffReply
+from agentherd.sessions.diffwords import VERIFIED_MARKS, file_line, heading
 from agentherd.tui.web.fleetpage import session_href
 from agentherd.tui.web.layout import Writer, page, section
 
