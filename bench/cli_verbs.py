@@ -36,6 +36,7 @@ VERBS = (
     ("report", "s0"),
     ("logs", "s0"),
     ("logs", "s0", "-n", "5"),
+    ("diff", "s0"),
     ("start", "s2"),  # already running: its handle
     ("ack", "s2"),
     ("wait", "s2", "--until", "running"),
