@@ -12,7 +12,8 @@ from agentherd.sessions.sanitize import inert
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and the models only name types: not imported to run
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
     from agentherd.sessions.diffreply import DiffReply
 
@@ -20,6 +21,31 @@ DEFAULT_PAGER = "less -R"
 """The pager when $PAGER is unset: -R lets the colours through."""
 _COLOURS = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
 _BOLD, _RESET = "\x1b[1m", "\x1b[0m"
+
+
+def replies(
+    ask: Callable[..., Any],
+    name: str,
+    checkpoint: str | None,
+    against: str,
+    texts: bool,
+    work: bool,
+    path: str | None,
+) -> list[Any]:
+    """The `diff` replies `herd diff` prints, asked through `ask(**request)`: the uncommitted
+    work (when there is any, or with `work`) and the checkpoint (the latest by default)."""
+    asked: dict[str, Any] = {"name": name, "against": against, "texts": texts and path is None}
+    if path is not None:
+        asked["file"] = path
+    found: list[Any] = []
+    work_reply = None
+    if work or checkpoint is None:
+        work_reply = ask(work=True, **asked)
+        if work or work_reply.files or work_reply.error or not work_reply.checkpoints:
+            found.append(work_reply)
+    if not work and (checkpoint is not None or (work_reply is not None and work_reply.checkpoints)):
+        found.append(ask(checkpoint=checkpoint, **asked))
+    return found
 
 
 def lines(reply: DiffReply, texts: bool, colour: bool) -> Iterator[str]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
 
 import click
 
 from agentherd.sessions.diffreply import DiffReply
 from agentherd.tui.cli.common import ask, guarded, reader
-from agentherd.tui.cli.diffprint import lines, page
+from agentherd.tui.cli.diffprint import lines, page, replies
 
 
 @click.command()
@@ -43,19 +42,17 @@ def diff(
     latest checkpoint against the one before; with CHECKPOINT (a sha prefix), that one."""
     client = reader()
     texts = not stat and not as_json
-    asked: dict[str, Any] = {"name": name, "against": against, "texts": texts and path is None}
-    if path is not None:
-        asked["file"] = path
-    replies: list[DiffReply] = []
-    found: DiffReply | None = None
-    if work or checkpoint is None:
-        found = ask(client, "diff", work=True, **asked)
-        if work or found.files or found.error or not found.checkpoints:
-            replies.append(found)
-    if not work and (checkpoint is not None or (found is not None and found.checkpoints)):
-        replies.append(ask(client, "diff", checkpoint=checkpoint, **asked))
+    found: list[DiffReply] = replies(
+        lambda **request: ask(client, "diff", **request),
+        name,
+        checkpoint,
+        against=against,
+        texts=texts,
+        work=work,
+        path=path,
+    )
     if as_json:
-        click.echo(json.dumps([r.to_json() for r in replies], indent=2))
+        click.echo(json.dumps([r.to_json() for r in found], indent=2))
         return
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    page("".join(line + "\n" for r in replies for line in lines(r, texts, colour)))
+    page("".join(line + "\n" for r in found for line in lines(r, texts, colour)))

@@ -146,25 +146,22 @@ def _diff(socket_path: str, args: list[str]) -> bool:
     options = _options(rest, {"--against": "--against", "--file": "--file"}, {"--work", "--stat"})
     if options is None or options.get("--against", "previous") not in ("previous", "verified"):
         return False
-    from agentherd.tui.cli.diffprint import lines, page
+    from agentherd.tui.cli.diffprint import lines, page, replies
     from agentherd.tui.cli.fastview import view
 
     name, checkpoint = words[0], (words[1] if len(words) == 2 else None)
-    work, texts, path = "--work" in options, "--stat" not in options, options.get("--file")
-    asked: dict[str, Any] = {"name": name, "against": options.get("--against", "previous")}
-    asked["texts"] = texts and path is None
-    if path is not None:
-        asked["file"] = path
-    replies: list[Any] = []
-    found = None
-    if work or checkpoint is None:
-        found = view(call(socket_path, "diff", work=True, **asked))
-        if work or found.files or found.error or not found.checkpoints:
-            replies.append(found)
-    if not work and (checkpoint is not None or (found is not None and found.checkpoints)):
-        replies.append(view(call(socket_path, "diff", checkpoint=checkpoint, **asked)))
+    texts = "--stat" not in options
+    found = replies(
+        lambda **request: view(call(socket_path, "diff", **request)),
+        name,
+        checkpoint,
+        against=options.get("--against", "previous"),
+        texts=texts,
+        work="--work" in options,
+        path=options.get("--file"),
+    )
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    page("".join(line + "\n" for r in replies for line in lines(r, texts, colour)))
+    page("".join(line + "\n" for r in found for line in lines(r, texts, colour)))
     return True
 
 

@@ -28,6 +28,11 @@ EXIT_FORBIDDEN = 77
 """common.EXIT_*: tests/test_fastverbs.py checks they agree."""
 TASK_ENDED = frozenset({"failed", "completed", "stopped"})
 """sessionverbs.TASK_ENDED: an approval or a rejection after these does not continue a run."""
+ENDED_GATE_LINES = {
+    "approve": ("plan approved", "a new task against the approved plan"),
+    "reject": ("plan restored", "the agent again on the restored items"),
+}
+"""What approve and reject say, and what a start then runs when the task had ended."""
 CONTROLS = ("pause", "resume", "approve", "reject")
 KNOWN_STATES = frozenset(state.value for state in State)
 
@@ -132,12 +137,8 @@ def fast_verb(argv: list[str]) -> bool:
     socket_path = local_socket(config)
     if socket_path is None:
         return False
-    # As long as the daemon takes where the full command line waits so long.
-    timeouts = {"stop": None, "wait": None, "restart": None, "send": 120.0}
-    if request.get("wait"):
-        timeouts["send"] = None
     try:
-        reply = call(socket_path, op, socket_timeout_s=timeouts.get(op, 30.0), **request)
+        reply = call(socket_path, op, socket_timeout_s=_socket_timeout(op, request), **request)
     except ErrorReply as exc:
         sys.stderr.write(f"herd: {exc.message}\n")
         if exc.code == FORBIDDEN:
@@ -149,6 +150,13 @@ def fast_verb(argv: list[str]) -> bool:
     except (OSError, ValueError, LookupError):
         return False  # before the request went out: the full command line words it
     sys.exit(_print(op, request, reply))
+
+
+def _socket_timeout(op: str, request: dict[str, Any]) -> float | None:
+    """How long the reply may take, as the full command line's client waits for it."""
+    if op in ("stop", "wait", "restart") or (op == "send" and request["wait"]):
+        return None
+    return 120.0 if op == "send" else 30.0
 
 
 def _print(op: str, request: dict[str, Any], reply: dict[str, Any]) -> int:
@@ -176,11 +184,10 @@ def _print(op: str, request: dict[str, Any], reply: dict[str, Any]) -> int:
     elif op in ("approve", "reject"):
         plan = reply.get("plan")
         passing = f"{plan.get('passing')}/{plan.get('total')}" if plan else "None/None"
-        said = "plan approved" if op == "approve" else "plan restored"
+        said, then = ENDED_GATE_LINES[op]
         out(f"{name}: {said} ({passing} passing); {with_reason}\n")
         if state in TASK_ENDED:
-            then = "a new task against the approved plan" if op == "approve" else None
-            out(f"herd start {name} runs {then or 'the agent again on the restored items'}\n")
+            out(f"herd start {name} runs {then}\n")
     elif op == "ack":
         what = request.get("kind") or "every open warning"
         left = len(reply.get("warnings") or [])
@@ -193,15 +200,16 @@ def _print(op: str, request: dict[str, Any], reply: dict[str, Any]) -> int:
 def _print_wait(request: dict[str, Any], reply: dict[str, Any]) -> int:
     """sessionverbs.wait's lines; its exit code is the daemon's."""
     handle, state, reason = reply.get("handle"), reply.get("state"), reply.get("reason")
+    with_reason = f"{state} ({reason})" if reason else str(state)
     code = int(reply.get("exit", EXIT_INTERNAL))
     states = request.get("until")
     if code == WAIT_TIMEOUT_EXIT:
         sys.stderr.write(f"{handle}: still {state} after {request['timeout_s']:g}s\n")
     elif code == WAIT_UNREACHABLE_EXIT and states is not None:
         sys.stderr.write(
-            f"{handle}: {state}{f' ({reason})' if reason else ''}, and it will not be "
+            f"{handle}: {with_reason}, and it will not be "
             f"{' or '.join(states)} without a start (`herd start {request['target']}`)\n"
         )
     else:
-        sys.stdout.write(f"{handle}: {state}{f' ({reason})' if reason else ''}\n")
+        sys.stdout.write(f"{handle}: {with_reason}\n")
     return code
