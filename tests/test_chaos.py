@@ -449,9 +449,14 @@ def git_problems(chaos: Chaos, events: list[dict[str, Any]]) -> list[str]:
                     problems.append(f"{name}: {ref} (rescue-saved, seq {event['seq']}) is gone")
                 elif sha in lost:
                     problems.append(f"{name}: {ref} no longer holds {sha[:12]}")
-        worktrees = git(repo, "worktree", "list", "--porcelain").count("worktree ")
-        if worktrees != 1:
-            problems.append(f"{name}: {worktrees - 1} scratch worktree(s) leaked")
+        listed = git(repo, "worktree", "list", "--porcelain")
+        if listed.count("worktree ") != 1:
+            admins = repo / ".git" / "worktrees"
+            kept = {p.name: sorted(f.name for f in p.iterdir()) for p in admins.iterdir()}
+            problems.append(
+                f"{name}: {listed.count('worktree ') - 1} scratch worktree(s) leaked:\n"
+                f"{listed}registrations: {kept}"
+            )
         scratch = chaos.root / ".herd" / "verify" / name
         folders = scratch.iterdir() if scratch.is_dir() else iter(())
         leaked = sorted(p.name for p in folders if p.is_dir())  # *.log are kept on purpose

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -349,6 +350,40 @@ def test_a_new_daemon_removes_a_killed_verification_and_verifies_again(herd: Her
             stray.wait()
 
 
+@pytest.mark.timeout(90)
+def test_a_new_daemon_forgets_scratch_worktrees_whose_folder_is_gone(herd: Herd) -> None:
+    # A git killed between removing a scratch worktree's folder and its registration leaves
+    # the registration (`git worktree list` shows it, prunable); one killed early in `worktree
+    # add` leaves the empty folder herd made and a registration without a `gitdir` file.
+    repo = make_repo(herd.root / "repo")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = ["true"]
+        autostart = false
+    """)
+    scratch_root = herd.root / ".herd" / "verify" / "api"
+    gone = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
+    git(repo, "worktree", "add", "--detach", "-q", str(gone), sha)
+    shutil.rmtree(gone)
+    half = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
+    half.mkdir()
+    (repo / ".git" / "worktrees" / half.name).mkdir()
+    (repo / ".git" / "worktrees" / half.name / "locked").write_text("initializing")
+    mine = herd.root / "mine"  # a person's own worktree, its folder missing too: kept
+    git(repo, "worktree", "add", "--detach", "-q", str(mine), sha)
+    shutil.rmtree(mine)
+    herd.start()
+    removed = [e for e in herd.client.call("events") if e["kind"] == "verify-leftovers-removed"]
+    assert len(removed) == 1 and "removed 2 scratch worktree(s)" in removed[0]["message"]
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert str(gone) not in listed and str(mine) in listed
+    assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == ["mine"]
+    assert not half.exists()
+
+
 # --- case 2 end to end: kill -9 of the daemon in the middle of a reset ----------------------
 
 
@@ -460,3 +495,63 @@ def test_kill_9_of_the_daemon_mid_verification_leaks_nothing(tmp_path: Path) -> 
         assert leftover == [], "the killed verification's processes were stopped"
     finally:
         _herd(tmp_path, "down")
+
+
+@pytest.mark.pidns
+@pytest.mark.timeout(180)
+def test_kill_9_of_the_daemon_mid_checkout_leaks_nothing(tmp_path: Path) -> None:
+    # The daemon dies while `git worktree add` of a verification waits on a filter driver:
+    # that git and its filter live on. The next daemon stops them before it removes the
+    # worktree, or git would go on writing into a folder (and registration) it just removed.
+    repo = make_repo(tmp_path / "repo")
+    started, go = tmp_path / "checkout-started", tmp_path / "go"
+    git(
+        repo,
+        "config",
+        "filter.slow.smudge",
+        f"test -e {go} || {{ touch {started}; sleep 599; }}; cat",
+    )
+    git(repo, "config", "filter.slow.clean", "cat")
+    (repo / ".gitattributes").write_text("* filter=slow\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    (tmp_path / "herd.toml").write_text(
+        f'[[session]]\nname = "c"\ncwd = "{repo}"\ncommand = ["sleep", "600"]\nverify = "true"\n'
+    )
+    assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+    try:
+        wait_until(started.exists, 30, "the verification's checkout to reach the filter")
+        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
+        os.kill(daemon_pid, signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(daemon_pid) or _zombie(daemon_pid))
+        assert _sleepers("599"), "the killed daemon's checkout is still at work"
+        go.write_text("checkouts are quick from now on")
+        assert _herd(tmp_path, "up", "--no-tui").returncode == 0
+        sha = git(repo, "rev-parse", "HEAD").strip()
+
+        def verified() -> bool:
+            events = [
+                json.loads(x) for x in _herd(tmp_path, "events", "--json").stdout.split("\n") if x
+            ]
+            return any(e["kind"] == "verify-passed" and e["data"]["sha"] == sha for e in events)
+
+        wait_until(verified, 30, "the checkpoint verified by the new daemon")
+        assert _sleepers("599") == [], "the killed daemon's git and its filter were stopped"
+        scratch_root = tmp_path / ".herd" / "verify" / "c"
+        assert [p for p in scratch_root.iterdir() if p.is_dir()] == []
+        assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+        assert not (repo / ".git" / "worktrees").exists() or not any(
+            (repo / ".git" / "worktrees").iterdir()
+        )
+    finally:
+        _herd(tmp_path, "down")
+
+
+def _sleepers(mark: str) -> list[psutil.Process]:
+    """Live processes whose command line has `mark` (a filter's or a verification's sleep)."""
+    return [
+        proc
+        for proc in psutil.process_iter(["cmdline", "status"])
+        if proc.info["status"] != psutil.STATUS_ZOMBIE
+        and mark in " ".join(proc.info["cmdline"] or [])
+    ]

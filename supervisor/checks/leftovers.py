@@ -23,14 +23,16 @@ from agentherd.supervisor.git import gitops
 
 log = logging.getLogger("herd.leftovers")
 
-_SCRATCH_NAME = re.compile(r"^[0-9a-f]{12}-(?P<tag>[0-9a-f]+)$")
+_SCRATCH_NAME = re.compile(r"^(?P<name>[0-9a-f]{12}-(?P<tag>[0-9a-f]{32}))$")
+_ADMIN_NAME = re.compile(r"^(?P<name>[0-9a-f]{12}-(?P<tag>[0-9a-f]{32}))\d*$")
+"""git names a worktree's registration after its folder, plus digits when the name is taken."""
 
 
 @dataclass
 class Cleaned:
     """What the clean-up found: scratch worktrees removed, processes stopped."""
 
-    worktrees: list[Path] = field(default_factory=list)
+    worktrees: list[str] = field(default_factory=list)  # their folders' names
     processes: list[int] = field(default_factory=list)
 
 
@@ -74,51 +76,49 @@ def stop_tagged(tags: set[str]) -> list[int]:
 def clean_verify_leftovers(verify_root: Path, repos: Iterable[Path]) -> Cleaned:
     """Stop the processes of, and remove, every scratch worktree under `verify_root`.
 
-    `repos` (the sessions' worktrees) are searched for registrations of scratch worktrees
-    whose folder never got a `.git` file (a kill during `worktree add`).
+    A killed daemon's git may have been anywhere in adding or removing one: the folder can be
+    gone while `repos` (the sessions' worktrees) still register it, or registered half-way.
     """
     cleaned = Cleaned()
     folders = [p for p in verify_root.glob("*/*") if p.is_dir() and _SCRATCH_NAME.match(p.name)]
-    tags = {m.group("tag") for p in folders if (m := _SCRATCH_NAME.match(p.name))}
-    cleaned.processes = stop_tagged(tags)
-    for folder in folders:
-        _remove(folder, repos)
-        if not folder.exists():
-            cleaned.worktrees.append(folder)
+    admins = _registrations(verify_root, repos, {p.name for p in folders})
+    found = [(p, _SCRATCH_NAME.match(p.name)) for p in folders]
+    found += [(p, _ADMIN_NAME.match(p.name)) for p in admins]
+    cleaned.processes = stop_tagged({m.group("tag") for _, m in found if m})
+    for path, _ in found:
+        shutil.rmtree(path, ignore_errors=True)
+    cleaned.worktrees = sorted({m.group("name") for p, m in found if m and not p.exists()})
     return cleaned
 
 
-def _admin_of(folder: Path) -> Path | None:
-    """The registration folder (`<common>/worktrees/<id>`) that the worktree's `.git` names."""
-    try:
-        pointer = (folder / ".git").read_text().strip()
-    except OSError:
-        return None
-    if not pointer.startswith("gitdir: "):
-        return None
-    admin = Path(pointer[len("gitdir: ") :])
-    try:
-        points_back = Path((admin / "gitdir").read_text().strip()) == (folder / ".git").absolute()
-    except OSError:
-        return None
-    return admin if points_back and admin.parent.name == "worktrees" else None
-
-
-def _remove(folder: Path, repos: Iterable[Path]) -> None:
-    """Delete a scratch worktree and its registration only (no `git worktree prune`).
-
-    Without a `.git` file (a kill during `worktree add`), the sessions' repositories are
-    searched for the registration pointing at it.
-    """
-    admin = _admin_of(folder)
-    shutil.rmtree(folder, ignore_errors=True)
-    if admin is not None:
-        shutil.rmtree(admin, ignore_errors=True)
-        return
+def _registrations(verify_root: Path, repos: Iterable[Path], folders: set[str]) -> list[Path]:
+    """The registrations (`<common>/worktrees/<id>`) in `repos` of scratch worktrees: those
+    whose `gitdir` lies under `verify_root`, and those of `folders` (names) a kill left
+    before git wrote it (another project's verification may be writing one right now)."""
+    root = verify_root.resolve()  # git writes the real path
+    commons = set()
     for repo in repos:
         try:
-            common = gitops.git_paths(repo).common_dir
+            commons.add(gitops.repo_paths(repo).common_dir)
         except gitops.NotAGitRepo:
             continue
-        if gitops.forget_worktree(common, folder):
-            return
+    found = []
+    for common in commons:
+        try:
+            admins = [p for p in (common / "worktrees").iterdir() if _ADMIN_NAME.match(p.name)]
+        except OSError:
+            continue
+        for admin in admins:
+            try:
+                pointer: Path | None = Path((admin / "gitdir").read_text().strip())
+            except FileNotFoundError:
+                pointer = None
+            except OSError:
+                continue
+            if pointer is None:
+                name = _ADMIN_NAME.match(admin.name)
+                if name and name.group("name") in folders:
+                    found.append(admin)
+            elif pointer.is_relative_to(root):
+                found.append(admin)
+    return found

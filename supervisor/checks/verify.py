@@ -205,11 +205,12 @@ async def run_verification(
     except OSError as exc:
         return result(full, _Step(error=f"cannot write the verify log {log_path}: {exc}"))
     # The tag names the folder too: a new daemon finding the folder left by a killed one knows
-    # which processes are provably this verification's (they carry the tag in their env).
+    # which processes are provably this verification's (they carry the tag in their env, the
+    # git adding and removing the worktree too).
     tag = uuid.uuid4().hex
     dest = Path(scratch_root) / f"{full[:12]}-{tag}"
     checkout = gitops.GitDeadline(timeout_s)  # the checkout counts against verify_timeout
-    scratch = gitops.scratch_worktree(worktree, full, dest, checkout)
+    scratch = gitops.scratch_worktree(worktree, full, dest, checkout, {VERIFY_TAG_VAR: tag})
     try:
         try:
             await anyio.to_thread.run_sync(private.make_folder, Path(scratch_root))

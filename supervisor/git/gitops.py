@@ -17,6 +17,7 @@ from agentherd.supervisor.git.gitrepo import (
     head_sha,
     identity,
     is_git_repo,
+    repo_paths,
 )
 from agentherd.supervisor.git.gitrun import NotAGitRepo, first_line, run_git
 from agentherd.supervisor.git.history import (
@@ -35,7 +36,7 @@ from agentherd.supervisor.git.rescue import (
     save_rescue,
 )
 from agentherd.supervisor.git.reset import reset_worktree
-from agentherd.supervisor.git.scratch import forget_worktree, remove_scratch, scratch_worktree
+from agentherd.supervisor.git.scratch import remove_scratch, scratch_worktree
 
 __all__ = [
     "RESCUE_IDENTITY",
@@ -54,7 +55,6 @@ __all__ = [
     "diffstat",
     "files_touched",
     "first_line",
-    "forget_worktree",
     "git_paths",
     "head_checkpoint",
     "head_sha",
@@ -64,6 +64,7 @@ __all__ = [
     "new_commits",
     "read_at",
     "remove_scratch",
+    "repo_paths",
     "rescue",
     "reset_worktree",
     "resolve_commit",
