@@ -81,6 +81,10 @@ async def test_picker_lists_the_known_runs_when_the_daemon_is_gone(herd: Herd) -
         view = screen.query_one(OutputView)
         await until(pilot, lambda: view.shown_run == 2 and view.latest_run == 2, "run 2 shown")
         await anyio.to_thread.run_sync(lambda: client.call("down", socket_timeout_s=None))
+        # `down` answers first; the daemon serves on while it drains its reports, so a read
+        # sent now may still be answered. Gone means its socket is gone.
+        socket_path = herd.daemon.socket_path  # type: ignore[union-attr]
+        await until(pilot, lambda: not socket_path.exists(), "the daemon gone")
         await pilot.press("L")
         await until(pilot, lambda: isinstance(app.screen, RunPicker), "the picker")
         picker = app.screen
