@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 FLEET_QUEUE = "herd-fleet"
 APP_NAME = "herd"
+APP_VERSION = "herd-1"
 POLL_S = 0.2
 """How often a waiting workflow and the queues poll PostgreSQL (DBOS's default is 1 s)."""
 MAX_ATTEMPTS = 10
@@ -242,7 +243,7 @@ def launch(
             "name": APP_NAME,
             "system_database_url": url,
             "executor_id": host,
-            "application_version": "herd-1",
+            "application_version": APP_VERSION,
             "log_level": "WARNING",
             "notification_listener_polling_interval_sec": POLL_S,
         }
@@ -273,9 +274,22 @@ def shutdown() -> None:
 
 
 def recover(hosts: list[str]) -> int:
-    """Re-enqueue the pending workflows of dead hosts (DBOS 3.4's private call: pinned)."""
-    handles = DBOS._recover_pending_workflows(hosts)
-    return len(handles)
+    """Re-enqueue the pending workflows of dead hosts, on the queue each was on.
+
+    Through DBOS's public calls: list, then resume. Unlike DBOS's own (private) recovery the
+    two are not one statement, which is safe because only the host that claimed the dead
+    hosts in the leases table (`leases.claim_dead`, one transaction) calls this for them.
+    """
+    pending = DBOS.list_workflows(
+        status="PENDING",
+        executor_id=hosts,
+        app_version=APP_VERSION,
+        load_input=False,
+        load_output=False,
+    )
+    for workflow in pending:
+        DBOS.resume_workflow(workflow.workflow_id, queue_name=workflow.queue_name)
+    return len(pending)
 
 
 def client_for(url: str) -> Any:
@@ -294,7 +308,7 @@ def enqueue_task(
             "workflow_name": "herd.session_task",
             "queue_name": FLEET_QUEUE,
             "workflow_id": task_id(session, number),
-            "app_version": "herd-1",
+            "app_version": APP_VERSION,
         },
         session,
         host,
