@@ -298,6 +298,10 @@ class LeaseKeeper:
     def tick(self) -> None:
         """One renewal attempt, then fence when the lease is about to run out."""
         began = time.monotonic()
+        if not self.fenced and began > self.fence_at:
+            # Past the point already (this host was frozen, or its clock stood still): stop
+            # the agents before anything else, a renewal's round trip included.
+            self._fence()
         try:
             conn = self._connection()
             if self.fenced:
