@@ -232,7 +232,7 @@ class Daemon:
 
     async def _clean_verify_leftovers(self) -> None:
         """Remove what a daemon killed mid-verification left; the checkpoint is verified again."""
-        repos = [s.config.cwd for s in self.sessions.values()]
+        repos = {name: s.config.cwd for name, s in self.sessions.items()}
         root = self.state_dir / "verify"
         cleaned = await anyio.to_thread.run_sync(leftovers.clean_verify_leftovers, root, repos)
         if cleaned.worktrees or cleaned.processes:

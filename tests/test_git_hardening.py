@@ -351,10 +351,10 @@ def test_a_new_daemon_removes_a_killed_verification_and_verifies_again(herd: Her
 
 
 @pytest.mark.timeout(90)
-def test_a_new_daemon_forgets_scratch_worktrees_whose_folder_is_gone(herd: Herd) -> None:
-    # A git killed between removing a scratch worktree's folder and its registration leaves
-    # the registration (`git worktree list` shows it, prunable); one killed early in `worktree
-    # add` leaves the empty folder herd made and a registration without a `gitdir` file.
+def test_a_new_daemon_removes_half_made_and_half_removed_scratch_worktrees(herd: Herd) -> None:
+    # A git killed early in `worktree add` leaves the empty folder herd made and a
+    # registration without a `gitdir` file; a daemon killed while it removed one leaves the
+    # folder (its registration goes first). A person's own worktree, its folder gone, stays.
     repo = make_repo(herd.root / "repo")
     sha = git(repo, "rev-parse", "HEAD").strip()
     herd.write(f"""
@@ -365,23 +365,22 @@ def test_a_new_daemon_forgets_scratch_worktrees_whose_folder_is_gone(herd: Herd)
         autostart = false
     """)
     scratch_root = herd.root / ".herd" / "verify" / "api"
-    gone = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
-    git(repo, "worktree", "add", "--detach", "-q", str(gone), sha)
-    shutil.rmtree(gone)
-    half = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
-    half.mkdir()
-    (repo / ".git" / "worktrees" / half.name).mkdir()
-    (repo / ".git" / "worktrees" / half.name / "locked").write_text("initializing")
-    mine = herd.root / "mine"  # a person's own worktree, its folder missing too: kept
+    half_made = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
+    half_made.mkdir(parents=True)
+    (repo / ".git" / "worktrees" / half_made.name).mkdir(parents=True)
+    (repo / ".git" / "worktrees" / half_made.name / "locked").write_text("initializing")
+    half_removed = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
+    git(repo, "worktree", "add", "--detach", "-q", str(half_removed), sha)
+    shutil.rmtree(repo / ".git" / "worktrees" / half_removed.name)
+    mine = herd.root / "mine"
     git(repo, "worktree", "add", "--detach", "-q", str(mine), sha)
     shutil.rmtree(mine)
     herd.start()
     removed = [e for e in herd.client.call("events") if e["kind"] == "verify-leftovers-removed"]
     assert len(removed) == 1 and "removed 2 scratch worktree(s)" in removed[0]["message"]
-    listed = git(repo, "worktree", "list", "--porcelain")
-    assert str(gone) not in listed and str(mine) in listed
+    assert not half_made.exists() and not half_removed.exists()
     assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == ["mine"]
-    assert not half.exists()
+    assert str(mine) in git(repo, "worktree", "list", "--porcelain")
 
 
 # --- case 2 end to end: kill -9 of the daemon in the middle of a reset ----------------------

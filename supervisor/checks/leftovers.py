@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import signal
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,16 +22,14 @@ from agentherd.supervisor.git import gitops
 
 log = logging.getLogger("herd.leftovers")
 
-_SCRATCH_NAME = re.compile(r"^(?P<name>[0-9a-f]{12}-(?P<tag>[0-9a-f]{32}))$")
-_ADMIN_NAME = re.compile(r"^(?P<name>[0-9a-f]{12}-(?P<tag>[0-9a-f]{32}))\d*$")
-"""git names a worktree's registration after its folder, plus digits when the name is taken."""
+_SCRATCH_NAME = re.compile(r"^[0-9a-f]{12}-(?P<tag>[0-9a-f]+)$")
 
 
 @dataclass
 class Cleaned:
     """What the clean-up found: scratch worktrees removed, processes stopped."""
 
-    worktrees: list[str] = field(default_factory=list)  # their folders' names
+    worktrees: list[Path] = field(default_factory=list)
     processes: list[int] = field(default_factory=list)
 
 
@@ -73,52 +70,20 @@ def stop_tagged(tags: set[str]) -> list[int]:
     return [proc.pid for proc in procs]
 
 
-def clean_verify_leftovers(verify_root: Path, repos: Iterable[Path]) -> Cleaned:
+def clean_verify_leftovers(verify_root: Path, repos: Mapping[str, Path]) -> Cleaned:
     """Stop the processes of, and remove, every scratch worktree under `verify_root`.
 
-    A killed daemon's git may have been anywhere in adding or removing one: the folder can be
-    gone while `repos` (the sessions' worktrees) still register it, or registered half-way.
+    `repos` maps each session to its worktree, whose repository holds the registrations of
+    that session's scratch worktrees (`<verify_root>/<session>/<sha12>-<tag>`). A scratch
+    worktree's folder is made first and removed last, so every leftover has its folder.
     """
     cleaned = Cleaned()
     folders = [p for p in verify_root.glob("*/*") if p.is_dir() and _SCRATCH_NAME.match(p.name)]
-    admins = _registrations(verify_root, repos, {p.name for p in folders})
-    found = [(p, _SCRATCH_NAME.match(p.name)) for p in folders]
-    found += [(p, _ADMIN_NAME.match(p.name)) for p in admins]
-    cleaned.processes = stop_tagged({m.group("tag") for _, m in found if m})
-    for path, _ in found:
-        shutil.rmtree(path, ignore_errors=True)
-    cleaned.worktrees = sorted({m.group("name") for p, m in found if m and not p.exists()})
+    tags = {m.group("tag") for p in folders if (m := _SCRATCH_NAME.match(p.name))}
+    cleaned.processes = stop_tagged(tags)
+    for folder in folders:
+        repo = repos.get(folder.parent.name)
+        gitops.remove_scratch(gitops.common_dir_of(repo) if repo else None, folder)
+        if not folder.exists():
+            cleaned.worktrees.append(folder)
     return cleaned
-
-
-def _registrations(verify_root: Path, repos: Iterable[Path], folders: set[str]) -> list[Path]:
-    """The registrations (`<common>/worktrees/<id>`) in `repos` of scratch worktrees: those
-    whose `gitdir` lies under `verify_root`, and those of `folders` (names) a kill left
-    before git wrote it (another project's verification may be writing one right now)."""
-    root = verify_root.resolve()  # git writes the real path
-    commons = set()
-    for repo in repos:
-        try:
-            commons.add(gitops.repo_paths(repo).common_dir)
-        except gitops.NotAGitRepo:
-            continue
-    found = []
-    for common in commons:
-        try:
-            admins = [p for p in (common / "worktrees").iterdir() if _ADMIN_NAME.match(p.name)]
-        except OSError:
-            continue
-        for admin in admins:
-            try:
-                pointer: Path | None = Path((admin / "gitdir").read_text().strip())
-            except FileNotFoundError:
-                pointer = None
-            except OSError:
-                continue
-            if pointer is None:
-                name = _ADMIN_NAME.match(admin.name)
-                if name and name.group("name") in folders:
-                    found.append(admin)
-            elif pointer.is_relative_to(root):
-                found.append(admin)
-    return found

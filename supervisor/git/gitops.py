@@ -17,7 +17,6 @@ from agentherd.supervisor.git.gitrepo import (
     head_sha,
     identity,
     is_git_repo,
-    repo_paths,
 )
 from agentherd.supervisor.git.gitrun import NotAGitRepo, first_line, run_git
 from agentherd.supervisor.git.history import (
@@ -36,7 +35,7 @@ from agentherd.supervisor.git.rescue import (
     save_rescue,
 )
 from agentherd.supervisor.git.reset import reset_worktree
-from agentherd.supervisor.git.scratch import remove_scratch, scratch_worktree
+from agentherd.supervisor.git.scratch import common_dir_of, remove_scratch, scratch_worktree
 
 __all__ = [
     "RESCUE_IDENTITY",
@@ -50,6 +49,7 @@ __all__ = [
     "SavedRef",
     "changes",
     "check_identity",
+    "common_dir_of",
     "changes_from_before",
     "commits_between",
     "diffstat",
@@ -64,7 +64,6 @@ __all__ = [
     "new_commits",
     "read_at",
     "remove_scratch",
-    "repo_paths",
     "rescue",
     "reset_worktree",
     "resolve_commit",

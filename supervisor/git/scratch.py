@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agentherd.supervisor.git.gitproc import GitDeadline
-from agentherd.supervisor.git.gitrepo import git_paths
-from agentherd.supervisor.git.gitrun import run_ok, run_raw
+from agentherd.supervisor.git.gitrepo import git_paths, repo_paths
+from agentherd.supervisor.git.gitrun import NotAGitRepo, run_ok
 from agentherd.supervisor.git.history import resolve_commit
 
 
@@ -27,8 +27,9 @@ def scratch_worktree(
     The checkout (filter drivers included) is bounded by `deadline`; a checkout that failed
     or was killed half-way is removed too. git runs from `dest`'s parent with `--git-dir`, so
     its process never works in the agent's worktree (a reset there would wait for it).
-    `dest` is made (empty) before git starts, so whoever finds a killed daemon's leftovers
-    finds the folder of every git that may still be at work, and `env` (a tag) names them.
+    `dest` is made (empty) before git starts and removed after its registration, so the
+    folder outlives every other trace: whoever finds a killed daemon's leftovers finds them
+    all by their folders, and `env` (a tag) names every git that may still be at work there.
     """
     full = resolve_commit(repo_worktree, sha)
     paths = git_paths(repo_worktree)
@@ -39,44 +40,61 @@ def scratch_worktree(
         run_ok(where.parent, f"--git-dir={paths.git_dir}", *add, env=env, deadline=deadline)
         yield where
     finally:
-        remove_scratch(paths.worktree, where, env)
+        remove_scratch(paths.common_dir, where)
 
 
-def remove_scratch(top: Path, where: Path, env: Mapping[str, str] | None = None) -> None:
-    """Remove the scratch worktree at `where` and its registration, whatever state it is in.
+def remove_scratch(common_dir: Path | None, where: Path) -> None:
+    """Remove the scratch worktree at `where`: its registration, then its folder.
 
-    Only this worktree's registration goes: `git worktree prune` would also forget every other
-    worktree whose folder is missing right now (a person's worktree on an unmounted disk).
+    Done here rather than by `git worktree remove`, whose git would live on if the daemon
+    were killed, deleting the folder first. Only this worktree's registration goes: `git
+    worktree prune` would also forget every other worktree whose folder is missing right
+    now (a person's worktree on an unmounted disk).
     """
-    if (where / ".git").exists():
-        remove = ("worktree", "remove", "--force", "--force", str(where))
-        if run_raw(top, *remove, env=env).returncode == 0:
-            return
+    admin = registration(common_dir, where)
+    if admin is not None:
+        shutil.rmtree(admin, ignore_errors=True)
     shutil.rmtree(where, ignore_errors=True)
-    forget_worktree(git_paths(top).common_dir, where)
 
 
-def forget_worktree(common_dir: Path, where: Path) -> bool:
-    """Delete the registration (under `<common>/worktrees/`) of the worktree at `where`.
-
-    Also one `git worktree add` killed before it wrote where the worktree goes: named after
-    the folder (plus digits when the name was taken) and without a `gitdir` file.
-    """
-    admin_root = common_dir / "worktrees"
-    target = (where / ".git").absolute()
+def registration(common_dir: Path | None, where: Path) -> Path | None:
+    """The registration (`<common>/worktrees/<id>`) of the worktree at `where`: the one its
+    `.git` file names and that names it back, else one in `common_dir` that names it, or one
+    `git worktree add` was killed in before writing that (named after the folder, plus
+    digits when the name was taken)."""
+    target = where.resolve() / ".git"
+    try:
+        named = Path((where / ".git").read_text().strip().removeprefix("gitdir: "))
+        if named.parent.name == "worktrees" and _names(named, target):
+            return named
+    except OSError:
+        pass
+    if common_dir is None:
+        return None
     half_made = re.compile(re.escape(where.name) + r"\d*")
     try:
-        admins = list(admin_root.iterdir())
+        admins = list((common_dir / "worktrees").iterdir())
+    except OSError:
+        return None
+    for admin in admins:
+        if _names(admin, target) or (
+            half_made.fullmatch(admin.name) and not (admin / "gitdir").exists()
+        ):
+            return admin
+    return None
+
+
+def _names(admin: Path, target: Path) -> bool:
+    """Whether the registration `admin` is that of the worktree whose `.git` is `target`."""
+    try:
+        return Path((admin / "gitdir").read_text().strip()) == target
     except OSError:
         return False
-    for admin in admins:
-        try:
-            pointer = Path((admin / "gitdir").read_text().strip())
-        except FileNotFoundError:
-            pointer = None
-        except OSError:
-            continue
-        if pointer == target or (pointer is None and half_made.fullmatch(admin.name)):
-            shutil.rmtree(admin, ignore_errors=True)
-            return True
-    return False
+
+
+def common_dir_of(repo: Path) -> Path | None:
+    """Where the repository holding `repo` keeps its worktrees' registrations (None: no repo)."""
+    try:
+        return repo_paths(repo).common_dir
+    except NotAGitRepo:
+        return None
