@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,9 @@ def test_a_viewer_lists_stops_and_reads_sessions_of_other_hosts(
     assert table[0].split()[:3] == ["SESSION", "HOST", "STATE"]
     assert any(line.split()[:3] == ["far", "h2", "running"] for line in table), table
 
+    began = time.monotonic()
     stopped = herd([HERD, "stop", "far"])  # asked here, done by h2's daemon
+    print(f"herd stop across hosts: {time.monotonic() - began:.2f}s")
     assert (stopped.returncode, stopped.stdout) == (0, "far: stopped (user)\n"), stopped.stderr
     assert hosts[1].client.call("status", target="far")["state"] == "stopped"
     waited = herd([HERD, "wait", "far/1"])
