@@ -74,7 +74,8 @@ def test_a_stray_commit_in_a_runs_first_moment_is_out_of_scope_for_every_session
     def committed() -> bool:
         return all(len(herd.events(name, "checkpoint")) >= 2 for name in names)
 
-    wait_until(committed, what="each agent's commit recorded")
+    # Eight interpreters and their git, beside a loaded suite: 30 s was once not enough.
+    wait_until(committed, 90, "each agent's commit recorded")
     missed = [name for name in names if not herd.events(name, "out-of-scope")]
     assert missed == [], "stray commits taken for history from before herd watched"
     client.call("down", socket_timeout_s=None)
