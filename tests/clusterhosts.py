@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import pytest
 from conftest import HERD, wait_until
+from netcut import CuttableLink
 
 from agentherd.sessions.config import load_config
 from agentherd.supervisor.api.client import Client
@@ -126,6 +127,23 @@ def hosts(tmp_path: Path, pg_url: str) -> Iterator[list[HostProc]]:
     yield started
     for host in started:
         host.down()
+
+
+@pytest.fixture
+def link(pg_url: str) -> Iterator[CuttableLink]:
+    """The hosts' link to PostgreSQL, cut at once for all of them: the database is away (asked
+    for before `hosts`, it is closed only once they are down; a viewer goes around it)."""
+    address = pg_url.rsplit("/", 1)[0]
+    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
+    cuttable = CuttableLink(server_host, int(server_port))
+    yield cuttable
+    cuttable.close()
+
+
+def through(link: CuttableLink, url: str) -> str:
+    """`url` with its server reached through `link`."""
+    address, database = url.rsplit("/", 1)
+    return f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
 
 
 def fleet_of(host: HostProc, url: str) -> ClusterFleet:

@@ -22,12 +22,14 @@ LIMIT_USD = 1.5
 SESSIONS = {"a1": "h1", "a2": "h1", "b1": "h2", "b2": "h2"}
 
 
-def sim_session(name: str, host: str) -> str:
+def sim_session(name: str, host: str | None = None) -> str:
+    """A simulated Claude spending $0.02 a second, pinned to `host` when one is named."""
     options = ["--delay", "1.0", "--cost-per-feature", "0.02"]
+    pin = f'host = "{host}"' if host else ""
     return f"""
         [[session]]
         name = "{name}"
-        host = "{host}"
+        {pin}
         cwd = "{name}"
         agent = "claude"
         command = {json.dumps([*SIMAGENT, *options])}

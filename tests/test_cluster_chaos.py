@@ -19,16 +19,16 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import pytest
-from clusterhosts import HostProc, cluster_toml, fleet_of
-from conftest import PY, SIMAGENT, sim_repo, wait_until
+from clusterhosts import HostProc, cluster_toml, fleet_of, through
+from conftest import PY, sim_repo, wait_until
 from netcut import CuttableLink
 from pgcluster import require_cluster_extra
+from test_cluster_budget import sim_session
 
 require_cluster_extra()
 
@@ -210,16 +210,6 @@ def hold(seconds: float) -> None:
     threading.Event().wait(seconds)
 
 
-@pytest.fixture
-def link(pg_url: str) -> Iterator[CuttableLink]:
-    """The hosts' link to PostgreSQL (the viewer reaches it directly)."""
-    address = pg_url.rsplit("/", 1)[0]
-    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
-    cuttable = CuttableLink(server_host, int(server_port))
-    yield cuttable
-    cuttable.close()
-
-
 def make_hosts(
     plan: Plan, tmp_path: Path, link: CuttableLink, pg_url: str, names: list[str]
 ) -> list[HostProc]:
@@ -246,8 +236,7 @@ def make_hosts(
     )
     lease, grace = f"{plan.lease_s:g}s", f"{plan.grace_s:g}s"
     toml = cluster_toml(blocks, lease=lease, grace=grace, checkpoint_remote=str(bare))
-    address, database = pg_url.rsplit("/", 1)
-    through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
+    through_link = through(link, pg_url)
     made = []
     for host_name in HOSTS:
         host = HostProc(tmp_path, host_name, toml, through_link)
@@ -417,22 +406,6 @@ BUDGET_USD = 3.0
 BUDGET_SESSIONS = 6
 
 
-def budget_session(name: str) -> str:
-    options = ["--delay", "1.0", "--cost-per-feature", "0.02"]
-    return f"""
-        [[session]]
-        name = "{name}"
-        cwd = "{name}"
-        agent = "claude"
-        command = {json.dumps([*SIMAGENT, *options])}
-        plan = "feature_list.json"
-        progress = "claude-progress.txt"
-        restart = "never"
-        stop_grace = "2s"
-        autostart = false
-    """
-
-
 @pytest.mark.timeout(420)
 def test_the_fleet_budget_holds_when_a_host_dies_mid_way(
     tmp_path: Path, hosts: list[HostProc], pg_url: str
@@ -441,7 +414,7 @@ def test_the_fleet_budget_holds_when_a_host_dies_mid_way(
     the fleet stops within 1.3x its budget with every session `stopped (budget:cost_usd)`."""
     names = [f"b{i}" for i in range(BUDGET_SESSIONS)]
     toml = (
-        cluster_toml("".join(budget_session(n) for n in names), lease="3s", grace="5s")
+        cluster_toml("".join(sim_session(n) for n in names), lease="3s", grace="5s")
         + f"\n[fleet]\nbudget = {{ cost_usd = {BUDGET_USD} }}\n"
     )
     for host_name in HOSTS:

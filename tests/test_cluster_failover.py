@@ -4,11 +4,10 @@ after its lease has expired, and never runs on two hosts at once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import HostProc, cluster_toml, fleet_of
+from clusterhosts import HostProc, cluster_toml, fleet_of, through
 from conftest import script, wait_until
 from netcut import CuttableLink
 from pgcluster import require_cluster_extra
@@ -71,17 +70,6 @@ def start_job_on_two_hosts(
 def last_beat(lines: list[str], host: str) -> float:
     """When the session last showed it ran on `host` (epoch seconds, the agent's clock)."""
     return max(float(line.split()[2]) for line in lines if line.startswith(f"beat {host} "))
-
-
-@pytest.fixture
-def link(pg_url: str) -> Iterator[CuttableLink]:
-    """A link to PostgreSQL the test can cut; asked for before `hosts`, it is closed only
-    once they are down (a host cut off at `herd down` waits out the engine's retries)."""
-    address = pg_url.rsplit("/", 1)[0]
-    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
-    cuttable = CuttableLink(server_host, int(server_port))
-    yield cuttable
-    cuttable.close()
 
 
 def lease_expiry(url: str, host: str) -> float:
@@ -153,9 +141,7 @@ def test_a_partitioned_host_stops_its_agent_and_the_session_moves_once(
     pg_url: str,
 ) -> None:
     marks = tmp_path / "marks.txt"
-    address, database = pg_url.rsplit("/", 1)
-    through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
-    start_job_on_two_hosts(tmp_path, hosts, pg_url, marks, h1_url=through_link)
+    start_job_on_two_hosts(tmp_path, hosts, pg_url, marks, h1_url=through(link, pg_url))
     fleet = fleet_of(hosts[1], pg_url)
     try:
         handle = fleet.start("job").handle  # both idle: the tie goes to h1

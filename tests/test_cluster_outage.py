@@ -4,11 +4,10 @@ another's work, and the fleet goes on when it answers again."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterhosts import HostProc, cluster_toml, fleet_of
+from clusterhosts import HostProc, cluster_toml, fleet_of, through
 from conftest import script, wait_until
 from netcut import CuttableLink
 from pgcluster import require_cluster_extra
@@ -39,17 +38,6 @@ def beater(marks: Path, done: Path) -> str:
     """)
 
 
-@pytest.fixture
-def link(pg_url: str) -> Iterator[CuttableLink]:
-    """Every host's link to PostgreSQL, cut at once: the database is away (asked for before
-    `hosts`, it is closed only once they are down)."""
-    address = pg_url.rsplit("/", 1)[0]
-    server_host, server_port = address.rsplit("@", 1)[1].rsplit(":", 1)
-    cuttable = CuttableLink(server_host, int(server_port))
-    yield cuttable
-    cuttable.close()
-
-
 def test_a_database_outage_shorter_than_the_grace_stops_nothing(
     tmp_path: Path, link: CuttableLink, hosts: list[HostProc], pg_url: str
 ) -> None:
@@ -66,8 +54,7 @@ def test_a_database_outage_shorter_than_the_grace_stops_nothing(
         lease=f"{LEASE_S:g}s",
         grace=f"{GRACE_S:g}s",
     )
-    address, database = pg_url.rsplit("/", 1)
-    through_link = f"{address.rsplit(':', 1)[0]}:{link.port}/{database}"
+    through_link = through(link, pg_url)
     for name in ("h1", "h2"):
         host = HostProc(tmp_path, name, toml, through_link)
         (host.root / "work").mkdir()

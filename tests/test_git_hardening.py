@@ -329,6 +329,19 @@ def test_a_new_daemon_removes_a_killed_verification_and_verifies_again(herd: Her
     tag = uuid.uuid4().hex
     scratch = state / "verify" / "api" / f"{sha[:12]}-{tag}"
     git(repo, "worktree", "add", "--detach", "-q", str(scratch), sha)
+    # A git killed early in `worktree add` leaves the empty folder herd made and a
+    # registration without a `gitdir` file; a daemon killed while it removed one leaves the
+    # folder (its registration goes first). A person's own worktree, its folder gone, stays.
+    half_made = scratch.with_name(f"{sha[:12]}-{uuid.uuid4().hex}")
+    half_made.mkdir()
+    (repo / ".git" / "worktrees" / half_made.name).mkdir()
+    (repo / ".git" / "worktrees" / half_made.name / "locked").write_text("initializing")
+    half_removed = scratch.with_name(f"{sha[:12]}-{uuid.uuid4().hex}")
+    git(repo, "worktree", "add", "--detach", "-q", str(half_removed), sha)
+    shutil.rmtree(repo / ".git" / "worktrees" / half_removed.name)
+    mine = herd.root / "mine"
+    git(repo, "worktree", "add", "--detach", "-q", str(mine), sha)
+    shutil.rmtree(mine)
     stray = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(600)"],
         cwd=scratch,
@@ -340,47 +353,15 @@ def test_a_new_daemon_removes_a_killed_verification_and_verifies_again(herd: Her
         wait_until(lambda: herd.events("api", "verify-passed"), 20, "the checkpoint verified")
         assert herd.events("api", "verify-passed")[0]["data"]["sha"] == sha
         assert stray.wait(timeout=10) is not None, "the killed verification's process stopped"
-        assert not scratch.exists()
-        assert str(scratch) not in git(repo, "worktree", "list", "--porcelain")
+        assert not scratch.exists() and not half_made.exists() and not half_removed.exists()
+        assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == ["mine"]
+        assert str(mine) in git(repo, "worktree", "list", "--porcelain")
         removed = [e for e in herd.client.call("events") if e["kind"] == "verify-leftovers-removed"]
-        assert len(removed) == 1
+        assert len(removed) == 1 and "removed 3 scratch worktree(s)" in removed[0]["message"]
     finally:
         if stray.poll() is None:
             stray.kill()
             stray.wait()
-
-
-@pytest.mark.timeout(90)
-def test_a_new_daemon_removes_half_made_and_half_removed_scratch_worktrees(herd: Herd) -> None:
-    # A git killed early in `worktree add` leaves the empty folder herd made and a
-    # registration without a `gitdir` file; a daemon killed while it removed one leaves the
-    # folder (its registration goes first). A person's own worktree, its folder gone, stays.
-    repo = make_repo(herd.root / "repo")
-    sha = git(repo, "rev-parse", "HEAD").strip()
-    herd.write(f"""
-        [[session]]
-        name = "api"
-        cwd = "{repo}"
-        command = ["true"]
-        autostart = false
-    """)
-    scratch_root = herd.root / ".herd" / "verify" / "api"
-    half_made = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
-    half_made.mkdir(parents=True)
-    (repo / ".git" / "worktrees" / half_made.name).mkdir(parents=True)
-    (repo / ".git" / "worktrees" / half_made.name / "locked").write_text("initializing")
-    half_removed = scratch_root / f"{sha[:12]}-{uuid.uuid4().hex}"
-    git(repo, "worktree", "add", "--detach", "-q", str(half_removed), sha)
-    shutil.rmtree(repo / ".git" / "worktrees" / half_removed.name)
-    mine = herd.root / "mine"
-    git(repo, "worktree", "add", "--detach", "-q", str(mine), sha)
-    shutil.rmtree(mine)
-    herd.start()
-    removed = [e for e in herd.client.call("events") if e["kind"] == "verify-leftovers-removed"]
-    assert len(removed) == 1 and "removed 2 scratch worktree(s)" in removed[0]["message"]
-    assert not half_made.exists() and not half_removed.exists()
-    assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == ["mine"]
-    assert str(mine) in git(repo, "worktree", "list", "--porcelain")
 
 
 # --- case 2 end to end: kill -9 of the daemon in the middle of a reset ----------------------
@@ -465,35 +446,7 @@ def test_kill_9_of_the_daemon_mid_verification_leaks_nothing(tmp_path: Path) -> 
         f'[[session]]\nname = "c"\ncwd = "{repo}"\ncommand = ["sleep", "600"]\n'
         f"verify = {json.dumps(verify)}\n"
     )
-    assert _herd(tmp_path, "up", "--no-tui").returncode == 0
-    try:
-        wait_until(started.exists, 30, "the verification to run")
-        daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
-        os.kill(daemon_pid, signal.SIGKILL)
-        wait_until(lambda: not psutil.pid_exists(daemon_pid) or _zombie(daemon_pid))
-        scratch_root = tmp_path / ".herd" / "verify" / "c"
-        assert [p for p in scratch_root.iterdir() if p.is_dir()], "the kill left a worktree"
-        go.write_text("verify passes from now on")
-        assert _herd(tmp_path, "up", "--no-tui").returncode == 0
-        sha = git(repo, "rev-parse", "HEAD").strip()
-
-        def verified() -> bool:
-            events = [
-                json.loads(x) for x in _herd(tmp_path, "events", "--json").stdout.split("\n") if x
-            ]
-            return any(e["kind"] == "verify-passed" and e["data"]["sha"] == sha for e in events)
-
-        wait_until(verified, 30, "the checkpoint verified by the new daemon")
-        assert [p for p in scratch_root.iterdir() if p.is_dir()] == []
-        assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
-        leftover = [
-            p
-            for p in psutil.process_iter(["cmdline"])
-            if "599" in " ".join(p.info["cmdline"] or [])
-        ]
-        assert leftover == [], "the killed verification's processes were stopped"
-    finally:
-        _herd(tmp_path, "down")
+    _kill_the_daemon_once_started(tmp_path, repo, started, go)
 
 
 @pytest.mark.pidns
@@ -504,12 +457,8 @@ def test_kill_9_of_the_daemon_mid_checkout_leaks_nothing(tmp_path: Path) -> None
     # worktree, or git would go on writing into a folder (and registration) it just removed.
     repo = make_repo(tmp_path / "repo")
     started, go = tmp_path / "checkout-started", tmp_path / "go"
-    git(
-        repo,
-        "config",
-        "filter.slow.smudge",
-        f"test -e {go} || {{ touch {started}; sleep 599; }}; cat",
-    )
+    smudge = f"test -e {go} || {{ touch {started}; sleep 599; }}; cat"
+    git(repo, "config", "filter.slow.smudge", smudge)
     git(repo, "config", "filter.slow.clean", "cat")
     (repo / ".gitattributes").write_text("* filter=slow\n")
     git(repo, "add", ".gitattributes")
@@ -517,14 +466,23 @@ def test_kill_9_of_the_daemon_mid_checkout_leaks_nothing(tmp_path: Path) -> None
     (tmp_path / "herd.toml").write_text(
         f'[[session]]\nname = "c"\ncwd = "{repo}"\ncommand = ["sleep", "600"]\nverify = "true"\n'
     )
+    _kill_the_daemon_once_started(tmp_path, repo, started, go)
+
+
+def _kill_the_daemon_once_started(tmp_path: Path, repo: Path, started: Path, go: Path) -> None:
+    """`herd up`; once `started` exists (a verification's `sleep 599` is under way), SIGKILL
+    the daemon; then, `go` written (no more sleeping), `herd up` again: the checkpoint is
+    verified, and nothing of the killed verification is left, folder, registration or process."""
     assert _herd(tmp_path, "up", "--no-tui").returncode == 0
     try:
-        wait_until(started.exists, 30, "the verification's checkout to reach the filter")
+        wait_until(started.exists, 30, "the verification to reach its sleep")
         daemon_pid = int((tmp_path / ".herd" / "daemon.lock").read_text())
         os.kill(daemon_pid, signal.SIGKILL)
         wait_until(lambda: not psutil.pid_exists(daemon_pid) or _zombie(daemon_pid))
-        assert _sleepers("599"), "the killed daemon's checkout is still at work"
-        go.write_text("checkouts are quick from now on")
+        scratch_root = tmp_path / ".herd" / "verify" / "c"
+        assert [p for p in scratch_root.iterdir() if p.is_dir()], "the kill left a worktree"
+        assert _sleepers("599"), "the killed daemon's verification is still at work"
+        go.write_text("no more sleeping")
         assert _herd(tmp_path, "up", "--no-tui").returncode == 0
         sha = git(repo, "rev-parse", "HEAD").strip()
 
@@ -535,13 +493,11 @@ def test_kill_9_of_the_daemon_mid_checkout_leaks_nothing(tmp_path: Path) -> None
             return any(e["kind"] == "verify-passed" and e["data"]["sha"] == sha for e in events)
 
         wait_until(verified, 30, "the checkpoint verified by the new daemon")
-        assert _sleepers("599") == [], "the killed daemon's git and its filter were stopped"
-        scratch_root = tmp_path / ".herd" / "verify" / "c"
+        assert _sleepers("599") == [], "the killed verification's processes were stopped"
         assert [p for p in scratch_root.iterdir() if p.is_dir()] == []
         assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
-        assert not (repo / ".git" / "worktrees").exists() or not any(
-            (repo / ".git" / "worktrees").iterdir()
-        )
+        registrations = repo / ".git" / "worktrees"
+        assert not registrations.exists() or not any(registrations.iterdir())
     finally:
         _herd(tmp_path, "down")
 
