@@ -302,8 +302,12 @@ def run_logs(session_runs: Path) -> list[tuple[int, Path, int]]:
     return sorted(found)
 
 
-def enforce_cap(session_runs: Path, cap_bytes: int, current_run: int) -> list[tuple[int, int]]:
-    """Delete old runs' logs until the total fits `cap_bytes`; returns (run, bytes) deleted."""
+def enforce_cap(
+    session_runs: Path, cap_bytes: int, current_run: int
+) -> tuple[list[tuple[int, int]], int]:
+    """Delete old runs' logs until the total fits `cap_bytes`: the (run, bytes) deleted, and
+    the bytes the other runs' logs still hold (the current one is counted live). One look at
+    the folder for both: this runs for every session once a reconcile period."""
     logs = run_logs(session_runs)
     total = sum(size for _, _, size in logs)
     deleted = []
@@ -314,7 +318,7 @@ def enforce_cap(session_runs: Path, cap_bytes: int, current_run: int) -> list[tu
             path.unlink()
         total -= size
         deleted.append((number, size))
-    return deleted
+    return deleted, total - sum(size for number, _, size in logs if number == current_run)
 
 
 def bytes_before(session_runs: Path, current_run: int) -> int:

@@ -486,7 +486,7 @@ class Follower:
             grew, _ = self._cap_log(self.run)
             if grew:  # output the watcher did not report (inotify drops events when busy)
                 self.wake()
-        deleted = logcap.enforce_cap(
+        deleted, self.older_logs_bytes = logcap.enforce_cap(
             self.runs_folder, self.pen.config().log_max_bytes, self.record.run
         )
         for number, size in deleted:
@@ -497,4 +497,3 @@ class Follower:
                     number,
                 )
             )
-        self.older_logs_bytes = logcap.bytes_before(self.runs_folder, self.record.run)
