@@ -5,8 +5,10 @@ herd build side by side, with each figure's growth factor from the smallest flee
         --herd before=/tmp/before/.venv/bin/herd [--busy 0.1]
 
 Per fleet and build: `herd up --no-tui` with no daemon until every session runs (the cold
-start, and the daemon's CPU seconds by then); a rest; the daemon's idle CPU (user + system) and
-its children's over a window, its RSS, threads and open files (and open files per session);
+start, and the daemon's CPU seconds by then); a rest until its CPU stops falling
+(`settle_s`: the first git reads of a large fleet come after its start); the daemon's idle CPU
+(user + system) and its children's over a window, its RSS, threads and open files (and open
+files per session);
 `herd ls`, `herd ls --json`, `herd status s1` and `herd status s1 --json`, CPU and wall
 milliseconds of the command (median of 5); then `herd down` until it returned. A quiet session
 is `sleep` (a quiet agent costs the daemon what `sleep` does: nothing reaches its log); a busy
@@ -35,6 +37,11 @@ import suite  # noqa: E402  (repos, verbs, the PID-1 reaper)
 
 SETTLE_S = 10.0
 """Rest after the cold start before the idle window: each session's first git read is done."""
+SETTLE_STEP_S = 5.0
+SETTLE_MAX_S = 120.0
+"""After SETTLE_S, the daemon's CPU is watched in SETTLE_STEP_S windows until it stops falling
+(a window at least 80 % of the one before): a slow cold start's deferred work (the first git
+reads of a large fleet go in the gaps) is not idle. At most SETTLE_MAX_S in all."""
 POLL_S = 0.5
 VERBS = {
     "ls_cpu_ms": ("ls",),
@@ -50,6 +57,7 @@ class Scale:
 
     start_s: float = 0.0
     start_cpu_s: float = 0.0
+    settle_s: float = 0.0
     idle_cpu_pct: float = 0.0
     idle_children_cpu_pct: float = 0.0
     rss_mb: float = 0.0
@@ -107,6 +115,21 @@ def tree_cpu_s(proc: psutil.Process) -> float:
     return total
 
 
+def settle(proc: psutil.Process) -> float:
+    """Wait until the daemon's start-up work is over (see SETTLE_STEP_S); the seconds waited."""
+    began = time.monotonic()
+    time.sleep(SETTLE_S)
+    before = None
+    while time.monotonic() - began < SETTLE_MAX_S:
+        cpu = suite.cpu_seconds(proc)
+        time.sleep(SETTLE_STEP_S)
+        rate = suite.cpu_seconds(proc) - cpu
+        if before is not None and rate >= 0.8 * before:
+            break
+        before = rate
+    return time.monotonic() - began
+
+
 def one(exe: str, config: Path, sessions: int, window_s: float) -> Scale:
     got = Scale()
     herd = [exe, "--config", str(config)]
@@ -120,7 +143,7 @@ def one(exe: str, config: Path, sessions: int, window_s: float) -> Scale:
     pid = int((config.parent / ".herd" / "daemon.lock").read_text().split()[0])
     proc = psutil.Process(pid)
     got.start_cpu_s = suite.cpu_seconds(proc)
-    time.sleep(SETTLE_S)
+    got.settle_s = settle(proc)
     cpu_0, kids_0, wall_0 = suite.cpu_seconds(proc), tree_cpu_s(proc), time.monotonic()
     time.sleep(window_s)
     wall = time.monotonic() - wall_0
