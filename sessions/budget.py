@@ -260,10 +260,18 @@ class SpendHistory:
         return self.since(-math.inf)
 
     def since(self, at_s: float) -> list[Sample]:
-        """The samples taken at `at_s` or later, oldest first."""
+        """The samples taken at `at_s` or later, oldest first (found by bisection: a status
+        asks for the last minutes of up to MAX_SAMPLES, for every session of an `ls`)."""
         rows = self._rows
-        starts = range(0, len(rows), _FIELDS)
-        return [_unpack(rows[i : i + _FIELDS]) for i in starts if rows[i] >= at_s]
+        low, high = 0, len(self)
+        while low < high:  # the first sample at `at_s` or later; samples are in time order
+            middle = (low + high) // 2
+            if rows[middle * _FIELDS] < at_s:
+                low = middle + 1
+            else:
+                high = middle
+        starts = range(low * _FIELDS, len(rows), _FIELDS)
+        return [_unpack(rows[i : i + _FIELDS]) for i in starts]
 
     def add(self, sample: Sample) -> bool:
         """Keep the sample if it is far enough from the last one; a new task starts afresh."""

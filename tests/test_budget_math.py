@@ -195,6 +195,17 @@ def test_spend_samples_read_back_with_every_figure_a_chart_or_projection_reads()
         assert first.spend.amount(dimension) == Spend(usage, 12.25, 2).amount(dimension)
 
 
+def test_spend_samples_since_a_moment_are_those_taken_at_it_or_later() -> None:
+    history = SpendHistory(every_s=10.0, max_samples=5)
+    for at_s in range(0, 90, 10):  # the oldest four dropped: 40 ... 80 kept
+        history.add(Sample(float(at_s), spend(at_s)))
+    kept = [s.at_s for s in history.samples]
+    assert kept == [40.0, 50.0, 60.0, 70.0, 80.0]
+    for at_s in (-1.0, 0.0, 40.0, 45.0, 50.0, 79.9, 80.0, 80.1, 1e9):
+        assert [s.at_s for s in history.since(at_s)] == [t for t in kept if t >= at_s], at_s
+    assert SpendHistory().since(0.0) == []
+
+
 def test_spend_samples_take_a_few_dozen_bytes_each() -> None:
     """200 sessions x 360 samples: ~350 bytes a sample as objects grew a soak by 25 MB."""
     import tracemalloc

@@ -18,7 +18,6 @@ from agentherd.sessions.status import (
     UsageStatus,
     VerificationStatus,
     WarningStatus,
-    Wire,
     parse_reply,
     parse_status,
 )
@@ -35,7 +34,7 @@ CONTRACT_FIELDS = frozenset(
 
 def assert_shaped(value: dict[str, Any], model: type[BaseModel], where: str) -> None:
     """Every field of `model` is in `value` (optional ones may be left out) and nothing else."""
-    omitted = model.omit_if_none if issubclass(model, Wire) else frozenset()
+    omitted = {name for name, field in model.model_fields.items() if field.exclude_if}
     fields = set(model.model_fields)
     assert set(value) <= fields, f"{where}: fields the model lacks: {set(value) - fields}"
     missing = fields - set(value) - omitted
