@@ -12,7 +12,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,19 @@ class Step:
     `stream` (the Responses API: a 200 stream whose `response.failed` is a
     `rate_limit_exceeded` saying "Please try again in 120s."), `usage` (ChatGPT's Codex backend:
     a `usage_limit_reached` 429 whose reset is only in its `x-codex-primary-*` headers)."""
+    namespace: str = ""
+    """A `tool` step's tool namespace, where the API has them (the Responses API's `namespace`
+    of a function call: Codex offers its subagent tools in `multi_agent_v1`)."""
 
 
 def tool(name: str, **args: Any) -> Step:
     """The model calls tool `name` with `args`."""
     return Step("tool", name=name, args=args)
+
+
+def namespaced(namespace: str, name: str, **args: Any) -> Step:
+    """The model calls tool `name` of the tool namespace `namespace` with `args`."""
+    return Step("tool", name=name, args=args, namespace=namespace)
 
 
 def text(words: str) -> Step:
@@ -117,9 +125,17 @@ class Served:
 class ScriptedServer:
     """A threaded local HTTP server answering from a script; subclasses speak one API."""
 
-    def __init__(self, steps: list[Step], tokens: Tokens = Tokens()) -> None:
+    def __init__(
+        self,
+        steps: list[Step],
+        tokens: Tokens = Tokens(),
+        subagent_steps: list[Step] | None = None,
+    ) -> None:
         self.steps = list(steps)
         self.tokens = tokens
+        self.subagent_steps = subagent_steps
+        """A subagent's own script, for a server that tells its requests apart (None: the
+        one script answers them too)."""
         self.log_path: Path | None = None
         """Where a hand-run server appends each scripted request's body."""
         self.requests: list[dict[str, Any]] = []
@@ -216,6 +232,14 @@ class ScriptedServer:
                 with self.log_path.open("a") as log:
                     log.write(json.dumps(body) + "\n")
             return self.steps.pop(0) if self.steps else text("Nothing more to do.")
+
+    def next_subagent_step(self, body: dict[str, Any]) -> Step:
+        """A subagent's next answer: from its own script when there is one."""
+        if self.subagent_steps is None:
+            return self.next_step(body)
+        with self._lock:
+            self.requests.append(body)
+            return self.subagent_steps.pop(0) if self.subagent_steps else text("Subagent done.")
 
     def hold(self) -> None:
         """Hold a `hang` request until the server closes."""
@@ -317,15 +341,6 @@ class AnthropicServer(ScriptedServer):
     the one script. A compaction request is answered with COMPACT_SUMMARY, off the script.
     """
 
-    def __init__(
-        self,
-        steps: list[Step],
-        tokens: Tokens = Tokens(),
-        subagent_steps: list[Step] | None = None,
-    ) -> None:
-        super().__init__(steps, tokens)
-        self.subagent_steps = subagent_steps
-
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         if "/v1/messages" not in handler.path or "count_tokens" in handler.path:
             handler.send_json(200, {"input_tokens": self.tokens.input})
@@ -338,18 +353,10 @@ class AnthropicServer(ScriptedServer):
             self._answer(handler, body, text(COMPACT_SUMMARY), False, "compaction")
             return
         if _SUBAGENT_MARK in json.dumps(body.get("system")):
-            step = self._next_subagent_step(body)
+            step = self.next_subagent_step(body)
             self._answer(handler, body, step, True, "subagent")
             return
         self._answer(handler, body, self.next_step(body), scripted=True)
-
-    def _next_subagent_step(self, body: dict[str, Any]) -> Step:
-        """A subagent's next answer: from its own script when there is one."""
-        if self.subagent_steps is None:
-            return self.next_step(body)
-        with self._lock:
-            self.requests.append(body)
-            return self.subagent_steps.pop(0) if self.subagent_steps else text("Subagent done.")
 
     def _answer(
         self, handler: Any, body: dict[str, Any], step: Step, scripted: bool, kind: str = ""
@@ -465,7 +472,22 @@ class OpenAIResponsesServer(ScriptedServer):
 
     A `tool` step is a function call to the tool Codex offers for shell commands
     (`exec_command` in codex-cli 0.171.0), its arguments given by the step.
+
+    A subagent's requests (Codex sends them with an `x-openai-subagent` header) take their
+    answers from `subagent_steps` when given, else from the one script. An argument
+    `SPAWNED` in a step stands for the id of the agent last spawned in the conversation (what
+    `spawn_agent` returned, for a `wait_agent` that names it).
     """
+
+    def __init__(
+        self,
+        steps: list[Step],
+        tokens: Tokens = Tokens(),
+        subagent_steps: list[Step] | None = None,
+    ) -> None:
+        super().__init__(steps, tokens, subagent_steps)
+        self.subagent_headers: list[str] = []
+        """The `x-openai-subagent` header of each subagent request, in order."""
 
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
         if not handler.path.rstrip("/").endswith("/responses"):
@@ -473,7 +495,14 @@ class OpenAIResponsesServer(ScriptedServer):
             return
         schema = _title_schema(body)
         scripted = schema is None
-        step = self.next_step(body) if scripted else text(json.dumps(_fill_schema(schema)))
+        subagent = handler.headers.get("x-openai-subagent") if scripted else None
+        if subagent is not None:
+            self.subagent_headers.append(subagent)
+            step = _with_spawned(self.next_subagent_step(body), body)
+        elif scripted:
+            step = _with_spawned(self.next_step(body), body)
+        else:
+            step = text(json.dumps(_fill_schema(schema)))
         if step.kind == "status" and "stream" in step.retry_as:
             self._failed_stream(handler, body, step)
             return
@@ -507,6 +536,8 @@ class OpenAIResponsesServer(ScriptedServer):
                 "arguments": json.dumps(step.args),
                 "status": "completed",
             }
+            if step.namespace:
+                item["namespace"] = step.namespace
         else:
             item = {
                 "type": "message",
@@ -532,7 +563,7 @@ class OpenAIResponsesServer(ScriptedServer):
         }
         done = {**shell, "status": "completed", "output": [item], "usage": usage}
         handler.event("response.completed", {"type": "response.completed", "response": done})
-        self.served_one(tokens, scripted)
+        self.served_one(tokens, scripted, "subagent" if subagent is not None else "")
 
     @staticmethod
     def _usage_limit(handler: Any, step: Step) -> None:
@@ -559,6 +590,26 @@ class OpenAIResponsesServer(ScriptedServer):
         handler.event("response.created", {"type": "response.created", "response": shell})
         failed = {**shell, "status": "failed", "error": _stream_failure(step)}
         handler.event("response.failed", {"type": "response.failed", "response": failed})
+
+
+SPAWNED = "<the agent last spawned>"
+"""A step's argument that the Responses server replaces by the id `spawn_agent` returned."""
+
+
+def _with_spawned(step: Step, body: dict[str, Any]) -> Step:
+    """`step` with each SPAWNED in its arguments (or in a list of them) replaced by the
+    `agent_id` of the last `spawn_agent` output in the request's input."""
+    if step.kind != "tool" or SPAWNED not in json.dumps(step.args):
+        return step
+    spawned = ""
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            try:
+                spawned = json.loads(item.get("output") or "{}").get("agent_id") or spawned
+            except (ValueError, TypeError, AttributeError):
+                continue
+    args = json.loads(json.dumps(step.args).replace(json.dumps(SPAWNED), json.dumps(spawned)))
+    return replace(step, args=args)
 
 
 def _title_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -665,7 +716,9 @@ class GeminiServer(ScriptedServer):
     """The Gemini API for Gemini CLI: a routing `:generateContent`, then streamed answers.
 
     The routing request (its answer follows the JSON schema in the request) is not part of
-    the script; each `:streamGenerateContent?alt=sse` takes the next step.
+    the script; each `:streamGenerateContent?alt=sse` takes the next step. A subagent's
+    requests (they offer the `complete_task` tool, its way to end) take their answers from
+    `subagent_steps` when given, else from the one script.
     """
 
     def handle(self, handler: Any, body: dict[str, Any]) -> None:
@@ -685,7 +738,8 @@ class GeminiServer(ScriptedServer):
         if ":streamGenerateContent" not in path:
             handler.send_json(404, {"error": {"message": "not scripted"}})
             return
-        step = self.next_step(body)
+        subagent = _offers_complete_task(body)
+        step = self.next_subagent_step(body) if subagent else self.next_step(body)
         if step.kind == "status":
             status_name = {429: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED"}.get(
                 step.status, "UNAVAILABLE"
@@ -714,7 +768,7 @@ class GeminiServer(ScriptedServer):
             parts = [{"text": step.text}]
         tokens = self.begin()
         handler.event(None, self._chunk(parts, "STOP", self._usage(tokens), _model_of(path)))
-        self.served_one(tokens)
+        self.served_one(tokens, kind="subagent" if subagent else "")
 
     @staticmethod
     def _usage(tokens: Tokens) -> dict[str, int]:
@@ -736,6 +790,15 @@ class GeminiServer(ScriptedServer):
         if usage:
             chunk["usageMetadata"] = usage
         return chunk
+
+
+def _offers_complete_task(body: dict[str, Any]) -> bool:
+    """Whether a Gemini request offers `complete_task`: a Gemini CLI subagent's request."""
+    return any(
+        declaration.get("name") == "complete_task"
+        for group in body.get("tools") or []
+        for declaration in group.get("functionDeclarations") or []
+    )
 
 
 def _model_of(path: str) -> str:
