@@ -5,6 +5,9 @@ as one line of the run's signals file (supervisor/session/inputwait.py writes th
 event names are the agents' own: Claude Code's and Codex's (`Stop`, `PermissionRequest`,
 `UserPromptSubmit`, ...) and Gemini CLI's (`AfterAgent`, `Notification`, `BeforeAgent`, ...).
 Any custom command may append the same lines to `$HERD_SIGNALS`.
+
+Each hook writes its JSON and then its newline, two writes: two hooks that run at once (a
+subagent's beside its main thread's) may leave two objects on one line, both read.
 """
 
 from __future__ import annotations
@@ -14,6 +17,18 @@ from dataclasses import dataclass
 
 WAITS = "waits"
 WORKS = "works"
+
+TERMINAL = "terminal"
+"""The `agent` of a signal from the agent's terminal (its own state report): the whole
+interface's, not one thread's."""
+
+TURN_ENDS = frozenset({"Stop", "AfterAgent"})
+"""Events that end the main thread's turn (its dialogs end with it)."""
+
+PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
+"""Events that say the main thread was given a prompt."""
+
+_DECODER = json.JSONDecoder()
 
 _WAITS = {
     "Stop": "its answer is finished and its prompt waits",
@@ -53,6 +68,9 @@ class Signal:
     event: str
     """The agent's own name of the hook event."""
     why: str
+    agent: str | None = None
+    """Whose it is: a subagent's `agent_id` (Claude Code and Codex name it in a subagent's
+    hooks), TERMINAL for the terminal's report, None for the main thread (or not said)."""
 
 
 def read_signal(line: str) -> Signal | None:
@@ -61,6 +79,11 @@ def read_signal(line: str) -> Signal | None:
         data = json.loads(line)
     except ValueError:
         return None
+    return _signal_of(data)
+
+
+def _signal_of(data: object) -> Signal | None:
+    """The signal one hook's JSON gives, or None."""
     if not isinstance(data, dict):
         return None
     event = data.get("hook_event_name")
@@ -68,9 +91,18 @@ def read_signal(line: str) -> Signal | None:
         return None
     if event == "TerminalState":
         return _terminal_state(data)
+    found = _hook_signal(event, data)
+    agent = data.get("agent_id")
+    if found is None or not isinstance(agent, str) or not agent:
+        return found
+    return Signal(found.verdict, found.event, found.why, agent)
+
+
+def _hook_signal(event: str, data: dict[str, object]) -> Signal | None:
+    """The signal of one hook's `event` (its JSON `data`), said as the main thread's."""
     if event == "PermissionRequest":
         asks = "a question" if data.get("tool_name") in _QUESTION_TOOLS else "a permission prompt"
-        subagent = data.get("agent_type")  # set when a subagent of Claude Code's asks
+        subagent = data.get("agent_type")  # set when a subagent asks (Claude Code, Codex)
         of = f" of its {subagent} subagent" if isinstance(subagent, str) and subagent else ""
         return Signal(WAITS, event, f"{asks}{of} waits for an answer")
     if event in _WAITS:
@@ -93,7 +125,7 @@ def _terminal_state(data: dict[str, object]) -> Signal | None:
     """What the agent's terminal said of its state (the holder's line of a Codex report)."""
     state, kind = data.get("state"), data.get("kind")
     if state == "working":
-        return Signal(WORKS, "TerminalState working", "its terminal says it works")
+        return Signal(WORKS, "TerminalState working", "its terminal says it works", TERMINAL)
     if state != "blocked":
         return None  # idle and done: its Stop hook says so, with the answer's end
     if kind == "question":
@@ -102,14 +134,31 @@ def _terminal_state(data: dict[str, object]) -> Signal | None:
         why = "a permission prompt waits for an answer"
     else:
         why = "its terminal says it waits for a person"
-    return Signal(WAITS, "TerminalState blocked", why)
+    return Signal(WAITS, "TerminalState blocked", why, TERMINAL)
 
 
 def read_signals(text: str) -> list[Signal]:
-    """The signals among the whole lines of `text`, oldest first."""
+    """The signals among the whole lines of `text`, oldest first (several on a line, when
+    hooks appended at once)."""
     found = []
     for line in text.splitlines():
-        signal = read_signal(line) if line.strip() else None
-        if signal is not None:
-            found.append(signal)
+        for data in _json_values(line):
+            signal = _signal_of(data)
+            if signal is not None:
+                found.append(signal)
     return found
+
+
+def _json_values(line: str) -> list[object]:
+    """The JSON values one after another on `line`, up to the first that is no JSON."""
+    values: list[object] = []
+    at, line = 0, line.strip()
+    while at < len(line):
+        try:
+            value, at = _DECODER.raw_decode(line, at)
+        except ValueError:
+            break
+        values.append(value)
+        while at < len(line) and line[at].isspace():
+            at += 1
+    return values

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from agentherd.sessions.agentsignals import WAITS, WORKS, read_signal, read_signals
+from agentherd.sessions.agentsignals import TERMINAL, WAITS, WORKS, read_signal, read_signals
 from agentherd.sessions.config import parse_config
 from agentherd.supervisor.session import inputwait
 
@@ -43,6 +43,22 @@ def test_each_agents_hook_events_say_waits_or_works() -> None:
     assert read_signal("not json") is None and read_signal("[1]") is None
     lines = "\n".join([line("UserPromptSubmit"), "garbage", "", line("Stop")])
     assert [s.event for s in read_signals(lines)] == ["UserPromptSubmit", "Stop"]
+
+
+def test_two_hooks_appending_at_once_leave_two_objects_on_a_line_and_both_are_read() -> None:
+    """Each hook writes its JSON, then its newline: a subagent's hook and its main thread's
+    that ran at once leave `{..}{..}` and an empty line (seen with Codex 0.171.0)."""
+    asks = line("PermissionRequest", tool_name="Bash", agent_id="a1", agent_type="default")
+    both = f"{asks}{line('PreToolUse', tool_name='wait_agent')}\n\n{line('Stop')} garbage {{"
+    found = read_signals(both)
+    assert [(s.event, s.agent) for s in found] == [
+        ("PermissionRequest", "a1"),
+        ("PreToolUse", None),
+        ("Stop", None),
+    ]
+    assert found[0].why == "a permission prompt of its default subagent waits for an answer"
+    terminal = read_signal(line("TerminalState", state="blocked", kind="permission"))
+    assert terminal is not None and terminal.agent == TERMINAL
 
 
 def test_claude_gets_its_hooks_by_flag_from_a_file_under_herd_and_they_append(

@@ -30,10 +30,25 @@ print("READY", flush=True)
 hook("Stop")
 for n, line in enumerate(sys.stdin, 1):
     words = line.strip()
+    if words == "1":  # the answer to a subagent's dialog, not a prompt
+        hook("PostToolUse", tool_name="Bash", agent_id="sub-1")
+        print("SUBAGENT RAN", flush=True)
+        hook("Stop")
+        continue
     hook("UserPromptSubmit", prompt=words)
     if words == "ask":
         print("Do you want to proceed?", flush=True)
         hook("PermissionRequest", tool_name="Bash")
+        continue
+    if words == "delegate":
+        print("Do you want to proceed? (its subagent asks)", flush=True)
+        # The subagent asks as its main thread's own hook fires: two hooks appending at once
+        # leave both objects on one line (each writes its JSON, then its newline).
+        asks = {"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                "agent_id": "sub-1", "agent_type": "worker"}
+        main = {"hook_event_name": "PreToolUse", "tool_name": "wait_agent"}
+        with open(os.environ["HERD_SIGNALS"], "a") as signals:
+            signals.write(json.dumps(asks) + json.dumps(main) + "\n\n")
         continue
     print(f"ANSWER {n}: {words}", flush=True)
     hook("Stop")
@@ -136,6 +151,28 @@ def test_an_interactive_agent_waiting_for_a_person_is_waiting_input_and_send_mov
     herd.wait_state("t", "waiting-input")
     client.call("stop", name="t", socket_timeout_s=None)
     assert herd.wait_state("t", "stopped")["reason"] == "user"
+
+
+def test_a_subagents_dialog_waits_until_the_subagent_works_again(
+    herd: Herd, tmp_path: Path
+) -> None:
+    """A subagent's permission prompt (its hook names the subagent by `agent_id`) waits for a
+    person, and its main thread's hook that fired beside it (on the same line of the signals
+    file) does not end the wait: the subagent's own next hook does."""
+    write(herd, tmp_path)
+    herd.start().call("start", name="t")
+    herd.wait_state("t", "waiting-input", timeout_s=30)
+    sent = herd.cli("send", "t", "delegate", "--wait", "--timeout", "30", "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert json.loads(sent.stdout)["state"] == "waiting-input"
+    [asked] = herd.events("t", "waiting-input")[1:]
+    assert asked["data"]["signal"] == "PermissionRequest"
+    assert asked["message"].startswith("a permission prompt of its worker subagent waits")
+    answered = json.loads(herd.cli("send", "t", "1", "--wait", "--timeout", "30", "--json").stdout)
+    assert answered["run_outcome"] == "turn-ended" and answered["state"] == "waiting-input"
+    assert "SUBAGENT RAN" in herd.cli("logs", "t", "--raw").stdout
+    assert signals_of(herd, "working") == ["UserPromptSubmit", "PostToolUse"]
+    assert signals_of(herd, "waiting-input") == ["Stop", "PermissionRequest", "Stop"]
 
 
 def test_the_signals_variable_is_the_one_the_terminal_holder_reads() -> None:

@@ -16,7 +16,15 @@ import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from agentherd.sessions.agentsignals import WAITS, WORKS, Signal, read_signals
+from agentherd.sessions.agentsignals import (
+    PROMPTS,
+    TERMINAL,
+    TURN_ENDS,
+    WAITS,
+    WORKS,
+    Signal,
+    read_signals,
+)
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.lifecycle import Trigger
 from agentherd.sessions.states import State
@@ -102,6 +110,10 @@ class InputWait:
         self._read_run = 0
         self._offset = 0
         self._rest = b""
+        self._asking: tuple[str | None] | None = None
+        """Whose dialog (a permission prompt, a question) the session waits at: (None,) the
+        main thread's, (agent_id,) a subagent's, (TERMINAL,) the terminal's report; None
+        when it waits at a turn's end (or this daemon did not see it begin)."""
 
     async def read(self) -> None:
         """Read the run's new signals and take the moves they ask for, in order."""
@@ -141,11 +153,25 @@ class InputWait:
         if signal.verdict == WAITS and state == State.RUNNING:
             self.stall.pause()
             self.entered += 1
+            self._asking = None if signal.event in TURN_ENDS else (signal.agent,)
             message = f"{signal.why}: the agent waits for a person ({signal.event})"
             event = self.pen.event("waiting-input", message, run, signal=signal.event)
             self.pen.transition(State.WAITING_INPUT, None, event, by=Trigger.AGENT_WAITS)
-        elif signal.verdict == WORKS and state == State.WAITING_INPUT:
+        elif signal.verdict == WAITS and signal.event in TURN_ENDS:
+            self._asking = None  # the turn ended, and its dialogs with it
+        elif signal.verdict == WORKS and state == State.WAITING_INPUT and self._answered(signal):
             self.stall.resume()
             message = f"the agent works again: {signal.why} ({signal.event})"
             event = self.pen.event("working", message, run, signal=signal.event)
             self.pen.transition(State.RUNNING, None, event, by=Trigger.AGENT_WORKS)
+
+    def _answered(self, signal: Signal) -> bool:
+        """Whether a works signal ends the wait. A dialog is answered when its own thread
+        works again, the terminal says the interface works, or the main thread is given a
+        prompt; another thread's work goes on beside an open dialog (a main thread's hook
+        that fired as its subagent asked, or another subagent's) and ends nothing."""
+        if self._asking is None or signal.agent == TERMINAL:
+            return True
+        if signal.agent is None and signal.event in PROMPTS:
+            return True
+        return self._asking == (signal.agent,)
