@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Herd, wait_until
-from model_servers import GeminiServer, OpenAIResponsesServer, text, tool
+from model_servers import SPAWNED, GeminiServer, OpenAIResponsesServer, namespaced, text, tool
 from realagents import AGENT_WAIT_S, MAIN, codex_env, gemini_env, repo_with_identity, session_toml
 
 from agentherd.tui.screenmodel import screen_of
@@ -221,3 +222,146 @@ def test_gemini_waits_at_its_question_and_at_a_permission_prompt(
         asked = "Notification ToolPermission"
         assert signals_of(herd, "waiting-input") == [asked, "AfterAgent", asked, "AfterAgent"]
         assert signals_of(herd, "working") == ["AfterTool", "BeforeAgent", "AfterTool"]
+
+
+MULTI_AGENT = "multi_agent_v1"
+"""The tool namespace of Codex's subagent tools (`spawn_agent`, `wait_agent`, ...): its
+`multi_agent` feature, on by default in codex-cli 0.171.0."""
+
+
+def signal_lines(herd: Herd) -> list[dict[str, Any]]:
+    """What the run's hooks (and its terminal holder) wrote to its signals file: one JSON
+    object a line, or two on one line when two hooks appended at once (each writes its JSON,
+    then its newline; a subagent's hook and its main thread's do run at once)."""
+    path = herd.root / ".herd" / "runs" / MAIN / "1" / "agent" / "signals"
+    found, text, at = [], path.read_text(), 0
+    while text[at:].strip():
+        value, at = DECODER.raw_decode(text, len(text) - len(text[at:].lstrip()))
+        found.append(value)
+    return found
+
+
+DECODER = json.JSONDecoder()
+
+
+def test_codex_waits_for_input_at_its_subagents_permission_prompt(
+    codex: str, herd: Herd, tmp_path: Path
+) -> None:
+    """The model spawns a subagent and waits for it; the subagent asks to run a command. Its
+    approval prompt shows in the main view, named for the subagent's thread, and Codex's
+    `PermissionRequest` hook fires with the subagent's `agent_id` and `agent_type`: herd waits
+    for a person; the yes makes the subagent run it and end, the main thread answers, and herd
+    waits at its prompt. (A subagent cannot ask a question: Codex answers its
+    `request_user_input` with "can only be used by the root thread".)"""
+    repo = repo_with_identity(tmp_path / "repo")
+    escalated = {"sandbox_permissions": "require_escalated", "justification": "write s"}
+    script = [
+        namespaced(MULTI_AGENT, "spawn_agent", message="write s"),
+        namespaced(MULTI_AGENT, "wait_agent", targets=[SPAWNED], timeout_ms=3_600_000),
+        text("MAIN-DONE"),
+    ]
+    subagent = [tool("exec_command", cmd="echo sub > s.txt", **escalated), text("SUB-DONE")]
+    with OpenAIResponsesServer(script, subagent_steps=subagent) as server:
+        env = codex_env(tmp_path / "home", server.url, codex)
+        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
+            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
+        herd.write(
+            session_toml(
+                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
+                interactive=True, restart="never", stop_grace="5s",
+            )
+        )  # fmt: skip
+        herd.start()
+        interface_ready(herd, "AskCodextodoanything")
+        reply = send(herd, "delegate")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "Thread:Agent(" in screen_log(herd), AGENT_WAIT_S, "the prompt")
+        assert "Wouldyouliketorunthefollowingcommand?" in screen_log(herd)
+        assert herd.status(MAIN)["task_state"] == "input_required"
+        assert not (repo / "s.txt").exists()
+        # Its hook or its terminal's report, whichever reaches the signals file first.
+        [asked] = herd.events(MAIN, "waiting-input")
+        assert asked["data"]["signal"] in ("PermissionRequest", "TerminalState blocked")
+        assert asked["message"].startswith("a permission prompt")
+        # The hook says whose prompt it is: the subagent's, by the id spawn_agent returned.
+        [spawned] = {
+            json.loads(item["output"])["agent_id"]
+            for request in server.requests
+            for item in request["input"]
+            if item.get("type") == "function_call_output" and "agent_id" in item["output"]
+        }
+        [request] = [s for s in signal_lines(herd) if s["hook_event_name"] == "PermissionRequest"]
+        assert request["agent_id"] == spawned and request["agent_type"] == "default"
+        assert request["tool_input"] == {"command": "echo sub > s.txt", "description": "write s"}
+
+        # The person says yes: the subagent's command runs, the subagent ends, the main
+        # thread's wait returns, it answers and waits at its prompt.
+        reply = send(herd, "y")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "MAIN-DONE" in screen_log(herd), AGENT_WAIT_S, "the main answer")
+        assert (repo / "s.txt").read_text() == "sub\n"
+        # One wait at the prompt, one move on at the yes: the main thread's hook that runs as
+        # its subagent starts (its PreToolUse of wait_agent) ended nothing, whenever written.
+        assert signals_of(herd, "waiting-input")[1:] == ["Stop"]
+        [works] = signals_of(herd, "working")
+        assert works in ("TerminalState working", "PostToolUse")
+        assert server.subagent_steps == [] and server.steps == []
+        assert set(server.subagent_headers) == {"collab_spawn"}
+        # The subagent's turn fired no Stop of its own (that would have said "waits" while
+        # the main thread still waited for it): the one Stop is the main thread's.
+        stops = [s for s in signal_lines(herd) if s["hook_event_name"] == "Stop"]
+        assert [s.get("agent_id") for s in stops] == [None]
+
+
+def test_gemini_waits_for_input_at_its_subagents_question_and_permission_prompt(
+    gemini: str, herd: Herd, tmp_path: Path
+) -> None:
+    """The model invokes Gemini CLI's built-in `generalist` subagent (`invoke_agent`), which
+    asks the person a question (`ask_user`), then again to run a command: a subagent's tool
+    call goes through the same confirmation as the main thread's, and the `Notification` hook
+    fires (`ToolPermission`; it does not say whose): herd waits for a person each time; the
+    answer makes the subagent go on and end (`complete_task`), the main thread answers, and
+    herd waits at its prompt. One interface for both (each start costs seconds of CPU)."""
+    repo = repo_with_identity(tmp_path / "repo")
+    question = {"header": "Colour", "question": "Which colour?", "type": "choice"}
+    script = [
+        tool("invoke_agent", agent_name="generalist", prompt="ask me"),
+        text("GOT-THE-ANSWER"),
+        tool("invoke_agent", agent_name="generalist", prompt="write s"),
+        text("MAIN-DONE"),
+    ]
+    subagent = [
+        tool("ask_user", questions=[{**question, "options": COLOURS}]),
+        tool("complete_task", result={"response": "SUB-ASKED"}),
+        tool("run_shell_command", command="echo sub > s.txt", description="write s"),
+        tool("complete_task", result={"response": "SUB-DONE"}),
+    ]
+    with GeminiServer(script, subagent_steps=subagent) as server:
+        start_gemini(herd, gemini, repo, server.url, tmp_path)
+        interface_ready(herd, "Typeyourmessage")
+        asks_and_is_answered(herd, "Notification ToolPermission")
+        # The answer reached the subagent (its next request), not the main thread.
+        [answered] = [r for r in server.requests if "ask_user" in json.dumps(r["contents"][-1])]
+        assert "Red" in json.dumps(answered["contents"][-1])
+        assert "complete_task" in json.dumps(answered["tools"])
+
+        reply = send(herd, "delegate")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "Allowexecutionof[Shell]?" in screen_log(herd), AGENT_WAIT_S, "ask")
+        assert "generalist·Shellechosub>s.txt" in screen_log(herd)
+        assert herd.status(MAIN)["task_state"] == "input_required"
+        assert herd.events(MAIN, "waiting-input")[-1]["message"].startswith(
+            "a permission prompt waits for an answer"
+        )
+        assert not (repo / "s.txt").exists()
+
+        reply = send(herd, "1")
+        assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
+        wait_until(lambda: "MAIN-DONE" in screen_log(herd), AGENT_WAIT_S, "the main answer")
+        assert (repo / "s.txt").read_text() == "sub\n"
+        asked = "Notification ToolPermission"
+        assert signals_of(herd, "waiting-input") == [asked, "AfterAgent", asked, "AfterAgent"]
+        assert signals_of(herd, "working") == ["AfterTool", "BeforeAgent", "AfterTool"]
+        assert server.subagent_steps == [] and server.steps == []
+        assert [s.kind for s in server.ledger].count("subagent") == 4
