@@ -22,8 +22,9 @@ TERMINAL = "terminal"
 """The `agent` of a signal from the agent's terminal (its own state report): the whole
 interface's, not one thread's."""
 
-TURN_ENDS = frozenset({"Stop", "AfterAgent"})
-"""Events that end the main thread's turn (its dialogs end with it)."""
+TURN_ENDS = frozenset({"Stop", "AfterAgent", "Notification idle_prompt"})
+"""Signals that say the main thread's turn ended and its prompt waits (its dialogs ended with
+it)."""
 
 PROMPTS = frozenset({"UserPromptSubmit", "BeforeAgent"})
 """Events that say the main thread was given a prompt."""

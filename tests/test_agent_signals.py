@@ -7,7 +7,14 @@ import json
 import subprocess
 from pathlib import Path
 
-from agentherd.sessions.agentsignals import TERMINAL, WAITS, WORKS, read_signal, read_signals
+from agentherd.sessions.agentsignals import (
+    TERMINAL,
+    TURN_ENDS,
+    WAITS,
+    WORKS,
+    read_signal,
+    read_signals,
+)
 from agentherd.sessions.config import parse_config
 from agentherd.supervisor.session import inputwait
 
@@ -59,6 +66,10 @@ def test_two_hooks_appending_at_once_leave_two_objects_on_a_line_and_both_are_re
     assert found[0].why == "a permission prompt of its default subagent waits for an answer"
     terminal = read_signal(line("TerminalState", state="blocked", kind="permission"))
     assert terminal is not None and terminal.agent == TERMINAL
+    # What says the turn ended (no dialog of it still open), as the reader names it.
+    idle = read_signal(line("Notification", notification_type="idle_prompt"))
+    ends = [read_signal(line(event)) for event in ("Stop", "AfterAgent")]
+    assert {s.event for s in [idle, *ends] if s is not None} == TURN_ENDS
 
 
 def test_claude_gets_its_hooks_by_flag_from_a_file_under_herd_and_they_append(
