@@ -190,7 +190,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--stacks", type=Path, default=None, help="py-spy the daemon here")
+    parser.add_argument(
+        "--stacks", type=Path, default=None, help="py-spy the daemon into NAME.N.txt, round N"
+    )
     args = parser.parse_args()
     print(suite.machine(), flush=True)
     root = Path(tempfile.mkdtemp(prefix="herd-vs-tmux-"))
@@ -200,8 +202,9 @@ def main() -> None:
         for index in range(args.rounds):
             order = ("herd", "tmux") if index % 2 == 0 else ("tmux", "herd")
             for side in order:
+                stacks = args.stacks and args.stacks.with_suffix(f".{index + 1}.txt")
                 got = (
-                    herd_side(root, repos, args.sessions, args.seconds, args.stacks)
+                    herd_side(root, repos, args.sessions, args.seconds, stacks)
                     if side == "herd"
                     else tmux_side(args.sessions, args.seconds)
                 )
