@@ -129,13 +129,16 @@ def herd_side(
                 stderr=subprocess.DEVNULL,
             )
         d0, h0, began = cpu([daemon]), cpu(holders), time.monotonic()
+        woke0 = daemon.num_ctx_switches().voluntary
         time.sleep(seconds)
         if spy is not None:
             spy.wait(60)
         d1, h1, wall = cpu([daemon]), cpu(holders), time.monotonic() - began
+        woke = daemon.num_ctx_switches().voluntary - woke0
         memories = [memory_mb(h) for h in holders]
         return {
             "daemon_cpu_s": d1 - d0,
+            "daemon_wakeups_per_s": round(woke / wall, 1),  # voluntary context switches
             "holders_cpu_s": h1 - h0,
             "cpu_s": (d1 - d0) + (h1 - h0),
             "wall_s": wall,
