@@ -479,13 +479,8 @@ class OpenAIResponsesServer(ScriptedServer):
     `spawn_agent` returned, for a `wait_agent` that names it).
     """
 
-    def __init__(
-        self,
-        steps: list[Step],
-        tokens: Tokens = Tokens(),
-        subagent_steps: list[Step] | None = None,
-    ) -> None:
-        super().__init__(steps, tokens, subagent_steps)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.subagent_headers: list[str] = []
         """The `x-openai-subagent` header of each subagent request, in order."""
 

@@ -69,20 +69,32 @@ def answer_twice(
     assert signals_of(herd, "working")[:1][0] in works
 
 
+ON_REQUEST = ("--ask-for-approval", "on-request", "--sandbox", "read-only")
+"""Codex asks before a command outside its read-only sandbox."""
+
+
+def start_codex(
+    herd: Herd, codex: str, repo: Path, url: str, tmp_path: Path, *flags: str, config: str = ""
+) -> dict[str, str]:
+    """The daemon, with Codex's interface on `repo` as an interactive session, started; the
+    user's config (copied into the run's own CODEX_HOME) trusts the folder, plus `config`."""
+    env = codex_env(tmp_path / "home", url, codex)
+    with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as toml:
+        toml.write(f'{config}[projects."{repo}"]\ntrust_level = "trusted"\n')
+    herd.write(
+        session_toml(
+            MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags], interactive=True,
+            restart="never", stop_grace="5s",
+        )
+    )  # fmt: skip
+    herd.start()
+    return env
+
+
 def test_codex_waits_for_input_after_each_answer(codex: str, herd: Herd, tmp_path: Path) -> None:
     repo = repo_with_identity(tmp_path / "repo")
     with OpenAIResponsesServer([text("PONG-ONE"), text("PONG-TWO")]) as server:
-        env = codex_env(tmp_path / "home", server.url, codex)
-        # The user's config trusts the folder; herd copies it into the run's own CODEX_HOME.
-        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
-            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
-        herd.write(
-            session_toml(
-                MAIN, "codex", repo, env, command=[codex, "--no-daemon"], interactive=True,
-                restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
+        env = start_codex(herd, codex, repo, server.url, tmp_path)
         answer_twice(
             herd,
             "AskCodextodoanything",
@@ -177,19 +189,9 @@ def test_codex_waits_at_its_question_and_at_a_permission_prompt(
         text("WROTE-X"),
     ]
     with OpenAIResponsesServer(script) as server:
-        env = codex_env(tmp_path / "home", server.url, codex)
-        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
-            # The question tool outside plan mode is one of Codex's features, off by default.
-            config.write("[features]\ndefault_mode_request_user_input = true\n")
-            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
-        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
-        herd.write(
-            session_toml(
-                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
-                interactive=True, restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
+        # The question tool outside plan mode is one of Codex's features, off by default.
+        features = "[features]\ndefault_mode_request_user_input = true\n"
+        start_codex(herd, codex, repo, server.url, tmp_path, *ON_REQUEST, config=features)
         interface_ready(herd, "AskCodextodoanything")
         asks_and_is_answered(herd, "TerminalState blocked")
         answered = json.dumps(server.requests[-1]["input"][-1])
@@ -262,17 +264,7 @@ def test_codex_waits_for_input_at_its_subagents_permission_prompt(
     ]
     subagent = [tool("exec_command", cmd="echo sub > s.txt", **escalated), text("SUB-DONE")]
     with OpenAIResponsesServer(script, subagent_steps=subagent) as server:
-        env = codex_env(tmp_path / "home", server.url, codex)
-        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as config:
-            config.write(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
-        flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
-        herd.write(
-            session_toml(
-                MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags],
-                interactive=True, restart="never", stop_grace="5s",
-            )
-        )  # fmt: skip
-        herd.start()
+        start_codex(herd, codex, repo, server.url, tmp_path, *ON_REQUEST)
         interface_ready(herd, "AskCodextodoanything")
         reply = send(herd, "delegate")
         assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
