@@ -113,7 +113,10 @@ def test_a_crash_after_the_gate_restarts_on_the_answered_plan_without_a_second_g
     go.write_text("")
 
     ended = herd.wait_state("api", "completed", "failed", "waiting-approval", timeout_s=30)
-    kinds = [e["kind"] for e in herd.events("api")]
+    events = herd.events("api")
+    kinds = [e["kind"] for e in events]
+    for event in events:  # shown when an assertion below fails (its message is cut short)
+        print(event["seq"], event["kind"], event["message"])
     assert ended["state"] == "completed", (ended["state"], ended["reason"], kinds)
     assert kinds.count("waiting-approval") == 1, "the person answered once"
     assert kinds.count("plan-tampered") == 1
