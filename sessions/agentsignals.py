@@ -13,7 +13,7 @@ subagent's beside its main thread's) may leave two objects on one line, both rea
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 WAITS = "waits"
 WORKS = "works"
@@ -72,6 +72,9 @@ class Signal:
     agent: str | None = None
     """Whose it is: a subagent's `agent_id` (Claude Code and Codex name it in a subagent's
     hooks), TERMINAL for the terminal's report, None for the main thread (or not said)."""
+    session_id: str | None = None
+    """The main thread's conversation id, as every hook of the three CLIs names it (what a
+    resume and the readers of the agent's own files need); None when not said."""
 
 
 def read_signal(line: str) -> Signal | None:
@@ -93,10 +96,13 @@ def _signal_of(data: object) -> Signal | None:
     if event == "TerminalState":
         return _terminal_state(data)
     found = _hook_signal(event, data)
+    if found is None:
+        return None
     agent = data.get("agent_id")
-    if found is None or not isinstance(agent, str) or not agent:
-        return found
-    return Signal(found.verdict, found.event, found.why, agent)
+    if isinstance(agent, str) and agent:
+        return replace(found, agent=agent)
+    session = data.get("session_id")
+    return replace(found, session_id=session) if isinstance(session, str) and session else found
 
 
 def _hook_signal(event: str, data: dict[str, object]) -> Signal | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 
+from agentherd.sessions.adapters import AGENTS
 from agentherd.sessions.adapters.agent import CONTINUE_PROMPT, MESSAGE
 from agentherd.sessions.config import SessionConfig
 
@@ -23,8 +25,35 @@ def fill(argv: list[str], values: Mapping[str, str]) -> list[str]:
 
 
 def takes_messages(config: SessionConfig) -> bool:
-    """The session's `resume` has a `{message}` for `herd send` to fill."""
+    """The session's `resume` has a `{message}` for `herd send` to fill (an interactive
+    session's messages are typed into its interface instead)."""
+    if config.interactive:
+        return False
     return config.resume is not None and MESSAGE in " ".join(config.argv(config.resume))
+
+
+def with_flags(argv: list[str], flags: list[str]) -> list[str]:
+    """`argv` given `flags` too: a command of one string (`/bin/sh -c SCRIPT`) gets them at
+    the end of its script, where the agent's own arguments are."""
+    if not flags:
+        return argv
+    if len(argv) == 3 and argv[:2] == ["/bin/sh", "-c"]:
+        return [*argv[:2], f"{argv[2]} {shlex.join(flags)}"]
+    return [*argv, *flags]
+
+
+def resume_argv(config: SessionConfig) -> list[str] | None:
+    """How the session resumes its agent's conversation (placeholders unfilled), or None.
+
+    A headless session by its `resume`; an interactive one by its own `command` given the
+    agent's arguments that open its interface on a stored conversation (`resume` in herd.toml
+    is print mode, one answer and out; the command keeps the person's flags)."""
+    if not config.interactive:
+        return config.argv(config.resume) if config.resume is not None else None
+    agent = AGENTS.get(config.agent or "")
+    if agent is None or not agent.interactive_resume:
+        return None
+    return with_flags(config.argv(config.command), list(agent.interactive_resume))
 
 
 def run_argv(
@@ -49,8 +78,9 @@ def run_argv(
         "rescue_ref": env_extra.get("HERD_RESCUE_REF") or NOT_DONE,
     }
     values["message"] = message if message is not None else fill([CONTINUE_PROMPT], values)[0]
-    if mode == "resume" and config.resume is not None and agent_session_id:
-        return fill(config.argv(config.resume), values), "resume"
+    resume = resume_argv(config) if mode == "resume" and agent_session_id else None
+    if resume is not None:
+        return fill(resume, values), "resume"
     return fill(config.argv(config.command), values), "command"
 
 

@@ -427,3 +427,37 @@ def interactive_env(
         env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
         return [binary], env
     raise ValueError(f"no interactive recipe for {cli!r}")
+
+
+def interactive_session(
+    cli: str,
+    binary: str,
+    repo: Path,
+    url: str,
+    home: Path,
+    *flags: str,
+    config: str = "",
+    restart: str = "never",
+) -> tuple[str, dict[str, str]]:
+    """herd.toml text and the session's environment: `cli`'s full-screen interface on `repo`
+    as the interactive session MAIN (not started), against the scripted server at `url`, every
+    first-run dialog answered ahead in the throw-away `home`; `config` is more of Codex's
+    config.toml. herd passes its own hooks (supervisor/session/agenthomes.py)."""
+    if cli == "claude":
+        _, env = interactive_env("claude", home, repo, url, binary, home / "unused-signals")
+        command = [binary, *flags]
+    elif cli == "codex":
+        env = codex_env(home, url, binary)
+        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as toml:
+            toml.write(f'{config}[projects."{repo}"]\ntrust_level = "trusted"\n')
+        # --no-daemon: else the interface starts a background app-server that outlives it.
+        command = [binary, "--no-daemon", *flags]
+    elif cli == "gemini":
+        # The folder trusted, and `CI` unset: else it asks to trust it, or runs non-interactive.
+        env = gemini_env(home, url, binary)
+        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
+        command = [binary, *flags]
+    else:
+        raise ValueError(f"no interactive recipe for {cli!r}")
+    keys = {"command": command, "interactive": True, "restart": restart, "stop_grace": "5s"}
+    return session_toml(MAIN, cli, repo, env, **keys), env

@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from agentherd.sessions import launchspec
 from agentherd.sessions.agentsignals import (
     TERMINAL,
     TURN_ENDS,
@@ -85,9 +86,9 @@ def test_claude_gets_its_hooks_by_flag_from_a_file_under_herd_and_they_append(
     signals = Path(env["HERD_SIGNALS"])
     assert signals == inputwait.signals_path(run_folder)
     # A one-string command runs through sh -c: the flags go at the end of its script.
-    argv = inputwait.with_flags(config.argv(config.command), flags)
+    argv = launchspec.with_flags(config.argv(config.command), flags)
     assert argv[:2] == ["/bin/sh", "-c"] and argv[2].startswith("claude --model x --settings ")
-    assert inputwait.with_flags(["claude"], flags) == ["claude", *flags]
+    assert launchspec.with_flags(["claude"], flags) == ["claude", *flags]
     hooks = json.loads(settings.read_text())["hooks"]
     assert {"Stop", "PermissionRequest", "UserPromptSubmit"} <= set(hooks)
     command = hooks["Stop"][0]["hooks"][0]["command"]

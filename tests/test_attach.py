@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import psutil
 import pytest
 from conftest import HERD, PY, pid_gone, wait_until
+from tmuxscreen import Tmux
 
 DRAW = r"""
 import os, signal, sys, termios
@@ -41,79 +41,6 @@ for n, line in enumerate(sys.stdin, 1):
     out.write(f"\x1b[{4 + n};1HGOT {n}: {line}")
     out.flush()
 """
-
-
-class Tmux:
-    """A private tmux server: the outer terminal a person would attach from."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.name = f"herd-test-{uuid.uuid4().hex[:12]}"
-        self.cwd = cwd
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=30
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def attach(self, window: str, *options: str, cols: int = 100, rows: int = 30) -> None:
-        """`herd attach` in a new tmux session of `rows` x `cols`; the pane stays after it."""
-        command = " ".join([HERD, "attach", "t", *options])
-        self.run(
-            "new-session",
-            "-d",
-            "-s",
-            window,
-            "-x",
-            str(cols),
-            "-y",
-            str(rows),
-            "-c",
-            str(self.cwd),
-            f"{command}; echo ATTACH-EXIT=$?; exec cat",
-        )
-
-    def screen(self, window: str) -> str:
-        return self.run("capture-pane", "-p", "-t", window)
-
-    def wait_for(self, window: str, text: str, timeout_s: float = 30.0) -> str:
-        return wait_until(  # type: ignore[no-any-return]
-            lambda: text in (shown := self.screen(window)) and shown,
-            timeout_s,
-            f"{text!r} on the tmux screen {window}",
-        )
-
-    def keys(self, window: str, *keys: str, literal: bool = False) -> None:
-        self.run("send-keys", "-t", window, *(["-l"] if literal else []), *keys)
-
-    def detach(self, window: str) -> None:
-        """ctrl+q until the attach is gone: keys sent just before may reach it in the same read
-        as the ctrl+q, which then is typed (only a lone ctrl+q detaches)."""
-
-        def gone() -> bool:
-            if "ATTACH-EXIT=" in self.screen(window):
-                return True
-            self.keys(window, "C-q")
-            return False
-
-        wait_until(gone, what=f"the attach in {window} to detach", poll_s=0.5)
-        assert "ATTACH-EXIT=0" in self.screen(window)
-
-    def close(self) -> None:
-        """Kill the server and wait until it and what ran in its panes are gone."""
-        shown = subprocess.run(
-            ["tmux", "-L", self.name, "display", "-p", "#{pid}"], capture_output=True, text=True
-        )
-        procs = []
-        if shown.returncode == 0 and shown.stdout.strip().isdigit():
-            server = psutil.Process(int(shown.stdout))
-            procs = [server, *server.children(recursive=True)]
-        subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True, timeout=30)
-        _, alive = psutil.wait_procs(procs, timeout=10)
-        for proc in alive:  # started by this test's tmux server: ours to end
-            proc.kill()
-        psutil.wait_procs(alive, timeout=5)
 
 
 @pytest.fixture

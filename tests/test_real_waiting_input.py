@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Herd, wait_until
 from model_servers import AnthropicServer, text, tool
-from realagents import AGENT_WAIT_S, MAIN, interactive_env, repo_with_identity, session_toml
+from realagents import AGENT_WAIT_S, MAIN, interactive_session, repo_with_identity
 
 from agentherd.tui.screenmodel import screen_of
 
@@ -49,13 +49,7 @@ def send(herd: Herd, words: str) -> dict[str, object]:
 def start_interface(herd: Herd, claude: str, repo: Path, url: str, tmp_path: Path) -> None:
     """Claude Code's interface in an interactive session, started and showing its prompt (the
     recipe of docs/agents-interactive.md; herd passes its own hooks by --settings)."""
-    _, env = interactive_env("claude", tmp_path / "home", repo, url, claude, tmp_path / "x")
-    herd.write(
-        session_toml(
-            MAIN, "claude", repo, env, command=[claude], interactive=True, restart="never",
-            stop_grace="5s",
-        )
-    )  # fmt: skip
+    herd.write(interactive_session("claude", claude, repo, url, tmp_path / "home")[0])
     herd.start()
     assert herd.cli("start", MAIN).returncode == 0
     try:

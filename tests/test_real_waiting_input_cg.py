@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import Herd, wait_until
 from model_servers import SPAWNED, GeminiServer, OpenAIResponsesServer, namespaced, text, tool
-from realagents import AGENT_WAIT_S, MAIN, codex_env, gemini_env, repo_with_identity, session_toml
+from realagents import AGENT_WAIT_S, MAIN, interactive_session, repo_with_identity
 
 from agentherd.tui.screenmodel import screen_of
 
@@ -78,15 +78,10 @@ def start_codex(
 ) -> dict[str, str]:
     """The daemon, with Codex's interface on `repo` as an interactive session, started; the
     user's config (copied into the run's own CODEX_HOME) trusts the folder, plus `config`."""
-    env = codex_env(tmp_path / "home", url, codex)
-    with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as toml:
-        toml.write(f'{config}[projects."{repo}"]\ntrust_level = "trusted"\n')
-    herd.write(
-        session_toml(
-            MAIN, "codex", repo, env, command=[codex, "--no-daemon", *flags], interactive=True,
-            restart="never", stop_grace="5s",
-        )
-    )  # fmt: skip
+    toml, env = interactive_session(
+        "codex", codex, repo, url, tmp_path / "home", *flags, config=config
+    )
+    herd.write(toml)
     herd.start()
     return env
 
@@ -112,14 +107,8 @@ def start_gemini(herd: Herd, gemini: str, repo: Path, url: str, tmp_path: Path) 
     """The daemon, with Gemini CLI's interface as an interactive session (not yet started),
     the folder trusted and `CI` unset (else it asks to trust the folder, or runs
     non-interactive); returns the session's environment."""
-    env = gemini_env(tmp_path / "home", url, gemini)
-    env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"}
-    herd.write(
-        session_toml(
-            MAIN, "gemini", repo, env, command=[gemini], interactive=True,
-            restart="never", stop_grace="5s",
-        )
-    )  # fmt: skip
+    toml, env = interactive_session("gemini", gemini, repo, url, tmp_path / "home")
+    herd.write(toml)
     herd.start()
     return env
 

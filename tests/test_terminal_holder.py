@@ -186,6 +186,21 @@ def test_the_first_screen_is_drawn_again_exactly() -> None:
     assert left.display[0].startswith("main screen"), "leaving the alternate screen restores"
 
 
+def test_keyboard_protocol_sequences_leave_the_screen_as_a_terminal_does() -> None:
+    """Claude Code's first bytes pop and push kitty's keyboard protocol and set xterm's
+    modifyOtherKeys: a terminal draws nothing for them, wherever a read splits them."""
+    data = b"\x1b[<u\x1b[>1u\x1b[>4;2m\x1b[=1;1u\x1b[>0q\x1b[1mWelcome\x1b[0m back"
+    whole = screenmodel.screen_of(data, 4, 20)
+    assert whole.display[0] == "Welcome back        "
+    assert whole.buffer[0][0].bold and not whole.buffer[0][8].underscore
+    for cut in range(1, len(data)):
+        split = screenmodel.Screen(20, 4)
+        feed = screenmodel.Feed(split)
+        feed.feed(data[:cut])
+        feed.feed(data[cut:])
+        assert split.display == whole.display, f"split at byte {cut}"
+
+
 def test_detach_keys_and_a_wrong_one(herd: Herd) -> None:
     assert detach_byte("ctrl+q") == b"\x11"
     assert detach_byte("Ctrl+]") == b"\x1d"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import wait_until
+from conftest import HERD, wait_until
 
 COLUMNS = 120
 ROWS = 40
@@ -84,12 +84,14 @@ class Screen:
     def type_line(self, words: str, timeout_s: float) -> None:
         """Type `words`, wait until the interface echoed them, then press Enter.
 
-        Pressing Enter only once the words show keeps an interface that tells a paste from
-        typing (by timing) from taking the Enter as part of the text.
+        Pressing Enter only once the words show, after End, keeps an interface that tells a
+        paste from typing by timing from taking the Enter as part of the text: Gemini CLI takes
+        an Enter within 30 ms of a typed character for a new line (its FAST_RETURN_TIMEOUT),
+        and End, a key that types nothing, ends that window.
         """
         self._run("send-keys", "-t", "main", "-l", words)
         self.shows(words, timeout_s)
-        self._run("send-keys", "-t", "main", "Enter")
+        self._run("send-keys", "-t", "main", "End", "Enter")
 
     def close(self) -> None:
         """End the tmux server (the pane's program gets SIGHUP) and wait for every process of
@@ -106,5 +108,85 @@ class Screen:
         subprocess.run([self.tmux, "-L", self.socket, "kill-server"], capture_output=True)
         _, alive = psutil.wait_procs(family, timeout=10)
         for proc in alive:
+            proc.kill()
+        psutil.wait_procs(alive, timeout=5)
+
+
+class Tmux:
+    """A private tmux server: the outer terminal a person would attach from."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.name = f"herd-test-{uuid.uuid4().hex[:12]}"
+        self.cwd = cwd
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def attach(
+        self, window: str, *options: str, session: str = "t", cols: int = 100, rows: int = 30
+    ) -> None:
+        """`herd attach SESSION` in a new tmux session of `rows` x `cols`; the pane stays after
+        it, saying how the attach exited."""
+        command = " ".join([HERD, "attach", session, *options])
+        self.run(
+            "new-session",
+            "-d",
+            "-s",
+            window,
+            "-x",
+            str(cols),
+            "-y",
+            str(rows),
+            "-c",
+            str(self.cwd),
+            f"{command}; echo ATTACH-EXIT=$?; exec cat",
+        )
+
+    def screen(self, window: str) -> str:
+        return self.run("capture-pane", "-p", "-t", window)
+
+    def wait_for(self, window: str, text: str, timeout_s: float = 30.0) -> str:
+        """Wait until `text` is on `window`'s screen; the screen then (in the failure, too)."""
+        try:
+            return wait_until(  # type: ignore[no-any-return]
+                lambda: text in (shown := self.screen(window)) and shown,
+                timeout_s,
+                f"{text!r} on the tmux screen {window}",
+            )
+        except AssertionError as missing:
+            raise AssertionError(f"{missing}; the screen:\n{self.screen(window)}") from None
+
+    def keys(self, window: str, *keys: str, literal: bool = False) -> None:
+        self.run("send-keys", "-t", window, *(["-l"] if literal else []), *keys)
+
+    def detach(self, window: str) -> None:
+        """ctrl+q until the attach is gone: keys sent just before may reach it in the same read
+        as the ctrl+q, which then is typed (only a lone ctrl+q detaches)."""
+
+        def gone() -> bool:
+            if "ATTACH-EXIT=" in self.screen(window):
+                return True
+            self.keys(window, "C-q")
+            return False
+
+        wait_until(gone, what=f"the attach in {window} to detach", poll_s=0.5)
+        assert "ATTACH-EXIT=0" in self.screen(window)
+
+    def close(self) -> None:
+        """Kill the server and wait until it and what ran in its panes are gone."""
+        shown = subprocess.run(
+            ["tmux", "-L", self.name, "display", "-p", "#{pid}"], capture_output=True, text=True
+        )
+        procs = []
+        if shown.returncode == 0 and shown.stdout.strip().isdigit():
+            server = psutil.Process(int(shown.stdout))
+            procs = [server, *server.children(recursive=True)]
+        subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True, timeout=30)
+        _, alive = psutil.wait_procs(procs, timeout=10)
+        for proc in alive:  # started by this test's tmux server: ours to end
             proc.kill()
         psutil.wait_procs(alive, timeout=5)

@@ -4,6 +4,7 @@ attach's first screen, correct before the agent redraws."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pyte
@@ -91,10 +92,35 @@ for _name in PUBLIC_ONLY:
     setattr(Screen, _name, _public_only(_name))
 
 
+PREFIXED_CSI = re.compile(rb"\x1b\[[<=>][0-9;:]*[ -/]*[@-~]")
+"""CSI sequences whose parameters start with `<`, `=` or `>`: kitty's keyboard protocol (Claude
+Code pushes and pops it as it starts), xterm's modifyOtherKeys, the DA2 and XTVERSION queries.
+None changes what a screen shows; pyte takes the prefix for the sequence's end and draws the
+rest as text (a stray `u` in the corner), or reads `CSI > 4 ; 2 m` as underline and dim."""
+PREFIXED_CSI_BEGUN = re.compile(rb"\x1b(\[([<=>][0-9;:]*[ -/]*)?)?\Z")
+"""The start of a chunk's last escape sequence when it may still become a PREFIXED_CSI."""
+
+
+class Feed:
+    """Bytes into a Screen through pyte, chunk by chunk, without the sequences pyte misreads
+    (PREFIXED_CSI), one split across two chunks included."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self._stream = pyte.ByteStream(screen)
+        self._held = b""
+
+    def feed(self, data: bytes) -> None:
+        data = PREFIXED_CSI.sub(b"", self._held + data)
+        begun = PREFIXED_CSI_BEGUN.search(data)
+        self._held = begun.group() if begun else b""
+        self._stream.feed(data[: begun.start()] if begun else data)
+
+
 def screen_of(data: bytes, rows: int, cols: int) -> Screen:
     """The screen a `rows` x `cols` terminal shows after `data`."""
     screen = Screen(cols, rows)
-    pyte.ByteStream(screen).feed(data)
+    Feed(screen).feed(data)
     return screen
 
 

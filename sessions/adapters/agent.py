@@ -72,6 +72,9 @@ class Agent:
     counts_turns: bool = True
     """herd sees each of its model's turns: a `turns` budget can act (herd check refuses one
     where it cannot)."""
+    interactive_resume: tuple[str, ...] = ()
+    """What an interactive session's own `command` is given to open the agent's interface on
+    its stored conversation (`{session_id}`); empty: it cannot be."""
     key_env: tuple[str, ...] = ()
     """The environment variables its API key comes from, first found wins; none set: its own
     login. They name the session's default `account` (sessions/accounts.py)."""

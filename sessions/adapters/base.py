@@ -168,6 +168,11 @@ class OutputParser:
         """The conversation this process was started to resume, if any (and safe)."""
         return self._initial_session_id
 
+    def learn_session_id(self, value: object) -> None:
+        """Take the conversation id the agent named elsewhere (an interactive run's hooks),
+        checked as one its output named."""
+        self._set_session_id(value)
+
     def _set_session_id(self, value: object) -> None:
         """Record a reported session id when it is safe to use; refuse and count any other."""
         if value is None or (

@@ -482,6 +482,7 @@ AGENT = Agent(
     key_env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
     parser=ClaudeParser,
     order=1,
+    interactive_resume=("--resume", "{session_id}"),
     preset=Preset(
         prompt_at=2,
         command=("claude", "-p", work_prompt(PROGRESS_FILE), *_STREAM),

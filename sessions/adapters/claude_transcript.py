@@ -72,7 +72,7 @@ def subagent_transcripts(path: Path) -> list[Path]:
     return found[:MAX_SUBAGENT_FILES]
 
 
-def _wanted(raw: bytes) -> bool:
+def may_hold_spend(raw: bytes) -> bool:
     """A line that may carry spend: an assistant message's usage, or a compaction's."""
     return (b'"assistant"' in raw and b'"usage"' in raw) or b'"compact_boundary"' in raw
 
@@ -84,6 +84,6 @@ def read_transcript(
     compaction boundaries), one at a time, as read; unreadable lines are skipped, and `stop`
     ends the read between chunks. `max_bytes` bounds each file."""
     lines = json_lines(
-        [path, *subagent_transcripts(path)], max_bytes, MAX_ENTRY_BYTES, _wanted, stop
+        [path, *subagent_transcripts(path)], max_bytes, MAX_ENTRY_BYTES, may_hold_spend, stop
     )
     return (value for value in lines if isinstance(value, dict))

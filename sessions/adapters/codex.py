@@ -256,6 +256,7 @@ AGENT = Agent(
     key_env=("CODEX_API_KEY", "OPENAI_API_KEY"),
     parser=CodexParser,
     order=2,
+    interactive_resume=("resume", "{session_id}"),
     preset=Preset(
         prompt_at=-1,
         command=("codex", "exec", "--json", *_SANDBOX, work_prompt()),

@@ -405,6 +405,7 @@ AGENT = Agent(
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     parser=GeminiParser,
     order=3,
+    interactive_resume=("--resume", "{session_id}"),
     preset=Preset(
         prompt_at=2,
         command=("gemini", "-p", work_prompt(), *_STREAM),

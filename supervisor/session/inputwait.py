@@ -87,16 +87,6 @@ def prepare(
     return ["--settings", str(settings)], env
 
 
-def with_flags(argv: list[str], flags: list[str]) -> list[str]:
-    """`argv` given `flags` too: a command of one string (`/bin/sh -c SCRIPT`) gets them at
-    the end of its script, where the agent's own arguments are."""
-    if not flags:
-        return argv
-    if len(argv) == 3 and argv[:2] == ["/bin/sh", "-c"]:
-        return [*argv[:2], f"{argv[2]} {shlex.join(flags)}"]
-    return [*argv, *flags]
-
-
 class InputWait:
     """Moves a session between running and waiting-input as its run's signals say."""
 
@@ -132,7 +122,19 @@ class InputWait:
         async with self.pen.lock:
             for signal in signals:
                 if self.run() is live and not live.exited.is_set():
+                    self._learn(signal.session_id, live)
                     self._apply(signal, live.record.run)
+
+    def _learn(self, session_id: str | None, live: LiveRun) -> None:
+        """Keep the conversation id the agent's hook named: committed at once (a crash is when
+        a resume needs it), and the readers of the agent's own files find its spend by it."""
+        if session_id is None or session_id == live.record.agent_session_id:
+            return
+        live.parser.learn_session_id(session_id)
+        if live.parser.session_id != session_id:
+            return  # refused: not a safe id (the parser warned)
+        self.record.agent_session_id = live.record.agent_session_id = session_id
+        self.pen.commit(run=live.record)
 
     def _new_signals(self, path: Path) -> list[Signal]:
         """The signals among the whole lines written since the last read, oldest first."""

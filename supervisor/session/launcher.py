@@ -100,7 +100,7 @@ class Launcher:
         )
         if config.interactive:  # its hooks tell when its agent waits for a person
             hook_argv, hook_env = inputwait.prepare(folder, config, env)
-            argv, env = inputwait.with_flags(argv, hook_argv), {**env, **hook_env}
+            argv, env = launchspec.with_flags(argv, hook_argv), {**env, **hook_env}
         record = RunRecord(
             session=config.name,
             run=number,

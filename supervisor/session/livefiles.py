@@ -1,12 +1,14 @@
-"""Codex's rollout and Gemini CLI's chats read while their run lives: spend before the turn ends.
+"""An agent's own files read while its run lives: spend before the turn ends, or at all.
 
-Neither CLI prints usage before its turn ends, and a turn is the whole run; each writes every
-answer's tokens to its own files as it goes (`codex_rollout`, `gemini_chats`). While a run of
-either lives, its files are looked at every `agent_files_poll_s` (`agent_files_idle_poll_s`
-while no budget limit counts its spend): only the bytes added since the last look are read, at
-most LOOK_BYTES a look, in a worker thread. What a look found is taken as a killed run's read
-is (Codex: the thread's running total, never below what stdout showed; Gemini: each answer
-once by id), so the figures the run prints at its end, which replace it, count nothing twice.
+Codex and Gemini CLI print usage only when their turn ends, and a turn is the whole run; an
+interactive run prints none at all (its terminal shows the agent's interface). Each CLI writes
+every answer's tokens to its own files as it goes (`codex_rollout`, `gemini_chats`, Claude
+Code's transcript, `claude_transcript`). While such a run lives, its files are looked at every
+`agent_files_poll_s` (`agent_files_idle_poll_s` while no budget limit counts its spend): only
+the bytes added since the last look are read, at most LOOK_BYTES a look, in a worker thread.
+What a look found is taken as a killed run's read is (Codex: the thread's running total, never
+below what stdout showed; Gemini: each answer once by id; Claude: each message's last figure
+by id), so the figures the run prints at its end, which replace it, count nothing twice.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentherd.sessions.adapters import CodexParser, GeminiParser, codex_rollout, gemini_chats
+from agentherd.sessions.adapters import (
+    ClaudeParser,
+    CodexParser,
+    GeminiParser,
+    claude_transcript,
+    codex_rollout,
+    gemini_chats,
+)
+from agentherd.sessions.adapters.claude_tokens import transcript_messages
 from agentherd.sessions.adapters.gemini import ChatTally
 from agentherd.sessions.config import SessionConfig
 from agentherd.sessions.launchspec import run_environment
@@ -45,17 +55,28 @@ class LiveFiles:
     """One run's agent files as they grow: `look` in a worker thread, `take` on the loop."""
 
     def __init__(
-        self, parser: CodexParser | GeminiParser, started_at: str, env: Mapping[str, str]
+        self,
+        parser: ClaudeParser | CodexParser | GeminiParser,
+        started_at: str,
+        env: Mapping[str, str],
+        cwd: str,
     ) -> None:
         self.parser = parser
         self.files: dict[Path, GrowingFile] = {}
         self.looks = 0
+        self.started_at = started_at
+        self.cwd = cwd
+        """Claude: the folder its transcript is named after."""
         self._total: dict[str, Any] = {}
         """Codex: the thread's last running total read."""
         self._tally = ChatTally(started_at)
         """Gemini: the run's answers read, once each."""
+        self._entries: list[Any] = []
+        """Claude: the transcript entries with spend this look read."""
         if isinstance(parser, CodexParser):
             self.folder = codex_rollout.codex_home(env)
+        elif isinstance(parser, ClaudeParser):
+            self.folder = claude_transcript.claude_config_dir(env)
         else:
             self.folder = gemini_chats.gemini_dir(env)
 
@@ -63,8 +84,10 @@ class LiveFiles:
         """Read what the run's files gained (worker thread): what `take` takes."""
         self.looks += 1
         # A thread's rollout is one file (a resume appends to it): once found, Codex's folder
-        # of every day's sessions is not listed again.
-        again = isinstance(self.parser, GeminiParser) and self.looks % SEARCH_EVERY_LOOKS == 0
+        # of every day's sessions is not listed again. Gemini's resume starts a second chat
+        # file, Claude's subagents files of their own: those are looked for again.
+        codex = isinstance(self.parser, CodexParser)
+        again = not codex and self.looks % SEARCH_EVERY_LOOKS == 0
         if self.folder is not None and (not self.files or again):
             for path in self._paths(self.folder, session_id):
                 if path not in self.files:
@@ -78,38 +101,56 @@ class LiveFiles:
             left -= max(0, growing.offset - before)
             if left <= 0:
                 break
-        if isinstance(self.parser, CodexParser):
+        if codex:
             return dict(self._total)
+        if isinstance(self.parser, ClaudeParser):
+            entries, self._entries = self._entries, []
+            return transcript_messages(entries, (), self.started_at)
         return self._tally.models()
 
     @property
     def _max_bytes(self) -> int:
         if isinstance(self.parser, CodexParser):
             return codex_rollout.MAX_ROLLOUT_BYTES
+        if isinstance(self.parser, ClaudeParser):
+            return claude_transcript.MAX_TRANSCRIPT_BYTES
         return gemini_chats.MAX_CHAT_BYTES
 
     @property
     def _max_line_bytes(self) -> int:
         if isinstance(self.parser, CodexParser):
             return codex_rollout.MAX_ENTRY_BYTES
+        if isinstance(self.parser, ClaudeParser):
+            return claude_transcript.MAX_ENTRY_BYTES
         return gemini_chats.MAX_ENTRY_BYTES
 
     def _paths(self, folder: Path, session_id: str) -> list[Path]:
         if isinstance(self.parser, CodexParser):
             return codex_rollout.rollout_paths(folder, session_id)
+        if isinstance(self.parser, ClaudeParser):
+            found = claude_transcript.transcript_path(folder, self.cwd, session_id)
+            return [found, *claude_transcript.subagent_transcripts(found)] if found else []
         return gemini_chats.chat_paths(folder, session_id)
 
     def _read_line(self, raw: bytes) -> None:
-        """Take one line: a Codex running total, or the Gemini answers it holds."""
-        codex = isinstance(self.parser, CodexParser)
-        if not (codex_rollout.may_hold_a_total(raw) if codex else b'"tokens"' in raw):
+        """Take one line: a Codex running total, the Gemini answers it holds, or a Claude
+        message's usage."""
+        if isinstance(self.parser, CodexParser):
+            wanted = codex_rollout.may_hold_a_total(raw)
+        elif isinstance(self.parser, ClaudeParser):
+            wanted = claude_transcript.may_hold_spend(raw)
+        else:
+            wanted = b'"tokens"' in raw
+        if not wanted:
             return
         try:
             value = json.loads(raw.decode("utf-8", errors="replace"))
         except (ValueError, RecursionError):
             return
-        if codex:
+        if isinstance(self.parser, CodexParser):
             self._total = codex_rollout.total_in(value) or self._total
+        elif isinstance(self.parser, ClaudeParser):
+            self._entries.append(value)
         else:
             for answer in gemini_chats.answers_in(value):
                 self._tally.add(answer)
@@ -120,15 +161,20 @@ class LiveFiles:
             return False
         if isinstance(self.parser, CodexParser):
             return self.parser.recover_from_rollout(found)
+        if isinstance(self.parser, ClaudeParser):
+            return self.parser.take_transcript_messages(found)
         return self.parser.take_chat_tokens(found)
 
 
 def live_files(parser: object, record: RunRecord, config: SessionConfig) -> LiveFiles | None:
-    """The live read a run needs (Codex and Gemini CLI), or None."""
-    if not isinstance(parser, CodexParser | GeminiParser) or not record.started_at:
+    """The live read a run needs (Codex and Gemini CLI; Claude Code's interface, whose
+    terminal prints no usage), or None."""
+    if not isinstance(parser, ClaudeParser | CodexParser | GeminiParser) or not record.started_at:
         return None
+    if isinstance(parser, ClaudeParser) and not config.interactive:
+        return None  # its stream prints every message's usage as it comes
     env = run_environment(os.environ, config, record.run, 0, {})
-    return LiveFiles(parser, record.started_at, env)
+    return LiveFiles(parser, record.started_at, env, record.cwd or str(config.cwd))
 
 
 async def follow(live: LiveRun, poll_s: Callable[[], float], changed: Callable[[], None]) -> None:

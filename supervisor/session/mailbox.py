@@ -45,6 +45,11 @@ class Mailbox:
     async def _send(self, text: str, origin: str) -> tuple[str, PendingMessage]:
         config = self.pen.config()
         name = config.name
+        if config.interactive:
+            raise SessionError(
+                f"{name}'s interface is not running, so nothing can be typed into it: "
+                f"`herd start {name}` opens it, then send again (or `herd attach {name}`)"
+            )
         if not launchspec.takes_messages(config):
             raise SessionError(
                 f"{name} cannot take a message: its resume has no {launchspec.MESSAGE}; in "

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyte
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events, work
@@ -84,7 +83,7 @@ class TerminalView(Widget, can_focus=True):
         self.session = ""
         """The session whose terminal is shown (the screen's)."""
         self.screen_model: screenmodel.Screen | None = None
-        self._stream: pyte.ByteStream | None = None
+        self._stream: screenmodel.Feed | None = None
         self._link: asyncio.StreamWriter | None = None
         self.typing = False
         """True while the person's keys go to the agent (this view is the writer)."""
@@ -173,7 +172,7 @@ class TerminalView(Widget, can_focus=True):
                     rows, cols = int(hello["rows"]), int(hello["cols"])
                 elif kind == b"r":
                     self.screen_model = screenmodel.screen_of(payload, rows, cols)
-                    self._stream = pyte.ByteStream(self.screen_model)
+                    self._stream = screenmodel.Feed(self.screen_model)
                     self._say(self._viewing_note())
                 elif kind == b"o" and self._stream is not None:
                     self._stream.feed(payload)
