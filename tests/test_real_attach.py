@@ -210,6 +210,8 @@ def test_an_interface_killed_opens_again_on_its_conversation(
             assert json.loads(sent.stdout)["state"] == "waiting-input", sent.stdout
             assert "heron" in json.dumps(server.requests[-1]), "the model got the conversation"
             assert status(tmp_path)["agent_session_id"] == conversation
+            checked = wait_until(lambda: events(tmp_path, "resume-checked"), AGENT_WAIT_S)
+            assert checked[-1]["run"] == 2
             assert again["pid"] != first["pid"]
         finally:
             herd(tmp_path, "down")

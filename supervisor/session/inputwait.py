@@ -128,13 +128,14 @@ class InputWait:
     def _learn(self, session_id: str | None, live: LiveRun) -> None:
         """Keep the conversation id the agent's hook named: committed at once (a crash is when
         a resume needs it), and the readers of the agent's own files find its spend by it."""
-        if session_id is None or session_id == live.record.agent_session_id:
+        if session_id is None or session_id == live.parser.reported_session_id:
             return
-        live.parser.learn_session_id(session_id)
+        live.parser.learn_session_id(session_id)  # a resumed run's check compares it
         if live.parser.session_id != session_id:
             return  # refused: not a safe id (the parser warned)
-        self.record.agent_session_id = live.record.agent_session_id = session_id
-        self.pen.commit(run=live.record)
+        if session_id != live.record.agent_session_id:  # a resumed run has it already
+            self.record.agent_session_id = live.record.agent_session_id = session_id
+            self.pen.commit(run=live.record)
 
     def _new_signals(self, path: Path) -> list[Signal]:
         """The signals among the whole lines written since the last read, oldest first."""
