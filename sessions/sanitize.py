@@ -55,6 +55,18 @@ _ESCAPE_SEQUENCE = re.compile(
     r"|\x1b[@-_]"  # other two-byte escapes
 )
 
+_CURSOR_MOVES_RIGHT = frozenset("CGHf")
+"""Final bytes of the CSI sequences a full-screen interface places words with (forward, to a
+column, to a position) where a plain line has spaces."""
+
+
+def _spacing(sequence: re.Match[str]) -> str:
+    """A space for a cursor move between words (`claude` draws "? for shortcuts" so), else
+    nothing."""
+    moves = sequence.group()[-1] in _CURSOR_MOVES_RIGHT
+    return " " if moves and sequence.start() > 0 else ""
+
+
 DISPLAY_SCAN_BYTES = 64 * 1024
 """Only the end of a huge line is scanned for what a terminal would show last."""
 
@@ -66,7 +78,7 @@ def display_line(data: bytes, max_chars: int) -> str:
     carriage return is kept, so progress bars and colours read as words in a one-line view.
     """
     text = data[-DISPLAY_SCAN_BYTES:].decode("utf-8", errors="replace").rstrip("\r")
-    text = _ESCAPE_SEQUENCE.sub("", text)
+    text = _ESCAPE_SEQUENCE.sub(_spacing, text)
     text = text.rsplit("\r", 1)[-1]
     return inert_line(text.encode("utf-8"), max_chars)
 

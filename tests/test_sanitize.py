@@ -7,7 +7,7 @@ import time
 import pytest
 
 from agentherd.sessions.lines import LineSplitter, TruncatedLine
-from agentherd.sessions.sanitize import inert, inert_line
+from agentherd.sessions.sanitize import display_line, inert, inert_line
 
 
 def test_escape_sequences_become_visible() -> None:
@@ -146,7 +146,6 @@ def test_splitter_many_short_lines() -> None:
 
 
 def test_display_line_keeps_what_a_terminal_would_show() -> None:
-    from agentherd.sessions.sanitize import display_line
 
     assert display_line(b"building 1%\rbuilding 50%\rbuilding done", 80) == "building done"
     assert display_line(b"\x1b[31mred\x1b[0m text", 80) == "red text"
@@ -170,3 +169,12 @@ def test_coloured_line_keeps_sgr_and_nothing_else() -> None:
         coloured_line(b"\x1b[31m" + b"y" * 50, 10, as_terminal=False) == "\x1b[31m" + "y" * 9 + "…"
     )
     assert coloured_line(b"50%\r100%", 20, as_terminal=True) == "100%"
+
+
+def test_a_full_screen_interfaces_line_reads_with_its_spaces() -> None:
+    """Claude Code places words by moving the cursor, not by spaces: a one-line view shows a
+    space there (what a terminal shows), and nothing for a move at the line's start."""
+    drawn = b"\x1b[2m?\x1b[1Cfor\x1b[1Cshortcuts\x1b[22m \xc2\xb7\x1b[6GClaude\x1b[13GCode"
+    assert display_line(drawn, 80) == "? for shortcuts · Claude Code"
+    assert display_line(b"\x1b[6GClaude\x1b[13GCode", 80) == "Claude Code"
+    assert display_line(b"\x1b[31mred\x1b[0m text\x1b[K", 80) == "red text"
