@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from agentherd.sessions.adapters import CodexParser, GeminiParser
+from agentherd.sessions.adapters import ClaudeParser, CodexParser, GeminiParser
 from agentherd.supervisor.files.growingfile import GrowingFile
 from agentherd.supervisor.session.livefiles import LiveFiles
 
@@ -119,3 +119,38 @@ def test_a_gemini_look_counts_each_answer_once(tmp_path: Path) -> None:
     assert files.take(files.look(session)) is True
     assert parser.usage.input_tokens == 300
     assert parser.usage.cost_estimated is True and parser.usage.cost_usd
+
+
+def test_a_claude_look_takes_each_messages_last_figure_once_and_finds_its_subagents(
+    tmp_path: Path,
+) -> None:
+    """An interactive Claude run prints no usage: its transcript is read as it grows (only
+    the run's own messages, each at its last figure), then a subagent's beside it."""
+    session = "620e224a-9622-4b5f-b9c2-45e3aec492b7"
+    cwd = "/work/repo"
+    folder = tmp_path / ".claude" / "projects" / "-work-repo"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{session}.jsonl"
+
+    def message(message_id: str, output: int, stamp: str = "2026-12-03T19:50:22.057Z") -> str:
+        usage = {"input_tokens": 100, "output_tokens": output, "cache_read_input_tokens": 0}
+        body = {"id": message_id, "model": "claude-sonnet-4-5", "usage": usage}
+        return json.dumps({"type": "assistant", "timestamp": stamp, "message": body}) + "\n"
+
+    earlier = message("msg_old", 9, "2026-12-03T19:00:00.000Z")  # a run before this one
+    transcript.write_text(earlier + message("msg_a", 3))
+    parser = ClaudeParser(session)
+    files = LiveFiles(parser, SINCE, {"HOME": str(tmp_path)}, cwd)
+    assert files.take(files.look(session)) is True
+    assert (parser.usage.input_tokens, parser.usage.output_tokens) == (100, 3)
+    with transcript.open("a") as out:
+        out.write(message("msg_a", 30) + message("msg_b", 5))  # `a` complete, then `b`
+    assert files.take(files.look(session)) is True
+    assert (parser.usage.input_tokens, parser.usage.output_tokens) == (200, 35)
+    assert files.take(files.look(session)) is False  # nothing new
+    subagents = folder / session / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-1.jsonl").write_text(message("msg_sub", 7))
+    for _ in range(10):  # looked for again every SEARCH_EVERY_LOOKS looks
+        files.take(files.look(session))
+    assert parser.usage.output_tokens == 42

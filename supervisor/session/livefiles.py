@@ -59,7 +59,7 @@ class LiveFiles:
         parser: ClaudeParser | CodexParser | GeminiParser,
         started_at: str,
         env: Mapping[str, str],
-        cwd: str,
+        cwd: str = "",
     ) -> None:
         self.parser = parser
         self.files: dict[Path, GrowingFile] = {}
