@@ -70,6 +70,11 @@ class Wire(BaseModel):
         dumped: dict[str, Any] = self.model_dump(mode="json")
         return dumped
 
+    def to_json_text(self) -> str:
+        """`to_json` as JSON text, made by pydantic's own serializer: a third of `to_json`
+        and `json.dumps` (a `herd ls` of 1,000 sessions sends 2 MB of it)."""
+        return self.model_dump_json()
+
 
 # ----- `herd status --json` ------------------------------------------------------------------
 

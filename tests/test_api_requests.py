@@ -9,7 +9,7 @@ from typing import Any
 
 from conftest import Herd, script
 
-from agentherd.supervisor.api.protocol import HERD_VERSION, PROTOCOL
+from agentherd.supervisor.api.protocol import HERD_VERSION, PROTOCOL, RawJSON, encode
 
 HELLO = {"op": "hello", "version": HERD_VERSION, "protocol": PROTOCOL}
 
@@ -137,3 +137,13 @@ def test_the_cli_turns_a_bad_argument_into_exit_2(herd: Herd) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("herd: ") and field in result.stderr
         assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_reply_with_json_text_in_it_reads_as_the_same_reply() -> None:
+    """`herd ls` sends each status as pydantic wrote it (RawJSON): the line a client reads is
+    the one the plain encoder would have sent."""
+    result = [{"session": "a", "cost": 1e-05, "last_line": "é ← \u2028"}, {"fleet": None}]
+    plain = encode({"id": 7, "ok": True, "result": result})
+    raw = encode({"id": 7, "ok": True, "result": RawJSON(json.dumps(result, ensure_ascii=False))})
+    assert raw.endswith(b"\n") and raw.count(b"\n") == 1
+    assert json.loads(raw) == json.loads(plain)

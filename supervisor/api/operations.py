@@ -37,7 +37,7 @@ from agentherd.sessions.times import iso, utc_now
 from agentherd.supervisor.api import calllog, diffop, gateops, sendwait, server, statusfeed, trust
 from agentherd.supervisor.api.host import Host
 from agentherd.supervisor.api.opargs import checked
-from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError
+from agentherd.supervisor.api.protocol import HERD_VERSION, ApiError, RawJSON
 from agentherd.supervisor.api.trust import PERSON, Scope
 from agentherd.supervisor.checks.reporting import session_report
 from agentherd.supervisor.files.paths import OUTPUT_FILE, run_dir
@@ -97,9 +97,17 @@ class ControlApi:
         except SessionError as exc:
             raise ApiError("bad-state", str(exc)) from None
 
-    def _statuses(self, scope: Scope) -> list[dict[str, Any]]:
-        """Every session's status the asker may see, as JSON."""
-        return [s.status().to_json() for s in self._fleet(scope).values()]
+    def _statuses(self, scope: Scope) -> RawJSON:
+        """Every session's status the asker may see, as JSON text: the `fleet` object made
+        once for all (each status carries it), each status by pydantic's serializer."""
+        assert self.daemon.ctx is not None  # served only once the daemon has its context
+        fleet = self.daemon.ctx.fleet_spend()
+        texts = []
+        for supervisor in self._fleet(scope).values():
+            status = supervisor.status(with_fleet=False)
+            status.fleet = fleet
+            texts.append(status.to_json_text())
+        return RawJSON(f"[{','.join(texts)}]")
 
     async def op_ls(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         await send(result=self._statuses(scope))

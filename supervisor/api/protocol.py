@@ -43,9 +43,20 @@ class ApiError(Exception):
         return {"code": self.code, "message": self.message}
 
 
+class RawJSON(str):
+    """A value of a message that is JSON text already (made by pydantic's serializer): sent
+    as it is, not encoded again."""
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as a JSON line."""
-    return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
+    """One message as a JSON line (a RawJSON value written in as it is)."""
+    raw = {key: value for key, value in message.items() if isinstance(value, RawJSON)}
+    if not raw:
+        return json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n"
+    plain = {key: value for key, value in message.items() if key not in raw}
+    head = json.dumps(plain, separators=(",", ":"), default=str)[:-1]
+    tail = "".join(f",{json.dumps(key)}:{value}" for key, value in raw.items())
+    return f"{head}{tail}}}\n".encode()
 
 
 def decode(line: bytes) -> dict[str, Any]:

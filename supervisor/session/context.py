@@ -243,7 +243,11 @@ class Context:
 
     def fleet_spend(self) -> dict[str, Any] | None:
         """The status JSON's `fleet` object."""
-        return self.budgets.fleet_json()
+        fleet = self.budgets.fleet_json()
+        limits = self.limits.to_json()
+        if limits:  # per account: what is parked on its limit, and until when
+            fleet = {**(fleet or {}), "limits": limits}
+        return fleet
 
     def park_account(self, account: str, name: str) -> None:
         """Session `name` hit `account`'s limit: park every other running session of it, their

@@ -48,9 +48,6 @@ class StatusView:
         spent = self.spend.facts(self.spend_inputs(), time.time(), projecting=True)
         last = self.follower.last_run_record() if run is None else None
         fleet = self.ctx.fleet_spend() if with_fleet else None
-        limits = self.ctx.limits.to_json() if with_fleet else {}
-        if limits:  # per account: what is parked on its limit, and until when
-            fleet = {**(fleet or {}), "limits": limits}
         view = (self.observer, self.warnings, spent, fleet, self.follower.log_bytes())
         account = self.ctx.limits.account(config)
         return live_status(config, self.pen.record, run, last, *view, account)
