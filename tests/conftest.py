@@ -24,7 +24,7 @@ from agentherd.supervisor.api.client import Client
 from agentherd.supervisor.daemon import Daemon
 from agentherd.supervisor.session.context import Timings
 
-pytest_plugins = ["pgcluster", "clusterhosts", "realagents"]
+pytest_plugins = ["pgcluster", "clusterhosts", "realagents", "tmuxscreen"]
 """Fixtures shared by the cluster and the real-agent tests (pg_url, hosts, claude, ...)."""
 
 FAST = Timings(

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +40,6 @@ for n, line in enumerate(sys.stdin, 1):
     out.write(f"\x1b[{4 + n};1HGOT {n}: {line}")
     out.flush()
 """
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    server = Tmux(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def herd_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

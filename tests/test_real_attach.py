@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from realagents import (
     repo_with_identity,
     served_as_read,
 )
-from tmuxscreen import Tmux, tmux_binary
+from tmuxscreen import Tmux
 
 pytestmark = [pytest.mark.realagents, pytest.mark.pidns, pytest.mark.timeout(8 * AGENT_WAIT_S)]
 
@@ -54,16 +53,6 @@ def spends(root: Path, cli: str, server: Any, what: str) -> None:
         wait_until(lambda: spent(root) == want, AGENT_WAIT_S, what)
     except AssertionError as missing:
         raise AssertionError(f"{missing}: {spent(root)} != {want}") from None
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    tmux_binary()  # skips, or fails under CI=true, without tmux
-    server = Tmux(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def herd(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

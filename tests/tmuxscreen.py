@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -190,3 +191,14 @@ class Tmux:
         for proc in alive:  # started by this test's tmux server: ours to end
             proc.kill()
         psutil.wait_procs(alive, timeout=5)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A private tmux server in the test's folder (a plugin of conftest: any test may ask)."""
+    tmux_binary()  # skips, or fails under CI=true, without tmux
+    server = Tmux(tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
