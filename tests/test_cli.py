@@ -399,6 +399,9 @@ def test_events_json_lines_and_since(herd: Herd) -> None:
     assert [e["seq"] for e in later] == [e["seq"] for e in events if e["seq"] > since]
     human = herd.cli("events", "--session", "api").stdout
     assert "api/1 run-started" in human
+    assert herd.cli("events", "api").stdout == human, "NAME is --session's short form"
+    both = herd.cli("events", "api", "--session", "web")
+    assert both.returncode == 2 and "give one" in both.stderr
 
 
 @pytest.mark.timeout(120)

@@ -313,8 +313,9 @@ def logs(
 
 
 @click.command()
+@click.argument("name", required=False)
 @click.option("--since", type=int, default=0, help="Only events after this seq.")
-@click.option("--session", default=None, help="Only this session's events.")
+@click.option("--session", default=None, help="Only this session's events (or NAME).")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events.")
 @click.option(
     "-n",
@@ -326,8 +327,18 @@ def logs(
 )
 @click.option("--json", "as_json", is_flag=True)
 @guarded
-def events(since: int, session: str | None, follow: bool, last: int | None, as_json: bool) -> None:
-    """The event log."""
+def events(
+    name: str | None,
+    since: int,
+    session: str | None,
+    follow: bool,
+    last: int | None,
+    as_json: bool,
+) -> None:
+    """The event log (NAME: only that session's)."""
+    if name is not None and session is not None and name != session:
+        raise Failure(f"events: two sessions given ({name} and --session {session}): give one")
+    session = session or name
     fleet = fleet_of(read=True, across=True)
 
     def show(event: Any) -> None:
