@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from agentherd.supervisor.process.ptyholder import SOCKET_NAME, Frames, frame
 from agentherd.tui.dashboard.app import HerdApp
 from agentherd.tui.dashboard.help import HelpScreen
+from agentherd.tui.dashboard.output_view import OutputView
 from agentherd.tui.dashboard.send_dialog import SendScreen
 from agentherd.tui.dashboard.session_screen import SessionScreen
 from agentherd.tui.dashboard.terminal_tab import TerminalView
@@ -123,6 +124,8 @@ async def test_the_terminal_tab_shows_the_screen_and_types_after_the_take_input_
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, SessionScreen), "the session screen")
         view = app.screen.query_one(TerminalView)
+        output = app.screen.query_one(OutputView)  # its lines are the agent's redraws
+        await until(pilot, lambda: "Terminal tab (9)" in output.terminal_note, "the pointer")
         await pilot.press("question_mark")  # the session screen's help names the key
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         help_lines = app.screen.screen_lines  # type: ignore[attr-defined]

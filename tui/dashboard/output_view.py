@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
+from agentherd.supervisor.process.ptyholder import SOCKET_NAME
 from agentherd.tui.dashboard.host import host
 from agentherd.tui.dashboard.line_map import find_line
 from agentherd.tui.dashboard.run_feed import RunGrew, RunOpened, follow_run
@@ -79,6 +80,7 @@ class OutputView(Vertical):
         self.session: str | None = None
         """Whose output is read (None: nobody's, the feed stopped)."""
         self.title_text = ""
+        self.terminal_note = ""
         self.pattern = ""
         self.match_line: int | None = None
         self.shown_run: int | None = None
@@ -149,6 +151,9 @@ class OutputView(Vertical):
             self.title_text = "waiting for the first run"
         else:
             self.title_text = f"run {message.run} of {self.latest_run}"
+        # A live interactive run's terminal: its bytes read as lines are its redraws.
+        held = message.path is not None and (message.path.parent / SOCKET_NAME).exists()
+        self.terminal_note = "its screen: the Terminal tab (9)" if held else ""
         self._title()
 
     def grew(self, message: RunGrew) -> None:
@@ -174,6 +179,7 @@ class OutputView(Vertical):
         if self.unseen:
             parts.append(f"+{self.unseen:,} new lines ({self.FOLLOW_HINT})")
         parts += [
+            self.terminal_note,
             f"{lines.line_count:,} lines",
             "raw" if self.raw else "readable",
             "wrap" if lines.wrap else "",
