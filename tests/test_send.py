@@ -133,6 +133,14 @@ def test_send_refuses_a_session_that_cannot_take_a_message(herd: Herd, tmp_path:
     assert never.returncode == 2
     assert "main has no conversation to resume yet" in never.stderr
     assert "`herd start main` first" in never.stderr
+    # An interactive session's text is typed into its interface: with none running, nothing
+    # is queued for a print-mode `resume` (its interface would not be the one that answers).
+    herd.write(block(sim_repo(tmp_path / "repo3")) + "interactive = true\n")
+    assert herd.client.call("reload")
+    closed = herd.cli("send", "main", "hello")
+    assert closed.returncode == 2
+    assert "main's interface is not running" in closed.stderr
+    assert "`herd start main` opens it" in closed.stderr
 
 
 def test_wait_until_a_state_reached_timed_out_unreachable_and_bad(
