@@ -8,11 +8,15 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import anyio
 import psutil
 import pytest
 from conftest import HERD, SIMAGENT, TEST_ID_VAR, Herd, git, make_repo, pid_gone, script, wait_until
 from conftest import sim_repo as conftest_sim_repo
+
+from agentherd.supervisor.checks.checkpoints import CheckpointWatch
 
 
 def sim_session(name: str, repo: Path, *options: str, restart: str = "on-failure") -> str:
@@ -665,3 +669,26 @@ def test_a_daemon_stopped_by_sigterm_leaves_its_agents_whole_for_the_next(tmp_pa
         ]
     finally:
         run_herd(tmp_path, "down")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("restart_said_it", [False, True])
+async def test_the_first_look_at_a_plain_folder_says_not_a_git_repo_unless_a_restart_did(
+    tmp_path: Path, restart_said_it: bool
+) -> None:
+    """Under load a run can crash, and its restart say "not a git repository", before the
+    watch's first look at git: the look then says nothing more (the session says it once)."""
+    posted: list[tuple[str, str]] = []
+    ctx = SimpleNamespace(git_reads=anyio.CapacityLimiter(1), runs_changed=lambda: None)
+    session = SimpleNamespace(
+        config=SimpleNamespace(cwd=tmp_path),
+        ctx=ctx,
+        git_warned=restart_said_it,
+        make_event=lambda kind, message, run=None, **data: (kind, message),
+        commit_events=lambda *events: posted.extend(events),
+        close_warning=lambda *args: None,
+    )
+    watch = CheckpointWatch(session, lambda sha: None)  # type: ignore[arg-type]
+    await watch.refresh()
+    assert watch.git_error is not None and "is not a git repository" in watch.git_error
+    assert [kind for kind, _ in posted] == ([] if restart_said_it else ["not-a-git-repo"])

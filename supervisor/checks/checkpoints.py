@@ -57,6 +57,11 @@ class _Session(Protocol):
 
     def note_progress(self) -> None: ...
 
+    @property
+    def git_warned(self) -> bool:
+        """True once a restart said the session's cwd is not a git repository."""
+        ...
+
 
 class CheckpointWatch:
     """Reads the session's git history when it moves; never raises, posts what it found."""
@@ -252,6 +257,8 @@ class CheckpointWatch:
         if message == self.git_error:
             return
         self.git_error = message
+        if kind == "not-a-git-repo" and self.session.git_warned:
+            return  # a crash's restart came before this first look, and said it already
         self.session.commit_events(self.session.make_event(kind, message))
 
 
