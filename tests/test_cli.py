@@ -299,6 +299,20 @@ def test_unknown_session_is_a_person_error(herd: Herd) -> None:
     assert herd.cli("wait", "api/9").returncode == 2
 
 
+def test_an_unknown_name_in_a_large_fleet_names_the_closest_not_all() -> None:
+    """A fleet of 1,000 made the error one line of 6,000 characters: past 20 names, the
+    closest three and the count."""
+    from agentherd.supervisor.api.operations import known_names
+
+    small = {f"s{i}": None for i in range(3)}
+    assert known_names("s9", small) == "sessions: s0, s1, s2"
+    large = {f"worker-{i}": None for i in range(1000)}
+    words = known_names("worker-1O", large)
+    assert words.startswith("did you mean worker-1, ") and len(words) < 120
+    assert words.endswith("1000 sessions; `herd ls` lists them")
+    assert known_names("zzz", large) == "1000 sessions; `herd ls` lists them"
+
+
 def test_logs_are_inert_on_a_terminal_and_raw_when_piped(herd: Herd) -> None:
     noisy = script('print("\\x1b[31mred\\x1b[0m plain", flush=True)')
     herd.write(f"""
