@@ -70,10 +70,14 @@ class Wire(BaseModel):
         dumped: dict[str, Any] = self.model_dump(mode="json")
         return dumped
 
-    def to_json_text(self) -> str:
+    def to_json_text(self, indent: int | None = None) -> str:
         """`to_json` as JSON text, made by pydantic's own serializer: a third of `to_json`
-        and `json.dumps` (a `herd ls` of 1,000 sessions sends 2 MB of it)."""
-        return self.model_dump_json()
+        and `json.dumps` (a `herd ls` of 1,000 sessions sends 2 MB of it). `indent`ed, it is
+        what `json.dumps(..., indent=indent)` prints (ASCII, "\\u" escapes) but for how a
+        float is spelled."""
+        if indent is None:
+            return self.model_dump_json()
+        return self.model_dump_json(indent=indent, ensure_ascii=True)
 
 
 # ----- `herd status --json` ------------------------------------------------------------------

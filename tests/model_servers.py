@@ -7,6 +7,7 @@ body, so a test can check what the agent sent (a resumed conversation carries ea
 
 from __future__ import annotations
 
+import bisect
 import json
 import socket
 import threading
@@ -120,6 +121,10 @@ class Served:
     scripted: bool
     kind: str = "main"
     """main | subagent | compaction | side: which of the agent's requests it answered."""
+    begun: int = field(default=0, compare=False)
+    """Its place among the answers begun: the ledger's order (an answer completes later than
+    one that began after it when its thread is descheduled at its end: under load, a
+    subagent's whole answer came in between the main thread's last event and its entry)."""
 
 
 class ScriptedServer:
@@ -142,8 +147,11 @@ class ScriptedServer:
         """Every scripted request's JSON body, in order."""
         self.paths: list[str] = []
         self.ledger: list[Served] = []
-        """Every answer completed, side requests too, in order, with the usage it reported."""
+        """Every answer completed, side requests too, in the order they began, with the usage
+        it reported."""
         self._begun = 0
+        self._thread = threading.local()
+        """The answer this handler thread began last (`begin`), for its ledger entry."""
         self.hanging = threading.Event()
         """Set while a `hang` or `drop` step holds a request."""
         self.dropped = threading.Event()
@@ -271,12 +279,15 @@ class ScriptedServer:
         """The usage the answer now beginning reports (its start and its end say the same)."""
         with self._lock:
             self._begun += 1
+            self._thread.begun = self._begun
             return self.tokens.nth(self._begun - 1)
 
     def served_one(self, tokens: Tokens, scripted: bool = True, kind: str = "") -> None:
         """Enter a completed answer in the ledger (kind: see `Served.kind`)."""
+        begun = getattr(self._thread, "begun", 0)
         with self._lock:
-            self.ledger.append(Served(tokens, scripted, kind or ("main" if scripted else "side")))
+            entry = Served(tokens, scripted, kind or ("main" if scripted else "side"), begun)
+            bisect.insort(self.ledger, entry, key=lambda served: served.begun)
             if self.log_path is not None:  # the hand-run server: its bill so far, for a person
                 bill = {"answers": len(self.ledger), **asdict(self.bill())}
                 self.log_path.with_name(

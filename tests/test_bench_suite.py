@@ -80,7 +80,7 @@ def test_record_decides_each_target_from_the_figures(tmp_path: Path) -> None:
     soaked = next(t for t in benchdoc.TARGETS if t.key == "memory-soak")
     assert status_of(text, soaked.figure, soaked.target) == "**not met**"  # RSS +6 %
     assert "add a `## commit` section" in text  # a missed target without a note says so
-    assert "The plain reader" not in text.split("### CPU, herd / supervisord, <= 0.5")[1]
+    assert "The plain reader" not in text.split("### CPU, herd / supervisord, <= 0.10")[1]
     assert "## Old runs\n\nSee Y." in text
     assert f"]({chart.name})" in text
     for target in benchdoc.TARGETS:

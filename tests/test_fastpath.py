@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, sleeping_fleet
+from conftest import make_repo, sleeping_fleet, wait_until
 
 from agentherd.supervisor.api import protocol
 from agentherd.tui.cli import common, fastcall, fastpath
@@ -43,13 +43,21 @@ def test_only_status_and_ls_take_the_fast_path() -> None:
 
 def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "api")
+    sleeper = f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
     (tmp_path / "herd.toml").write_text(
-        f'[[session]]\nname = "api"\ncwd = "{repo}"\n'
-        f'command = ["{sys.executable}", "-c", "import time; time.sleep(60)"]\n'
+        f'[[session]]\nname = "api"\ncwd = "{repo}"\nprogress = "progress.txt"\n{sleeper}'
+        f'[[session]]\nname = "old"\ncwd = "{repo}"\narchived = true\n{sleeper}'
     )
+    (repo / "progress.txt").write_text("- caf\u00e9 \u2192 ok\n", encoding="utf-8")
     run = lambda argv: subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)  # noqa: E731
     assert run([*FULL, "up", "--no-tui"]).returncode == 0
     try:
+        # The fleet's `--json` is indented by the daemon (pydantic's serializer): the same
+        # text as the full command line's `json.dumps`, archived sessions out of `ls` only.
+        wait_until(lambda: "\\u00e9" in run([*HERD, "status", "--json"]).stdout)
+        listed = json.loads(run([*HERD, "ls", "--json"]).stdout)
+        assert [s["session"] for s in listed] == ["api"]
+        assert len(json.loads(run([*HERD, "status", "--json"]).stdout)) == 2
         for verb in (["status", "api", "--json"], ["status", "--json"], ["ls", "--json"]):
             fast, full = run([*HERD, *verb]), run([*FULL, *verb])
             assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr

@@ -26,7 +26,7 @@ from realagents import (
     repo_with_identity,
     served_as_read,
 )
-from tmuxscreen import Tmux
+from tmuxscreen import BOTTOM_LINES, Tmux
 
 pytestmark = [pytest.mark.realagents, pytest.mark.pidns, pytest.mark.timeout(8 * AGENT_WAIT_S)]
 
@@ -88,12 +88,21 @@ def waiting(root: Path, count: int) -> dict[str, Any]:
         raise AssertionError(f"{missing}: {status(root)}\n{listed}") from None
 
 
-def type_line(tmux: Tmux, window: str, words: str) -> None:
-    """Type `words` into the attached interface, then End and Enter once they show (as
-    tmuxscreen's Screen.type_line does, and why)."""
+def ask(tmux: Tmux, window: str, words: str, answer: str) -> None:
+    """Type `words` into the attached interface, End and Enter once they show, and wait for
+    `answer`, with Enter once more if the words still sit in the input box (as tmuxscreen's
+    Screen.type_line and Screen.ask do, and why)."""
     tmux.keys(window, words, literal=True)
     tmux.wait_for(window, words, AGENT_WAIT_S)
     tmux.keys(window, "End", "Enter")
+    try:
+        tmux.wait_for(window, answer, AGENT_WAIT_S / 3)
+        return
+    except AssertionError:
+        bottom = tmux.screen(window).rstrip().splitlines()[-BOTTOM_LINES:]
+        if any(words in line for line in bottom):
+            tmux.keys(window, "Enter")
+    tmux.wait_for(window, answer, AGENT_WAIT_S * 2 / 3)
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
@@ -115,8 +124,7 @@ def test_an_attached_interface_outlives_the_daemon_and_opens_again_on_its_conver
 
             tmux.attach("one", session=MAIN, cols=120, rows=40)
             tmux.wait_for("one", READY[cli], AGENT_WAIT_S)
-            type_line(tmux, "one", "remember the word heron")
-            tmux.wait_for("one", "PONG-ONE", AGENT_WAIT_S)
+            ask(tmux, "one", "remember the word heron", "PONG-ONE")
             assert waiting(root, 1)["task_state"] == "input_required"
             assert events(root, "terminal-writer")[0]["data"]["by"] == "a person"
             # Read from the agent's own files while its interface runs (its terminal has none).
@@ -140,8 +148,7 @@ def test_an_attached_interface_outlives_the_daemon_and_opens_again_on_its_conver
             # The same screen first, though the interface has no reason to redraw.
             tmux.attach("two", session=MAIN, cols=120, rows=40)
             tmux.wait_for("two", "PONG-ONE", AGENT_WAIT_S)
-            type_line(tmux, "two", "again")
-            tmux.wait_for("two", "PONG-TWO", AGENT_WAIT_S)
+            ask(tmux, "two", "again", "PONG-TWO")
             waiting(root, 2)
             tmux.detach("two")
 

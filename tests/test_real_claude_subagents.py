@@ -75,17 +75,22 @@ def test_a_run_with_a_subagent_counts_the_main_threads_turns_without_a_false_war
         # While the subagent works, herd has seen its first message, which is no main turn.
         # (2.1.197 waits for the subagent; 2.1.332 runs it in the background, after the main
         # thread's next answer.)
-        def subagent_answered() -> int | None:
-            found = next((n for n, e in enumerate(server.ledger) if e.kind == "subagent"), None)
+        def subagent_answered() -> tuple[int] | None:  # (its place): 0 is an answer too
+            ledger = list(server.ledger)
+            found = next((n for n, e in enumerate(ledger) if e.kind == "subagent"), None)
+            if found is not None and [e.begun for e in ledger[: found + 1]] != list(
+                range(1, found + 2)
+            ):
+                found = None  # an answer begun before it is not complete yet
             state = herd.status("main")["state"]
             assert found is not None or state in ("starting", "running"), (
                 f"the run ended {state} before a subagent answer; served {server.ledger}; "
                 f"events {[e['message'] for e in herd.events('main')]}"
             )
-            return found
+            return None if found is None else (found,)
 
         try:
-            first_sub = wait_until(subagent_answered, 90, "the subagent's first answer")
+            (first_sub,) = wait_until(subagent_answered, 90, "the subagent's first answer")
         except AssertionError as late:  # what the server served says where the run stood
             raise AssertionError(f"{late}; served {server.ledger}") from None
         so_far = server.ledger[: first_sub + 1]

@@ -67,12 +67,10 @@ def test_claude_interface_answers_and_says_when_it_waits(claude: str, tmp_path: 
     with AnthropicServer(script) as server:
         screen, log = started("claude", claude, tmp_path, server.url)
         try:
-            screen.type_line("say pong", AGENT_WAIT_S)
-            screen.shows("PONG-FROM-SCRIPT", AGENT_WAIT_S)
+            screen.ask("say pong", "PONG-FROM-SCRIPT", AGENT_WAIT_S)
             stop = signalled(log, "the Stop hook", hook_event_name="Stop")
             assert stop["last_assistant_message"] == "PONG-FROM-SCRIPT"
-            screen.type_line("write x", AGENT_WAIT_S)
-            screen.shows("Do you want to proceed?", AGENT_WAIT_S)
+            screen.ask("write x", "Do you want to proceed?", AGENT_WAIT_S)
             asked = signalled(
                 log, "the PermissionRequest hook", hook_event_name="PermissionRequest"
             )
@@ -90,12 +88,10 @@ def test_codex_interface_answers_and_says_when_it_waits(codex: str, tmp_path: Pa
         flags = ["--ask-for-approval", "on-request", "--sandbox", "read-only"]
         screen, log = started("codex", codex, tmp_path, server.url, flags)
         try:
-            screen.type_line("say pong", AGENT_WAIT_S)
-            screen.shows("PONG-FROM-CODEX", AGENT_WAIT_S)
+            screen.ask("say pong", "PONG-FROM-CODEX", AGENT_WAIT_S)
             stop = signalled(log, "the Stop hook", hook_event_name="Stop")
             assert stop["last_assistant_message"] == "PONG-FROM-CODEX"
-            screen.type_line("write x", AGENT_WAIT_S)
-            screen.shows("Would you like to run the following command?", AGENT_WAIT_S)
+            screen.ask("write x", "Would you like to run the following command?", AGENT_WAIT_S)
             asked = signalled(
                 log, "the PermissionRequest hook", hook_event_name="PermissionRequest"
             )
@@ -113,12 +109,10 @@ def test_gemini_interface_answers_and_says_when_it_waits(gemini: str, tmp_path: 
     with GeminiServer(script) as server:
         screen, log = started("gemini", gemini, tmp_path, server.url)
         try:
-            screen.type_line("say pong", AGENT_WAIT_S)
-            screen.shows("PONG-FROM-GEMINI", AGENT_WAIT_S)
+            screen.ask("say pong", "PONG-FROM-GEMINI", AGENT_WAIT_S)
             done = signalled(log, "the AfterAgent hook", hook_event_name="AfterAgent")
             assert done["prompt_response"] == "PONG-FROM-GEMINI"
-            screen.type_line("write x", AGENT_WAIT_S)
-            screen.shows("Allow execution", AGENT_WAIT_S)
+            screen.ask("write x", "Allow execution", AGENT_WAIT_S)
             asked = signalled(log, "the Notification hook", notification_type="ToolPermission")
             assert asked["details"]["command"] == "echo hi > x.txt"
         finally:

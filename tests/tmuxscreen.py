@@ -19,6 +19,8 @@ from conftest import HERD, wait_until
 
 COLUMNS = 120
 ROWS = 40
+BOTTOM_LINES = 8
+"""The screen's last lines with text that hold an interface's input box and its footer."""
 
 
 def tmux_binary() -> str:
@@ -93,6 +95,23 @@ class Screen:
         self._run("send-keys", "-t", "main", "-l", words)
         self.shows(words, timeout_s)
         self._run("send-keys", "-t", "main", "End", "Enter")
+
+    def ask(self, words: str, answer: str, timeout_s: float) -> str:
+        """`type_line`, then wait for `answer` on the screen (the screen then).
+
+        On a loaded machine Gemini CLI still took the Enter as a new line once (its input box
+        held the words over an empty line for 90 s): if `answer` has not shown after a third of
+        the time and the words are still near the bottom of the screen, where the input box
+        is, Enter is pressed once more (on an empty input box no interface does anything).
+        """
+        self.type_line(words, timeout_s)
+        try:
+            return self.shows(answer, timeout_s / 3)
+        except AssertionError:
+            bottom = self.text().rstrip().splitlines()[-BOTTOM_LINES:]
+            if any(words in line for line in bottom):
+                self._run("send-keys", "-t", "main", "Enter")
+        return self.shows(answer, timeout_s * 2 / 3)
 
     def close(self) -> None:
         """End the tmux server (the pane's program gets SIGHUP) and wait for every process of

@@ -54,6 +54,8 @@ SNAPSHOT_INTERVAL_S = 0.05
 """Subscribers get at most 20 snapshots a second, each replacing the last."""
 
 
+PRINTED_INDENT = 2
+"""`--json` prints JSON indented by this many spaces (tui/cli/common.py's `json.dumps`)."""
 LISTED_NAMES = 20
 """An unknown name's error lists the fleet's names up to this many; a larger fleet's, the
 closest few (a fleet of 1,000 made a line of 6,000 characters)."""
@@ -116,22 +118,46 @@ class ControlApi:
     def _statuses(self, scope: Scope) -> RawJSON:
         """Every session's status the asker may see, as JSON text: the `fleet` object made
         once for all (each status carries it), each status by pydantic's serializer."""
+        return RawJSON(f"[{','.join(self._status_texts(scope, indent=None))}]")
+
+    def _status_texts(self, scope: Scope, indent: int | None, archived: bool = True) -> list[str]:
+        """Each status the asker may see as JSON text (`indent`ed, as `--json` prints it)."""
         assert self.daemon.ctx is not None  # served only once the daemon has its context
         fleet = self.daemon.ctx.fleet_spend()
         texts = []
         for supervisor in self._fleet(scope).values():
+            if not archived and supervisor.config.archived:
+                continue
             status = supervisor.status(with_fleet=False)
             status.fleet = fleet
-            texts.append(status.to_json_text())
-        return RawJSON(f"[{','.join(texts)}]")
+            texts.append(status.to_json_text(indent))
+        return texts
+
+    def _printed(self, request: dict[str, Any], scope: Scope) -> str:
+        """The statuses as `herd ls --json` prints them: an indented list, made by pydantic's
+        serializer here (the stdlib's indenting encoder is Python: at 1,000 sessions, 30 ms
+        of the command's CPU for 2 MB); `archived: false` leaves archived sessions out."""
+        archived = request.get("archived") is not False
+        texts = self._status_texts(scope, indent=PRINTED_INDENT, archived=archived)
+        if not texts:
+            return "[]"
+        nested = ",\n  ".join(text.replace("\n", "\n  ") for text in texts)
+        return f"[\n  {nested}\n]"
 
     async def op_ls(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
+        if request.get("printed"):
+            await send(result=self._printed(request, scope))
+            return
         await send(result=self._statuses(scope))
 
     async def op_status(self, request: dict[str, Any], send: server.Sender, scope: Scope) -> None:
         target = request.get("target")
         if not target:
-            await send(result=self._statuses(scope))
+            await send(
+                result=self._printed(request, scope)
+                if request.get("printed")
+                else self._statuses(scope)
+            )
             return
         await send(result=self._target_status(str(target), scope).to_json())
 

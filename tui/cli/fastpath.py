@@ -76,14 +76,20 @@ def fast(argv: list[str]) -> bool:
         return False
     args = [a for a in rest[1:] if a != "--json"]
     target = args[0] if args else None
+    printed = "--json" in rest and target is None  # the fleet's, indented by the daemon
     try:
         if rest[0] == "ls":  # archived sessions are out of `ls` (`--all` takes the full CLI)
-            result = [s for s in call(socket_path, "ls") if not s.get("archived")]
+            if printed:
+                result = call(socket_path, "ls", printed=True, archived=False)
+            else:
+                result = [s for s in call(socket_path, "ls") if not s.get("archived")]
         else:
-            result = call(socket_path, "status", target=target)
+            result = call(socket_path, "status", target=target, printed=printed)
     except (OSError, ValueError, LookupError):
         return False
-    if "--json" in rest:
+    if printed and isinstance(result, str):
+        sys.stdout.write(result + "\n")
+    elif "--json" in rest:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(_for_people(rest[0], target, result) + "\n")
