@@ -88,14 +88,23 @@ def agent_argv(mark: str, load: Load) -> list[str]:
     return [sys.executable, str(AGENT), mark, load.kind, str(load.lines_per_s)]
 
 
-def count_agents(mark: str) -> int:
+def agents(mark: str) -> list[psutil.Process]:
     """Live stand-in agents carrying `mark` (never their sh wrappers)."""
-    count = 0
+    found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmd = proc.info["cmdline"] or []
-        if len(cmd) >= 3 and cmd[1] == str(AGENT) and cmd[2] == mark:
-            count += proc.info["status"] != psutil.STATUS_ZOMBIE
-    return count
+        ours = len(cmd) >= 3 and cmd[1] == str(AGENT) and cmd[2] == mark
+        if ours and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def count_agents(mark: str) -> int:
+    """How many `agents` carry `mark`."""
+    return len(agents(mark))
+
+
+PEER_STOP_TIMEOUT_S = 60.0
 
 
 def wait_agents(mark: str, wanted: int, timeout_s: float = START_TIMEOUT_S) -> float:
@@ -180,9 +189,11 @@ class Supervisord:
     def __init__(self) -> None:
         self.conf: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
+        self.mark: str | None = None
 
     def prepare(self, root: Path, repos: list[Path], mark: str, load: Load) -> None:
         folder = root / f"sv-{mark}"
+        self.mark = mark
         (folder / "logs").mkdir(parents=True)
         parts = [
             f"[supervisord]\nlogfile={folder}/supervisord.log\npidfile={folder}/sd.pid\n"
@@ -218,9 +229,20 @@ class Supervisord:
         return [self._bin("supervisorctl"), "-c", str(self.conf), "status", "s0"]
 
     def stop(self) -> None:
+        """`supervisorctl shutdown` and its exit; one that has not exited within
+        PEER_STOP_TIMEOUT_S is killed (it is this suite's child), and its agents with it, so a
+        stuck peer costs the run its stop figure (printed), not the run."""
         subprocess.run(self.verb()[:3] + ["shutdown"], check=True, stdout=subprocess.DEVNULL)
         assert self.process is not None
-        self.process.wait(60)
+        try:
+            self.process.wait(PEER_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            print(f"supervisord did not exit {PEER_STOP_TIMEOUT_S:g} s after its shutdown; killed")
+            self.process.kill()
+            self.process.wait()
+            if self.mark is not None:
+                for proc in agents(self.mark):
+                    proc.kill()
 
 
 CRASHING_AGENT = (
