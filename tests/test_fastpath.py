@@ -66,23 +66,20 @@ def test_fast_json_equals_the_full_command_lines(tmp_path: Path) -> None:
         # The installed command (bin/herd) prints the same, without importing socket, click or
         # pydantic (JSON is the stdlib's `json`, which brings `re`).
         timed = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-        installed = subprocess.run(
-            [INSTALLED, "status", "api", "--json"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=timed,
-        )
-        expected = run([*FULL, "status", "api", "--json"]).stdout
-        assert installed.returncode == 0 and installed.stdout == expected, installed.stderr
-        imported = {
-            line.rpartition("|")[2].strip()
-            for line in installed.stderr.splitlines()
-            if line.startswith("import time:")
-        }
-        assert "agentherd.tui.cli.fastpath" in imported
-        assert "json" in imported
-        assert not imported & {"socket", "hashlib", "click", "pydantic"}
+        for verb in (["status", "api", "--json"], ["status", "--json"], ["ls", "--json"]):
+            installed = subprocess.run(
+                [INSTALLED, *verb], cwd=tmp_path, capture_output=True, text=True, env=timed
+            )
+            expected = run([*FULL, *verb]).stdout
+            assert installed.returncode == 0 and installed.stdout == expected, installed.stderr
+            imported = {
+                line.rpartition("|")[2].strip()
+                for line in installed.stderr.splitlines()
+                if line.startswith("import time:")
+            }
+            assert "agentherd.tui.cli.fastpath" in imported
+            assert "json" in imported
+            assert not imported & {"socket", "hashlib", "click", "pydantic"}, verb
         missing = run([*HERD, "status", "nope", "--json"])  # errors are the full CLI's own
         assert missing.returncode == 2 and "nope" in missing.stderr
     finally:

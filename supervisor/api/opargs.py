@@ -35,7 +35,7 @@ class _Args(BaseModel):
 
 
 class NoArgs(_Args):
-    """ls, down, shutdown, reload, info."""
+    """down, shutdown, reload, info."""
 
 
 class NameArgs(_Args):
@@ -57,7 +57,16 @@ class SubscribeArgs(_Args):
     """With `changes`: of a session already sent, only the fields that changed."""
 
 
-class StatusArgs(_Args):
+class ListArgs(_Args):
+    """ls; `status` without a target."""
+
+    printed: bool = False
+    """The statuses as one text, indented as `--json` prints them (tui/cli/fastpath.py)."""
+    archived: bool = True
+    """With `printed`: archived sessions too (`ls` leaves them out)."""
+
+
+class StatusArgs(ListArgs):
     target: Text | None = None
 
 
@@ -163,7 +172,7 @@ class TerminalWriterArgs(_Args):
 
 
 ARGS: dict[str, type[_Args]] = {
-    "ls": NoArgs,
+    "ls": ListArgs,
     "status": StatusArgs,
     "start": StartArgs,
     "up": UpArgs,

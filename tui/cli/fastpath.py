@@ -84,7 +84,8 @@ def fast(argv: list[str]) -> bool:
             else:
                 result = [s for s in call(socket_path, "ls") if not s.get("archived")]
         else:
-            result = call(socket_path, "status", target=target, printed=printed)
+            extra = {"printed": True} if printed else {}
+            result = call(socket_path, "status", target=target, **extra)
     except (OSError, ValueError, LookupError):
         return False
     if printed and isinstance(result, str):
