@@ -377,14 +377,34 @@ def read_notes(path: Path) -> dict[str, str]:
     return sections
 
 
-def side_by_side(f: Figures) -> str:
-    """One table per load: each figure, each system's median (range), herd / supervisord."""
+def worse(now: list[float], before: list[float]) -> bool:
+    """A figure (lower is better) worse than the previous record's by more than its spread:
+    the median rose by more than the wider of the two runs' ranges."""
+    if not now or not before:
+        return False
+    width = max(max(now) - min(now), max(before) - min(before))
+    return statistics.median(now) - statistics.median(before) > width
+
+
+def comparable(f: Figures, previous: Figures | None, load: str) -> bool:
+    """The previous record measured this load the same way (mode, agents, rate)."""
+    if previous is None or previous.mode.name != f.mode.name:
+        return False
+    mine = next((x for x in f.loads if x.name == load), None)
+    theirs = next((x for x in previous.loads if x.name == load), None)
+    return mine is not None and mine == theirs
+
+
+def side_by_side(f: Figures, previous: Figures | None = None) -> str:
+    """One table per load: each figure, each system's median (range), herd / supervisord;
+    herd's figure marked **worse** where it is, beyond the spread, against `previous`."""
     from suite import FIGURES
 
     out = []
     for load in f.loads:
         if not cycles(f, load.name):
             continue
+        against = previous if comparable(f, previous, load.name) else None
         out.append(f"\n### {load_text(f, load.name)}\n")
         out.append("| figure | " + " | ".join(f.systems) + " | herd / supervisord |")
         out.append("|---|" + "---|" * (len(f.systems) + 1))
@@ -393,7 +413,12 @@ def side_by_side(f: Figures) -> str:
             for name in f.systems:
                 got = [v * scale for v in values(f, load.name, attr, name)]
                 medians[name] = statistics.median(got) if got else 0.0
-                row.append(spread(got, fmt) if got else "-")
+                cell = spread(got, fmt) if got else "-"
+                if name == "herd" and against is not None:
+                    was = [v * scale for v in values(against, load.name, attr, name)]
+                    if worse(got, was):
+                        cell += f" **worse** (was {spread(was, fmt)})"
+                row.append(cell)
             peer = medians.get("supervisord")
             ratio = f"{medians['herd'] / peer:.2f}" if peer else "-"
             out.append(f"| {label} | " + " | ".join(row) + f" | {ratio} |")
@@ -434,8 +459,14 @@ def herd_alone(f: Figures) -> str:
     return "\n".join(out)
 
 
-def render(f: Figures, chart_name: str, notes: dict[str, str], notes_name: str) -> str:
-    """The whole markdown record."""
+def render(
+    f: Figures,
+    chart_name: str,
+    notes: dict[str, str],
+    notes_name: str,
+    previous: Figures | None = None,
+) -> str:
+    """The whole markdown record (herd's side-by-side figures against `previous`'s)."""
     facts, m = f.facts, f.mode
     rows, missed = [], []
     for target in TARGETS:
@@ -507,7 +538,9 @@ def render(f: Figures, chart_name: str, notes: dict[str, str], notes_name: str) 
         "Each dot is one sample (log scale); the bar marks p50 to p95, the red line the target.",
         "",
         "## Side by side",
-        side_by_side(f),
+        "",
+        compared(previous),
+        side_by_side(f, previous),
         "",
         "## herd alone (figures without a peer)",
         "",
@@ -586,7 +619,21 @@ def svg(f: Figures) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write(f: Figures, out: Path, chart: Path, notes_path: Path) -> str:
+def compared(previous: Figures | None) -> str:
+    """What herd's figures are held against."""
+    if previous is None:
+        return "No previous record to compare with."
+    when, version = previous.facts.get("began", "?"), previous.facts.get("herd", "?")
+    return (
+        f"herd's figures against the previous record ({when}, herd {version}): one worse by "
+        "more than the spread (its median rose more than the wider of the two ranges) is "
+        "marked **worse**, with the previous figure."
+    )
+
+
+def write(
+    f: Figures, out: Path, chart: Path, notes_path: Path, previous: Figures | None = None
+) -> str:
     """Write the record and its chart; return the record."""
     out.parent.mkdir(parents=True, exist_ok=True)
     chart.write_text(svg(f))
@@ -594,7 +641,7 @@ def write(f: Figures, out: Path, chart: Path, notes_path: Path) -> str:
         notes_name = str(notes_path.resolve().relative_to(Path(__file__).resolve().parent.parent))
     except ValueError:
         notes_name = str(notes_path)
-    text = render(f, chart.name, read_notes(notes_path), notes_name)
+    text = render(f, chart.name, read_notes(notes_path), notes_name, previous)
     out.write_text(text)
     return text
 

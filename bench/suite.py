@@ -692,13 +692,23 @@ def main() -> None:
         type=Path,
         help="measure nothing: write the record again from a run's figures (after editing notes)",
     )
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        help="the previous record's figures, to mark what got worse (default: the saved ones)",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)  # the figures are saved beside it
     chart = args.out.with_name(args.out.stem + "-latency.svg")
     saved = args.out.with_name(args.out.stem + "-figures.json")
+    earlier = args.previous or (saved if saved.exists() else None)
+    own = args.from_figures is not None and saved.exists() and args.from_figures.samefile(saved)
+    if own and args.previous is None:
+        earlier = None  # the record's own figures are not its previous ones
+    previous = figures_from_json(json.loads(earlier.read_text())) if earlier else None
     if args.from_figures:
         figures = figures_from_json(json.loads(args.from_figures.read_text()))
-        benchdoc.write(figures, args.out, chart, args.notes)
+        benchdoc.write(figures, args.out, chart, args.notes, previous)
         if args.from_figures.resolve() != saved.resolve():  # the record's own figures beside it
             shutil.copyfile(args.from_figures, saved)
         print(f"wrote {args.out} and {chart} from {args.from_figures}")
@@ -744,7 +754,7 @@ def main() -> None:
         soak(figures, soak_minutes, say)
     figures.facts["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     saved.write_text(json.dumps(figures_json(figures), indent=1) + "\n")
-    text = benchdoc.write(figures, args.out, chart, args.notes)
+    text = benchdoc.write(figures, args.out, chart, args.notes, previous)
     say(benchdoc.for_terminal(text))
     say(f"wrote {args.out}, {chart} and {saved}")
 

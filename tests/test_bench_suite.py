@@ -99,6 +99,22 @@ def test_record_written_again_from_saved_figures(tmp_path: Path) -> None:
     assert benchdoc.render(again, "c.svg", {}, "n") == benchdoc.render(before, "c.svg", {}, "n")
 
 
+def test_a_figure_worse_than_the_previous_records_beyond_its_spread_is_marked() -> None:
+    """Issue 29: the record marks what got worse since the last one, not what moved within
+    the rounds' spread."""
+    before = figures(0.3, 0.5, start_s=1.0)
+    slower = figures(0.3, 0.5, start_s=1.5)
+    text = benchdoc.render(slower, "c.svg", {}, "n", previous=before)
+    assert "1.50 **worse** (was 1.00)" in text
+    assert text.count("**worse**") == len(slower.loads) + 1  # + the sentence that explains it
+    assert "**worse** (was" not in benchdoc.render(before, "c.svg", {}, "n", previous=slower)
+    spread_wide = figures(0.3, 0.5, start_s=1.5)
+    for load in spread_wide.loads:  # a second round at 0.9 s: 1.5 is within 0.9-1.5
+        spread_wide.results.add(load.name, "herd", suite.Cycle(start_s=0.9, cpu_share=0.3))
+    assert "**worse** (was" not in benchdoc.render(spread_wide, "c.svg", {}, "n", previous=before)
+    assert "No previous record" in benchdoc.render(slower, "c.svg", {}, "n")
+
+
 def test_chart_draws_every_distribution(tmp_path: Path) -> None:
     """The chart is well-formed SVG with a row per latency, a dot per sample."""
     drawn = ET.fromstring(benchdoc.svg(figures(0.3, 0.5, start_s=1.0)))
