@@ -220,6 +220,7 @@ async def measure(
         "frames_s": frames_s,
         "daemon_with_keys": daemon_with_keys,
         "daemon_no_keys": daemon_no_keys,
+        "rss_mb": rss_mb(os.getpid()),
     }
 
 
@@ -336,7 +337,8 @@ def report(kind: str, sessions: int, found: dict[str, float]) -> str:
         f"{found['key_cpu_p50_ms']:.0f} ms, p95 {found['key_cpu_p95_ms']:.0f} ms)\n"
         f"  loop lag p95 {found['lag_p95_ms']:.0f} ms, p99 {found['lag_p99_ms']:.0f} ms\n"
         f"  dashboard CPU {found['cpu_with_keys']:.1f} % of a core while keys are pressed, "
-        f"{found['cpu_no_keys']:.1f} % without ({found['frames_s']:.1f} screen updates/s)\n"
+        f"{found['cpu_no_keys']:.1f} % without ({found['frames_s']:.1f} screen updates/s); "
+        f"its RSS {found.get('rss_mb', 0.0):.0f} MB\n"
         f"  daemon CPU {found['daemon_alone']:.1f} % alone "
         f"({found['daemon_alone_before']:.1f} before the dashboard, "
         f"{found['daemon_alone_after']:.1f} after), "
