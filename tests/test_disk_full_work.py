@@ -100,13 +100,20 @@ def test_a_full_disk_loses_no_work_and_no_state(small_disk: Path) -> None:
         def wait(word):
             while not (step.exists() and step.read_text() == word):
                 time.sleep(0.02)
+        def put(path, text):  # herd's checkout of the commit fills the disk for a while
+            for _ in range(3000):
+                try:
+                    return pathlib.Path(path).write_text(text)
+                except OSError:
+                    time.sleep(0.02)
+            raise SystemExit("no room for the work after the commit in 60 s")
         wait("commit")
         pathlib.Path("README.md").write_text("checkpointed\\n")
         git = ["git", "-c", "user.name=a", "-c", "user.email=a@a"]
         subprocess.run([*git, "commit", "-qam", "the agent's checkpoint"], check=True)
-        pathlib.Path("README.md").write_text("uncommitted after it\\n")
-        pathlib.Path("after.txt").write_text("new work\\n")
-        pathlib.Path({str(small_disk / "worked")!r}).write_text("x")
+        put("README.md", "uncommitted after it\\n")
+        put("after.txt", "new work\\n")
+        put({str(small_disk / "worked")!r}, "x")
         wait("crash")
         sys.exit(3)
     """)
@@ -134,7 +141,10 @@ def test_a_full_disk_loses_no_work_and_no_state(small_disk: Path) -> None:
         client.call("resume", name="api")
         ask.until(lambda s: s["state"] == "running", "resumed on a full disk")
 
-        # 2. A checkpoint with room for the commit, not for its verification's checkout.
+        # 2. A checkpoint with room for the commit, not for its verification's checkout. Each
+        # try of that checkout fills the disk until it fails (herd removes it and tries again
+        # later), so the agent's writes after its commit can meet a full disk: they are written
+        # again until they fit (a loaded run timed out here once, likely so).
         os.truncate(filler, 0)
         filler = fill(small_disk, 1 << 20)  # the commit, the WAL, the logs: not a checkout
         step.write_text("commit")
