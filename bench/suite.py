@@ -695,17 +695,17 @@ def main() -> None:
     parser.add_argument(
         "--previous",
         type=Path,
-        help="the previous record's figures, to mark what got worse (default: the saved ones)",
+        help="the previous record's figures, to mark what got worse (default: the saved ones; "
+        "with --from-figures, the ones kept beside them)",
     )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)  # the figures are saved beside it
     chart = args.out.with_name(args.out.stem + "-latency.svg")
     saved = args.out.with_name(args.out.stem + "-figures.json")
-    earlier = args.previous or (saved if saved.exists() else None)
-    own = args.from_figures is not None and saved.exists() and args.from_figures.samefile(saved)
-    if own and args.previous is None:
-        earlier = None  # the record's own figures are not its previous ones
-    previous = figures_from_json(json.loads(earlier.read_text())) if earlier else None
+    kept = args.out.with_name(args.out.stem + "-previous-figures.json")
+    """The record before this one's figures: what a rewrite from the figures compares with."""
+    earlier = args.previous or (kept if args.from_figures else saved)
+    previous = figures_from_json(json.loads(earlier.read_text())) if earlier.exists() else None
     if args.from_figures:
         figures = figures_from_json(json.loads(args.from_figures.read_text()))
         benchdoc.write(figures, args.out, chart, args.notes, previous)
@@ -753,6 +753,8 @@ def main() -> None:
     if "soak" in sections:
         soak(figures, soak_minutes, say)
     figures.facts["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    if previous is not None:
+        kept.write_text(json.dumps(figures_json(previous), indent=1) + "\n")
     saved.write_text(json.dumps(figures_json(figures), indent=1) + "\n")
     text = benchdoc.write(figures, args.out, chart, args.notes, previous)
     say(benchdoc.for_terminal(text))
