@@ -135,8 +135,8 @@ class ControlApi:
 
     def _printed(self, request: dict[str, Any], scope: Scope) -> str:
         """The statuses as `herd ls --json` prints them: an indented list, made by pydantic's
-        serializer here (the stdlib's indenting encoder is Python: at 1,000 sessions, 30 ms
-        of the command's CPU for 2 MB); `archived: false` leaves archived sessions out."""
+        serializer here (the stdlib's indenting encoder is Python: at 1,000 sessions, 2 MB,
+        the command's CPU went 92 -> 33 ms); `archived: false` leaves archived sessions out."""
         archived = request.get("archived") is not False
         texts = self._status_texts(scope, indent=PRINTED_INDENT, archived=archived)
         if not texts:
