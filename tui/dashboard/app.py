@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import subprocess
 from pathlib import Path
@@ -30,6 +29,7 @@ from agentherd.tui.dashboard.actions import (
     applying_keys,
     done_text,
 )
+from agentherd.tui.dashboard.collector import QuietCollector
 from agentherd.tui.dashboard.feeds import quiet_cancelled_wakeups
 from agentherd.tui.dashboard.fleet import FleetView
 from agentherd.tui.dashboard.fleetfeed import follow_snapshots
@@ -79,6 +79,9 @@ class HerdApp(App[None]):
         self._by_name: dict[str, SessionStatus] = {}
         self._connected = False
         self._frozen = False
+        self._session_screen: SessionScreen | None = None
+        self.collector = QuietCollector()
+        """Full garbage-collection passes between keys (collector.py)."""
         self.keymap_ids: dict[str, str] = {}
         """The [keys] rebinding in force (action id -> keys)."""
         self.session_keys = SessionKeys(
@@ -113,9 +116,14 @@ class HerdApp(App[None]):
             exit_on_error=False,
         )
         self.set_interval(TICK_S, self._tick)
+        self.set_interval(TICK_S, self.collector.tick)
         self.table.focus()
         if self.read_only:
             self.fleet.set_stale(READ_ONLY_NOTE)
+
+    def on_unmount(self) -> None:
+        """Closed: the garbage collector as Python had it."""
+        self.collector.release()
 
     def _apply_keymap(self) -> None:
         """Rebind keys from herd.toml's [keys]; an unknown action name is a warning, not a crash."""
@@ -135,6 +143,7 @@ class HerdApp(App[None]):
         """Every key the person types holds the fleet's order still for a moment (fleet.py)."""
         if isinstance(event, events.Key) and not event.is_forwarded and self.table.is_attached:
             self.fleet.hold_order()
+            self.collector.saw_key()
         await super().on_event(event)
 
     # ----- messages from the workers ------------------------------------------------------
@@ -152,7 +161,7 @@ class HerdApp(App[None]):
             self.fleet.set_stale(READ_ONLY_NOTE if self.read_only else None)
             if not self._frozen:  # once the first fleet is drawn
                 self._frozen = True
-                self.call_after_refresh(freeze_startup_objects)
+                self.call_after_refresh(self.collector.freeze)
         self.fleet.show(self.statuses, changed)
         if self.output_session is None:
             self.fleet.place_output()  # the first rows: the pane shows where there is room
@@ -248,12 +257,18 @@ class HerdApp(App[None]):
     def open_session(self, name: str, tab: str = "output") -> None:
         """The session screen of `name`, on `tab` (the one open follows it: one deep, so
         Escape always returns to the fleet)."""
-        if isinstance(self.screen, SessionScreen):
-            self.screen.session = name
-            self.screen.action_tab(tab)
+        screen = self._session_screen
+        if screen is not None and screen in self.screen_stack:
+            screen.session = name
+            screen.action_tab(tab)
             return
         self.fleet.hide_pane()  # the session screen reads the output itself; back, it returns
-        self.push_screen(SessionScreen(name, tab), lambda _: self.fleet.place_output())
+        if screen is None:  # one, kept: shown again for the next session
+            screen = self._session_screen = SessionScreen(name, tab)
+            self.install_screen(screen, "session")
+        else:
+            screen.reopen(name, tab)
+        self.push_screen(screen, lambda _: self.fleet.place_output())
 
     def act_on(self, action: str, name: str) -> None:
         """A command palette choice: select the session, then act on it."""
@@ -459,13 +474,6 @@ class HerdApp(App[None]):
             ]
         fleet = not isinstance(screen, SessionScreen)
         self.push_screen(HelpScreen(self.key_lines(fleet), view_lines))
-
-
-def freeze_startup_objects() -> None:
-    """Leave the objects of start-up (widgets, styles, the first fleet) out of the garbage
-    collector's full passes: with 200 sessions on screen one took 150 ms, and a key pressed
-    meanwhile waited for it."""
-    gc.freeze()
 
 
 def run_dashboard(

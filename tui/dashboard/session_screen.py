@@ -3,7 +3,10 @@ report, diff).
 
 It follows one session at a time (`,` and `.` step through the fleet in the fleet's order) and
 reads everything through the daemon's API or the files the API names; it holds no state of
-the session beyond what it shows.
+the session beyond what it shows. The app keeps one and shows it again for the next session
+(`reopen`): composing its nine tabs was most of an open's time, and the widgets a closed
+screen left behind kept their drawn lines in Textual's caches (textual#6665), which made the
+garbage collector's full passes slower with every open.
 """
 
 from __future__ import annotations
@@ -69,6 +72,16 @@ few seconds; a chart a few seconds old reads the same)."""
 
 EVENTS_SHOWN = 2000
 """The events tab shows the session's newest events (the whole log: `herd events`)."""
+
+READING: dict[str, str] = {
+    "#progress-text": "reading the progress file…",
+    "#plan-text": "reading the plan…",
+    "#checkpoint-detail": "reading the checkpoints…",
+    "#open-warnings": "",
+    "#spend-chart": "reading the spend…",
+    "#report-text": "reading the report…",
+}
+"""What a tab says until its reader answers (a session shown first, or another one)."""
 
 
 class SessionScreen(Screen[None]):
@@ -138,19 +151,19 @@ class SessionScreen(Screen[None]):
             with TabPane("Output", id="output"):
                 yield OutputView(id="output-view")
             with TabPane("Progress", id="progress"), VerticalScroll():
-                yield Static("", id="progress-text", markup=False)
+                yield Static(READING["#progress-text"], id="progress-text", markup=False)
             with TabPane("Plan", id="plan"), VerticalScroll():
-                yield Static("", id="plan-text", markup=False)
+                yield Static(READING["#plan-text"], id="plan-text", markup=False)
             with TabPane("Checkpoints", id="checkpoints"):
                 yield DataTable(id="checkpoint-table", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="checkpoint-detail", markup=False)
+                yield Static(READING["#checkpoint-detail"], id="checkpoint-detail", markup=False)
             with TabPane("Events", id="events"):
-                yield Static("", id="open-warnings", markup=False)
+                yield Static(READING["#open-warnings"], id="open-warnings", markup=False)
                 yield Log(id="event-log", max_lines=EVENTS_SHOWN)
             with TabPane("Spend", id="spend"), VerticalScroll():
-                yield Static("reading the spend…", id="spend-chart", markup=False)
+                yield Static(READING["#spend-chart"], id="spend-chart", markup=False)
             with TabPane("Report", id="report"), VerticalScroll():
-                yield Static("reading the report…", id="report-text", markup=False)
+                yield Static(READING["#report-text"], id="report-text", markup=False)
             with TabPane("Diff", id="diff"):
                 yield DiffView(id="diff-view")
             with TabPane("Terminal", id="terminal"):
@@ -171,10 +184,34 @@ class SessionScreen(Screen[None]):
 
     # ----- loading --------------------------------------------------------------------------
 
+    def reopen(self, session: str, tab: str) -> None:
+        """Shown again, on `session` at `tab`: every tab read afresh."""
+        self.action_tab(tab)
+        if session != self.session:
+            self.session = session
+            return
+        self._seen = ()
+        self.show_status(self.herd.status_of(session))
+        self._load()
+
+    def on_screen_suspend(self) -> None:
+        """Closed (not merely under a dialog): nothing is followed until it is shown again."""
+        if self in self.app.screen_stack:
+            return
+        self.workers.cancel_group(self, "read")
+        self.workers.cancel_group(self, "spend")
+        self.query_one(OutputView).follow(None)
+        self.query_one(TerminalView).follow("")
+
     def watch_session(self) -> None:
-        """Another session: start over on every tab."""
+        """Another session: start over on every tab, blank until read."""
         self._seen = ()
         self.samples = None
+        self.report, self.checkpoints, self.progress_text = {}, [], ""
+        for selector, text in READING.items():
+            self.query_one(selector, Static).update(text)
+        self.query_one("#event-log", Log).clear()
+        self.query_one("#checkpoint-table", DataTable).clear()
         self.show_status(self.herd.status_of(self.session))
         self._load()
         if self.query_one(TabbedContent).active == "diff":
@@ -251,7 +288,7 @@ class SessionScreen(Screen[None]):
 
     def _spend_if_shown(self) -> None:
         """Fresh samples while the Spend tab is in front."""
-        if self.query_one(TabbedContent).active == "spend":
+        if self.query_one(TabbedContent).active == "spend" and self.app.screen is self:
             self._refresh_spend()
 
     def show_status(self, status: SessionStatus | None) -> None:
