@@ -244,7 +244,7 @@ class ClaudeParser(OutputParser):
     def _recover(self, found: list[TranscriptMessage]) -> bool:
         """`take_transcript_messages` once it has begun."""
         changed = False
-        for message_id, tokens, kind in found:
+        for message_id, tokens, kind, chars in found:
             if kind == COMPACTION:
                 changed = self._add_compaction(message_id, tokens) or changed
                 continue
@@ -259,7 +259,10 @@ class ClaudeParser(OutputParser):
                 changed = True
             self._by_message_id[message_id] = better
             self._add_tokens(better, previous)
-            if self._settle(message_id):
+            if chars is None:  # its true figure
+                changed = self._settle(message_id) or changed
+            elif message_id not in self._estimates:  # only its start: estimated as stdout's is
+                self._estimate(message_id, better[1], chars)
                 changed = True
         return changed
 
@@ -343,8 +346,9 @@ class ClaudeParser(OutputParser):
             if previous is None:
                 self._messages += main_thread
                 previous = ZERO
-            if tokens is None:
-                tokens = previous
+            # A copy printed after the transcript settled the message (stdout behind, under
+            # load) still has its start figure: no copy lowers one (seen: 32 tokens short).
+            tokens = previous if tokens is None else larger(tokens, previous)
             self._by_message_id[message_id] = tokens
             if len(self._by_message_id) > MAX_TRACKED_MESSAGE_IDS:
                 oldest = self._forget_oldest()

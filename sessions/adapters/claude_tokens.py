@@ -129,8 +129,24 @@ COMPACTION = "compaction"
 COMPACTION_KEY = "compaction:"
 """Prefix of a compaction's key among message ids (its boundary entry's uuid follows)."""
 
-TranscriptMessage = tuple[str, Tokens, str]
-"""A message id (or COMPACTION_KEY + uuid), its tokens, and "" | SUBAGENT | COMPACTION."""
+TranscriptMessage = tuple[str, Tokens, str, int | None]
+"""A message id (or COMPACTION_KEY + uuid), its tokens, "" | SUBAGENT | COMPACTION, and None
+for a final copy, or the characters its content holds for a start copy (see `start_chars`)."""
+
+
+def start_chars(message: dict[str, Any]) -> int | None:
+    """None for a transcript copy of a complete message; for a copy written at its start, the
+    characters of its content (to estimate its output from, as stdout's copy is).
+
+    Claude Code (2.1.197) may write an assistant entry as soon as its content is complete, the
+    usage still its start figure (``output_tokens: 1``, ``stop_reason: null``), and never again
+    (a subagent's often; the true figure only goes to the result line): that copy is no true
+    count. A copy without the field (older releases, hand-made ones) is taken as final.
+    """
+    if "stop_reason" not in message or message["stop_reason"] is not None:
+        return None
+    content = message.get("content")
+    return sum(map(content_chars, content)) if isinstance(content, list) else 0
 
 
 def compaction_tokens(metadata: object) -> Tokens | None:
@@ -142,14 +158,14 @@ def compaction_tokens(metadata: object) -> Tokens | None:
     return (pre, 0, 0, 0) if pre else None
 
 
-def _entry_message(entry: dict[str, Any]) -> tuple[str, Tokens, str] | None:
-    """The (key, tokens, kind) an assistant or compact-boundary transcript entry stands for."""
+def _entry_message(entry: dict[str, Any]) -> TranscriptMessage | None:
+    """The message an assistant or compact-boundary transcript entry stands for."""
     if entry.get("type") == "system":
         uuid = entry.get("uuid")
         if entry.get("subtype") != "compact_boundary" or not isinstance(uuid, str) or not uuid:
             return None
         tokens = compaction_tokens(entry.get("compactMetadata"))
-        return None if tokens is None else (COMPACTION_KEY + uuid, tokens, COMPACTION)
+        return None if tokens is None else (COMPACTION_KEY + uuid, tokens, COMPACTION, None)
     if entry.get("type") != "assistant":
         return None
     message = entry.get("message")
@@ -161,7 +177,8 @@ def _entry_message(entry: dict[str, Any]) -> tuple[str, Tokens, str] | None:
     tokens = claude_tokens(usage)
     if tokens is None:
         return None
-    return message_id, tokens, SUBAGENT if entry.get("isSidechain") is True else ""
+    kind = SUBAGENT if entry.get("isSidechain") is True else ""
+    return message_id, tokens, kind, start_chars(message)
 
 
 def transcript_messages(
@@ -170,8 +187,9 @@ def transcript_messages(
     since: str | None,
     until: str | None = None,
 ) -> list[TranscriptMessage]:
-    """Per-message usage (the last copy of each id) of transcript entries that belong to a run,
-    its subagents' messages and its compactions (estimated) among them.
+    """Per-message usage (the last copy of each id, a final copy before any start copy) of
+    transcript entries that belong to a run, its subagents' messages and its compactions
+    (estimated) among them.
 
     An entry belongs when its message id was printed by the run, or when it was written
     between ``since`` and ``until``: a resumed session's transcript holds every run's messages.
@@ -181,14 +199,14 @@ def transcript_messages(
     wanted = set(message_ids)
     start = parse_iso(since) if since else None
     end = parse_iso(until) if until else None
-    found: dict[str, tuple[Tokens, str]] = {}
+    found: dict[str, tuple[Tokens, str, int | None]] = {}
     for entry in entries:
         if not isinstance(entry, dict):
             continue
         taken = _entry_message(entry)
         if taken is None:
             continue
-        key, tokens, kind = taken
+        key, tokens, kind, chars = taken
         if key not in wanted:
             stamp = entry.get("timestamp")
             moment = parse_iso(stamp) if isinstance(stamp, str) else None
@@ -196,7 +214,10 @@ def transcript_messages(
                 continue
             if end is not None and moment > end:
                 continue
-        if key in found or len(found) < MAX_TRANSCRIPT_MESSAGES:
+        known = found.get(key)
+        if known is not None and chars is not None and known[2] is None:
+            continue  # a start copy after a final one (never seen): the final one stands
+        if known is not None or len(found) < MAX_TRANSCRIPT_MESSAGES:
             found.pop(key, None)
-            found[key] = (tokens, kind)
-    return [(key, tokens, kind) for key, (tokens, kind) in found.items()]
+            found[key] = (tokens, kind, chars)
+    return [(key, tokens, kind, chars) for key, (tokens, kind, chars) in found.items()]
