@@ -1,12 +1,12 @@
-"""The garbage collector's full passes, taken while no one types.
+"""The garbage collector's full passes kept short, and the long one taken while no one types.
 
-A full pass visits every object the collector tracks; at 200 sessions on screen that was
-100-240 ms (quiet machine), one every 1-2 s, and a key pressed meanwhile waited for it: most
-of the session screen's slow keys. So the dashboard keeps the objects a full pass found alive
-frozen (`gc.freeze`), out of the passes Python starts by itself, which then visit only what
-is newer, lets Python start a full pass ten times less often, and every `every_s` seconds,
-once no key has come for `quiet_s`, thaws everything and makes a full pass itself, so a
-frozen object that died since is still freed.
+A full pass visits every object the collector tracks; at 200 busy sessions on screen that was
+100-240 ms (quiet machine), one every 1-2 s, longer as the run went on, and a key pressed
+meanwhile waited for it: most of the session screen's slow keys. So what a full pass found
+alive is frozen (`gc.freeze`) right after it (the start-up's objects once the first fleet is
+drawn), and Python's next full pass visits only what is newer. A frozen object that dies in a
+reference cycle is freed only by a pass over everything: every `every_s` seconds, once no key
+has come for `quiet_s`, the dashboard thaws everything and makes that pass itself.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ FULL_PASS_EVERY_S = 30.0
 QUIET_FOR_S = 2.0
 """That pass waits until no key has come for this long."""
 
-FULL_PASS_AFTER = 100
-"""Python starts a full pass of its own after this many passes of the middle generation (its
-default, 10, was one every 1-2 s at 200 busy sessions)."""
+
+def full_passes() -> int:
+    """Full passes the collector has made in this process."""
+    return int(gc.get_stats()[2]["collections"])
 
 
 class QuietCollector:
-    """Full garbage-collection passes between keys (`tick` once a second, `saw_key` per key)."""
+    """Short full passes, the long one between keys (`tick` once a second, `saw_key` per key,
+    `freeze` once start-up is done, `release` at the end)."""
 
     def __init__(
         self,
@@ -38,39 +40,33 @@ class QuietCollector:
         self.every_s, self.quiet_s, self.clock = every_s, quiet_s, clock
         self.last_key = self.last_pass = clock()
         self.passes = 0
-        self._thresholds: tuple[int, int, int] | None = None
-        """Python's own thresholds while the dashboard's are in force."""
+        """Full passes over everything made by `tick`."""
+        self._seen = full_passes()
 
     def saw_key(self) -> None:
-        """A key came: no full pass for a moment."""
+        """A key came: no pass over everything for a moment."""
         self.last_key = self.clock()
 
     def freeze(self) -> None:
-        """Leave what lives now out of Python's own passes (start-up: the widgets, the fleet),
-        and make Python's full passes rarer."""
-        if self._thresholds is None:
-            self._thresholds = gc.get_threshold()
-            young, middle, _ = self._thresholds
-            gc.set_threshold(young, middle, FULL_PASS_AFTER)
+        """Leave what lives now out of Python's own full passes."""
         gc.freeze()
-        self.last_pass = self.clock()
+        self._seen = full_passes()
 
     def release(self) -> None:
-        """The dashboard closes: Python's own thresholds again, nothing frozen (a test's
-        process goes on)."""
-        if self._thresholds is not None:
-            gc.set_threshold(*self._thresholds)
-            self._thresholds = None
+        """The dashboard closes: nothing frozen (a test's process goes on)."""
         gc.unfreeze()
 
     def tick(self) -> bool:
-        """Make the full pass if it is due and no one types; True if it ran."""
+        """Freeze what Python's own full pass found alive since the last tick; make the pass
+        over everything if it is due and no one types (True if it ran)."""
         now = self.clock()
-        if now - self.last_pass < self.every_s or now - self.last_key < self.quiet_s:
-            return False
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        self.last_pass = self.clock()
-        self.passes += 1
-        return True
+        if now - self.last_pass >= self.every_s and now - self.last_key >= self.quiet_s:
+            gc.unfreeze()
+            gc.collect()
+            self.freeze()
+            self.last_pass = self.clock()
+            self.passes += 1
+            return True
+        if full_passes() != self._seen:
+            self.freeze()
+        return False
