@@ -150,8 +150,10 @@ class ScriptedServer:
         """Every answer completed, side requests too, in the order they began, with the usage
         it reported."""
         self._begun = 0
-        self._thread = threading.local()
-        """The answer this handler thread began last (`begin`), for its ledger entry."""
+        self._handler = threading.local()
+        """The answer this handler thread began last (`begin`), for its ledger entry (its own
+        name: under `_thread`, the serving thread replaced it, and every handler shared one
+        number: a ledger out of order, a test waiting 90 s for an answer it had)."""
         self.hanging = threading.Event()
         """Set while a `hang` or `drop` step holds a request."""
         self.dropped = threading.Event()
@@ -279,12 +281,12 @@ class ScriptedServer:
         """The usage the answer now beginning reports (its start and its end say the same)."""
         with self._lock:
             self._begun += 1
-            self._thread.begun = self._begun
+            self._handler.begun = self._begun
             return self.tokens.nth(self._begun - 1)
 
     def served_one(self, tokens: Tokens, scripted: bool = True, kind: str = "") -> None:
         """Enter a completed answer in the ledger (kind: see `Served.kind`)."""
-        begun = getattr(self._thread, "begun", 0)
+        begun = getattr(self._handler, "begun", 0)
         with self._lock:
             entry = Served(tokens, scripted, kind or ("main" if scripted else "side"), begun)
             bisect.insort(self.ledger, entry, key=lambda served: served.begun)
