@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Log, Static
 
 from agentherd.tui.dashboard.app import HerdApp
 from agentherd.tui.dashboard.collector import QuietCollector
+from agentherd.tui.dashboard.diff_view import DiffView
 from agentherd.tui.dashboard.output_view import OutputView
 from agentherd.tui.dashboard.session_screen import READING, SessionScreen
 
@@ -91,7 +92,12 @@ async def test_the_screen_shown_again_says_nothing_of_the_session_before(herd: H
         await until(pilot, lambda: "BETA-MARK" in texts(screen), "beta's output")
         assert "ALPHA" not in texts(screen)
 
+        await pilot.press("8")  # the Diff tab, read for beta
+        diff = screen.query_one(DiffView)
+        await until(pilot, lambda: diff.reply is not None, "beta's diff")
         screen.session = "alpha"  # `,` and `.`: blank at once, before any reader answers
+        assert str(diff.query_one("#diff-head", Static).render()) == "reading the diff…"
+        assert diff.reply is None and diff.session == "alpha"
         blank = texts(screen)
         assert "BETA" not in blank, blank
         assert str(screen.query_one("#progress-text", Static).render()) == READING["#progress-text"]

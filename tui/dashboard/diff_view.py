@@ -89,8 +89,12 @@ class DiffView(Vertical):
 
     def show(self, session: str) -> None:
         """Read the session's diff (again): the picked checkpoint, else the latest."""
-        if session != self.session:
-            self.session, self.target = session, None
+        if session != self.session:  # blank at once: no other session's diff stays shown
+            self.session, self.target, self.reply = session, None, None
+            self.query_one("#diff-head", Static).update("reading the diff…")
+            self.query_one("#diff-picker", OptionList).clear_options()
+            self.query_one("#diff-files", OptionList).clear_options()
+            self._set_lines([])
         self._read_list(session, self.target, self.against)
 
     def toggle_against(self) -> None:
