@@ -3,10 +3,9 @@ report, diff).
 
 It follows one session at a time (`,` and `.` step through the fleet in the fleet's order) and
 reads everything through the daemon's API or the files the API names; it holds no state of
-the session beyond what it shows. The app keeps one and shows it again for the next session
-(`reopen`): composing its nine tabs was most of an open's time, and the widgets a closed
-screen left behind kept their drawn lines in Textual's caches (textual#6665), which made the
-garbage collector's full passes slower with every open.
+the session beyond what it shows. The app keeps one, shown again for the next session
+(`reopen`): composing it was most of an open, and a closed one's widgets stayed in Textual's
+caches (textual#6665), slowing the garbage collector's full passes with every open.
 """
 
 from __future__ import annotations
@@ -43,7 +42,10 @@ from agentherd.tui.dashboard.output_view import OutputView
 from agentherd.tui.dashboard.rows import VERIFIED_MARKS, cut
 from agentherd.tui.dashboard.spend_chart import SpendCharts
 from agentherd.tui.dashboard.tabtext import (
+    checkpoint_detail,
+    event_line,
     line_counts,
+    open_warnings,
     plan_lines,
     progress_entries,
     read_progress,
@@ -198,8 +200,8 @@ class SessionScreen(Screen[None]):
         """Closed (not merely under a dialog): nothing is followed until it is shown again."""
         if self in self.app.screen_stack:
             return
-        self.workers.cancel_group(self, "read")
-        self.workers.cancel_group(self, "spend")
+        for group in ("read", "spend"):
+            self.workers.cancel_group(self, group)
         self.query_one(OutputView).follow(None)
         self.query_one(TerminalView).follow("")
 
@@ -382,20 +384,8 @@ class SessionScreen(Screen[None]):
     def _show_events(self, events: list[Event]) -> None:
         log = self.query_one("#event-log", Log)
         log.clear()
-        log.write_lines(
-            [
-                f"{short_time(e.at)}  run {e.run or '-':>3}  {e.kind}: {inert(e.message)}"
-                for e in events
-            ]
-        )
-        warnings = self.status.warnings if self.status else []
-        lines = [
-            f"⚠ open: {w.kind} ×{w.count} since {w.opened_at or w.at}: {inert(w.message)}"
-            for w in warnings
-        ]
-        self.query_one("#open-warnings", Static).update(
-            "\n".join(lines) or "no open warnings (closed and acknowledged ones are events below)"
-        )
+        log.write_lines([event_line(event) for event in events])
+        self.query_one("#open-warnings", Static).update(open_warnings(self.status))
 
     def _show_checkpoints(self) -> None:
         table = self.query_one("#checkpoint-table", DataTable)
@@ -426,18 +416,7 @@ class SessionScreen(Screen[None]):
         if checkpoint is None:
             detail.update("no checkpoints yet: herd records each commit the agent makes")
             return
-        files = checkpoint.get("files", [])
-        counts = line_counts(checkpoint)
-        lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s){counts}: {', '.join(files[:12])}"]
-        check = checkpoint.get("verification") or {}
-        if check and not check.get("passed"):
-            why = check.get("error") or (
-                "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
-            )
-            lines.append(f"verification fails: {why}")
-            lines += [f"  {line}" for line in (check.get("output_tail") or "").splitlines()[-6:]]
-        lines.append("F restarts the session from this checkpoint (asks first)")
-        detail.update(inert("\n".join(lines)))
+        detail.update(checkpoint_detail(checkpoint))
 
     # ----- actions --------------------------------------------------------------------------
 

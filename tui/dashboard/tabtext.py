@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus
 
@@ -62,3 +63,34 @@ def plan_lines(report: dict[str, Any], status: SessionStatus | None) -> str:
     if remains.get("plan_error"):
         lines.append(f"plan error: {inert(remains['plan_error'])}")
     return "\n".join([head, "", *lines])
+
+
+def checkpoint_detail(checkpoint: dict[str, Any]) -> str:
+    """Below the checkpoint table: the highlighted checkpoint's files and, when it fails, why."""
+    files = checkpoint.get("files", [])
+    counts = line_counts(checkpoint)
+    lines = [f"{checkpoint['sha'][:10]}  {len(files)} file(s){counts}: {', '.join(files[:12])}"]
+    check = checkpoint.get("verification") or {}
+    if check and not check.get("passed"):
+        why = check.get("error") or (
+            "timed out" if check.get("timed_out") else f"exit {check.get('exit_code')}"
+        )
+        lines.append(f"verification fails: {why}")
+        lines += [f"  {line}" for line in (check.get("output_tail") or "").splitlines()[-6:]]
+    lines.append("F restarts the session from this checkpoint (asks first)")
+    return inert("\n".join(lines))
+
+
+def event_line(event: Event) -> str:
+    """One event as the Events tab lists it."""
+    run = event.run or "-"
+    return f"{short_time(event.at)}  run {run:>3}  {event.kind}: {inert(event.message)}"
+
+
+def open_warnings(status: SessionStatus | None) -> str:
+    """Above the events: the session's open warnings."""
+    lines = [
+        f"⚠ open: {w.kind} ×{w.count} since {w.opened_at or w.at}: {inert(w.message)}"
+        for w in (status.warnings if status else [])
+    ]
+    return "\n".join(lines) or "no open warnings (closed and acknowledged ones are events below)"
