@@ -8,11 +8,13 @@ was judged `plan-tampered` again and held at the gate a second time.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import Herd, git, make_repo, script, wait_until
 
 from agentherd.sessions.planreset import plan_after_reset
+from agentherd.supervisor.checks import watchedfile
 
 PLAN = [
     {"id": "greet", "description": "write hello.txt", "passes": False},
@@ -145,3 +147,52 @@ def test_a_crash_after_the_gate_restarts_on_the_answered_plan_without_a_second_g
         assert len(at_reset) == (1 if kept else 2), at_reset
     assert git(repo, "status", "--porcelain") == ""
     wait_until(lambda: not herd.status("api")["warnings"], what="no warning left open")
+
+
+GATED_AGENT = """
+    import json, pathlib, time
+    plan = pathlib.Path("feature_list.json")
+    plan.write_text(json.dumps(json.loads(plan.read_text())[:1], indent=1))  # plan-tampered
+    print("waiting", flush=True)
+    while not pathlib.Path({go!r}).exists():
+        time.sleep(0.02)
+"""
+
+
+def test_a_rejection_closes_the_warning_though_the_plan_is_read_while_it_is_written(
+    herd: Herd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen under load: the plan watcher read the restored plan while the rejection was still
+    writing it, and closed `plan-tampered` as 'matches its baseline again': the person's answer
+    was not what the record said closed it. The daemon runs in this process, so the write is
+    held here until the watcher has read the file back."""
+    repo = make_repo(herd.root / "repo", {"feature_list.json": json.dumps(PLAN, indent=1)})
+    go = herd.root / "go"
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {script(GATED_AGENT.format(go=str(go)))}
+        restart = "never"
+        plan = "feature_list.json"
+        on_drift = {{ plan-tampered = "pause" }}
+        stop_grace = "2s"
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "waiting-approval", timeout_s=30)
+    write = watchedfile.write_atomically
+
+    def write_then_let_the_watcher_read(path: Path, data: bytes) -> None:
+        write(path, data)
+        wait_until(lambda: herd.status("api")["plan"]["total"] == 2, what="the watcher's read")
+
+    monkeypatch.setattr(watchedfile, "write_atomically", write_then_let_the_watcher_read)
+    rejected = herd.cli("reject", "api")
+    go.write_text("")
+    assert rejected.returncode == 0, rejected.stderr
+    closed = [
+        e["data"]["by"]
+        for e in herd.events("api")
+        if e["kind"] == "warning-closed" and e["data"]["kind"] == "plan-tampered"
+    ]
+    assert closed == ["plan-rejected"], closed

@@ -77,6 +77,9 @@ class Observer:
         """The bytes of the last plan file that parsed (what approve adopts as the baseline)."""
         self._plan_sig: watchedfile.FileSignature | None = None
         self._reported_changes: tuple[Any, ...] = ()
+        self.restoring = False
+        """A rejection is writing the baseline back: its `plan-rejected`, not a read of the
+        plan meanwhile, closes `plan-tampered` (the person closed it; seen under load)."""
         self.progress_latest: tuple[str, ...] = ()
         self.progress_updated_at: str | None = None
         self.progress_error: str | None = None
@@ -181,9 +184,10 @@ class Observer:
             )
         elif not changes:
             self._reported_changes = ()
-            self.session.close_warning(
-                "plan-tampered", f"{self.config.plan} matches its baseline again", "plan"
-            )
+            if not self.restoring:
+                self.session.close_warning(
+                    "plan-tampered", f"{self.config.plan} matches its baseline again", "plan"
+                )
         self.session.touch()
 
     async def _read_settled_plan(
@@ -231,9 +235,12 @@ class Observer:
         if raw is None or path is None or self.plan_current is None:
             raise ValueError("no baseline plan to restore")
         data = restore_plan(raw.encode(), self.plan_current)
-        await anyio.to_thread.run_sync(watchedfile.write_atomically, path, data)
-        # The caller reads the plan again once `plan-rejected` is written: that event, not
-        # the re-read, is what closes `plan-tampered`.
+        self.restoring = True  # until the caller's `plan-rejected`, which closes the warning
+        try:
+            await anyio.to_thread.run_sync(watchedfile.write_atomically, path, data)
+        except BaseException:
+            self.restoring = False
+            raise
 
     def accept_plan(self) -> tuple[str, str] | None:
         """Take the current plan as the new baseline; return its JSON and text to record."""

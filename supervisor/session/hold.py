@@ -178,14 +178,18 @@ class Holder:
                 await self.observer.restore_baseline()
             except (ValueError, OSError) as exc:
                 raise SessionError(f"{name}: {exc}") from None
-            self.pen.commit(
-                self.pen.event(
-                    "plan-rejected",
-                    f"plan restored to its baseline ({len(diff.changed_items)} change(s) undone)",
-                    self.record.run or None,
-                    **(answered or {}),
+            try:
+                self.pen.commit(
+                    self.pen.event(
+                        "plan-rejected",
+                        f"plan restored to its baseline ({len(diff.changed_items)} change(s) "
+                        "undone)",
+                        self.record.run or None,
+                        **(answered or {}),
+                    )
                 )
-            )
+            finally:
+                self.observer.restoring = False
             await self.observer.refresh_plan()
             await self._continue("rejected")
 
