@@ -303,6 +303,7 @@ def test_an_on_drift_restart_cut_short_by_the_daemon_is_finished_by_the_next(
     herd.start().call("start", name="api")
     wait_until(termed.exists, what="on_drift's stop signal")
     pid = herd.status("api")["pid"]
+    assert pid is not None, "run 1 ended under the first daemon"  # alive(None) is this process
     old = herd.thread
     herd.stop_daemon()
     assert old is not None
@@ -318,3 +319,43 @@ def test_an_on_drift_restart_cut_short_by_the_daemon_is_finished_by_the_next(
     exited = herd.events("api", "run-exited")[0]
     assert exited["data"]["exit_code"] == 1, "run 1 ended by the second signal or the file"
     assert scheduled["run"] == 1
+
+
+SIGNAL_COUNTING_AGENT = """
+    import pathlib, signal, sys, time
+    signals, die = pathlib.Path({signals!r}), pathlib.Path({die!r})
+    def on_term(*_):  # each stop signal is counted; the line after it closes the stall warning
+        with signals.open("a") as counted:
+            counted.write("x")
+        print("noted", flush=True)
+    signal.signal(signal.SIGTERM, on_term)
+    print("up", flush=True)
+    while not die.exists():
+        time.sleep(0.02)  # silent: stalled
+    sys.exit(1)
+"""
+
+
+def test_a_stall_again_while_on_drift_restart_stops_the_run_sends_no_second_signal(
+    herd: Herd,
+) -> None:
+    """The stall warning closes on the line the agent writes at the stop signal and opens again
+    in the silence after it, while on_drift's restart still waits out the grace: that stop is
+    under way, and a second signal would end the run at once (seen under load: the first
+    `stalled` opened before the agent's first line was read, the second one 50 ms later)."""
+    signals, die = herd.root / "signals", herd.root / "die"
+    agent = script(SIGNAL_COUNTING_AGENT.format(signals=str(signals), die=str(die)))
+    herd.write(
+        session(agent, 0.5, 'on_drift = { stalled = "restart" }').replace(
+            'stop_grace = "1s"', 'stop_grace = "60s"'
+        )
+    )
+    herd.start().call("start", name="api")
+    wait_until(lambda: len(herd.events("api", "stalled")) >= 2, what="a second stall")
+    passes(herd, 3)  # the second warning's on_drift action has had its turn
+    assert signals.read_text() == "x", "one stop signal per restart"
+    assert herd.status("api")["pid"] is not None, "the run waits out its grace"
+    die.touch()
+    [scheduled] = wait_until(lambda: herd.events("api", "restart-scheduled"), what="the restart")
+    assert scheduled["run"] == 1
+    assert herd.events("api", "run-exited")[0]["data"]["exit_code"] == 1, "ended by the file"

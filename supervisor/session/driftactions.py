@@ -125,6 +125,10 @@ class DriftActions:
                 return
             if run is None or run.exited.is_set():
                 return
+            if self.book.state.restart_run == run.record.run:
+                # Its stop is under way (the warning closed and opened again meanwhile): a
+                # second stop signal would cut the grace short (some agents quit at once then).
+                return
             self.book.state.restart_run = run.record.run
             self.book.state.restart_kind = kind
             # Kept with the run: a daemon that dies before the run's end is handled leaves the
