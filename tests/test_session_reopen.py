@@ -20,7 +20,8 @@ from textual.widgets import DataTable, Log, Static
 from agentherd.tui.dashboard.app import HerdApp
 from agentherd.tui.dashboard.collector import QuietCollector
 from agentherd.tui.dashboard.diff_view import DiffView
-from agentherd.tui.dashboard.output_view import OutputView
+from agentherd.tui.dashboard.fleet import OUTPUT_PANE_MIN_SIZE
+from agentherd.tui.dashboard.output_view import FleetOutput, OutputView
 from agentherd.tui.dashboard.session_screen import READING, SessionScreen
 
 MARKER_AGENT = (
@@ -40,7 +41,8 @@ def anyio_backend() -> str:
 
 def texts(screen: SessionScreen) -> str:
     """Every word the session screen shows in its text tabs and output, as one string."""
-    parts = [str(screen.query_one(selector, Static).render()) for selector in READING]
+    selectors = [*READING, "#checkpoint-detail", "#open-warnings"]
+    parts = [str(screen.query_one(selector, Static).render()) for selector in selectors]
     parts += screen.query_one("#event-log", Log).lines
     parts += screen.query_one(OutputView).lines.shown_lines()
     return "\n".join(parts)
@@ -103,6 +105,35 @@ async def test_the_screen_shown_again_says_nothing_of_the_session_before(herd: H
         assert str(screen.query_one("#progress-text", Static).render()) == READING["#progress-text"]
         assert screen.query_one("#checkpoint-table", DataTable).row_count == 0
         await until(pilot, lambda: "ALPHA-PROGRESS" in texts(screen), "alpha's progress again")
+
+
+@pytest.mark.anyio
+async def test_the_fleets_output_pane_rests_while_a_session_is_open_and_returns_after(
+    herd: Herd,
+) -> None:
+    """Opening a session stops the pane's reading (the session screen reads the output) but
+    leaves the fleet's layout; back, the pane follows the selected session again, or stays
+    hidden if the terminal was narrowed meanwhile."""
+    write_toml(herd, script_session(herd.root, "alpha", MARKER_AGENT))
+    herd.start().call("up")
+    app = HerdApp(herd.daemon.socket_path)  # type: ignore[union-attr]
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.query_one(FleetOutput)
+        screen = await open_session(pilot, app, "alpha")
+        assert pane.session is None, "the pane reads nothing under the session screen"
+        await until(pilot, lambda: "ALPHA-MARK" in texts(screen), "alpha's output")
+        await pilot.press("escape")
+        await until(pilot, lambda: pane.session == "alpha" and pane.display, "the pane again")
+        await until(
+            pilot, lambda: any("ALPHA-MARK" in line for line in pane.lines.shown_lines()), "it"
+        )
+
+        await open_session(pilot, app, "alpha")
+        await pilot.resize_terminal(OUTPUT_PANE_MIN_SIZE[0] - 1, 40)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, SessionScreen), "the fleet")
+        await until(pilot, lambda: not pane.display, "the pane hidden: no room for it")
+        assert pane.session is None
 
 
 def test_what_a_full_pass_left_is_frozen_and_the_quiet_pass_frees_what_died_since() -> None:

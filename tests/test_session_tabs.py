@@ -284,12 +284,12 @@ async def test_restart_from_a_chosen_checkpoint_asks_and_is_rebindable(herd: Her
     app = HerdApp(herd.daemon.socket_path, keys={"restart-from": "T"})  # type: ignore[union-attr]
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_session(pilot, app, "sim")
-        await pilot.press("4")
+        await pilot.press("4")  # at once: the tab is composed after the screen's first paint
         await until(pilot, lambda: len(screen.checkpoints) >= 2, "the checkpoints")
         table = screen.query_one("#checkpoint-table", DataTable)
-        table.focus()
-        table.move_cursor(row=1)
-        await pilot.pause()
+        await until(pilot, lambda: app.focused is table, "the table to take the keys")
+        await pilot.press("j")
+        await until(pilot, lambda: table.cursor_row == 1, "the cursor on the older checkpoint")
         older = screen.checkpoints[1]["sha"]
         assert older == shown[0]
         detail = str(screen.query_one("#checkpoint-detail", Static).render())

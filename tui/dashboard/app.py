@@ -262,7 +262,7 @@ class HerdApp(App[None]):
             screen.session = name
             screen.action_tab(tab)
             return
-        self.fleet.hide_pane()  # the session screen reads the output itself; back, it returns
+        self.fleet.pause_output()  # the session screen reads the output itself; back, it returns
         if screen is None:  # one, kept: shown again for the next session
             screen = self._session_screen = SessionScreen(name, tab)
             self.install_screen(screen, "session")

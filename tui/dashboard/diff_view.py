@@ -71,6 +71,12 @@ class DiffView(Vertical):
         """The shown file's lines as plain text, for the search."""
         self.match_line = -1
         self.query_text = ""
+        self.wanted: str | None = None
+        """A session asked for before this view was mounted (the session screen composes the
+        Diff tab after its first paint): read once it is."""
+        self.ready = False
+        """Mounted: its parts can be drawn (Textual's `is_mounted` is still False in
+        `on_mount`)."""
 
     def compose(self) -> ComposeResult:
         """The heading, the picker and files beside the diff, the search line."""
@@ -86,9 +92,16 @@ class DiffView(Vertical):
         self.query_one("#diff-search", Input).display = False
         self.query_one("#diff-picker").border_title = "diff of (Enter picks)"
         self.query_one("#diff-files").border_title = "files (j/k)"
+        self.ready = True
+        if self.wanted is not None:
+            self.show(self.wanted)
 
     def show(self, session: str) -> None:
         """Read the session's diff (again): the picked checkpoint, else the latest."""
+        if not self.ready:
+            self.wanted = session
+            return
+        self.wanted = None
         if session != self.session:  # blank at once: no other session's diff stays shown
             self.session, self.target, self.reply = session, None, None
             self.query_one("#diff-head", Static).update("reading the diff…")

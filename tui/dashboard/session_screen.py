@@ -14,42 +14,34 @@ from typing import Any, ClassVar, cast
 
 import anyio
 from rich.markdown import Markdown
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.lazy import Lazy
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import (
-    DataTable,
-    Log,
-    OptionList,
-    Static,
-    TabbedContent,
-    TabPane,
-)
+from textual.widget import Widget
+from textual.widgets import DataTable, OptionList, Static, TabbedContent, TabPane
 
 from agentherd.sessions.records import Event
 from agentherd.sessions.sanitize import inert
 from agentherd.sessions.status import SessionStatus, parse_reply
 from agentherd.supervisor.api.protocol import ApiError
+from agentherd.tui.dashboard.checkpoints_tab import CheckpointsTab
 from agentherd.tui.dashboard.diff_view import DiffView
+from agentherd.tui.dashboard.events_tab import EventsTab
 from agentherd.tui.dashboard.footer import SessionFooter
 from agentherd.tui.dashboard.host import Dashboard, host
 from agentherd.tui.dashboard.messages import Loaded
 from agentherd.tui.dashboard.output_view import OutputView
-from agentherd.tui.dashboard.rows import VERIFIED_MARKS, cut
 from agentherd.tui.dashboard.spend_chart import SpendCharts
 from agentherd.tui.dashboard.tabtext import (
-    checkpoint_detail,
     event_line,
-    line_counts,
     open_warnings,
     plan_lines,
     progress_entries,
     read_progress,
-    short_time,
 )
 from agentherd.tui.dashboard.terminal_tab import TerminalView
 from agentherd.tui.render import state_text
@@ -78,12 +70,14 @@ EVENTS_SHOWN = 2000
 READING: dict[str, str] = {
     "#progress-text": "reading the progress file…",
     "#plan-text": "reading the plan…",
-    "#checkpoint-detail": "reading the checkpoints…",
-    "#open-warnings": "",
     "#spend-chart": "reading the spend…",
     "#report-text": "reading the report…",
 }
 """What a tab says until its reader answers (a session shown first, or another one)."""
+
+COMPOSED_LATER = ("checkpoints", "events", "diff", "terminal")
+"""Tabs composed after the screen's first paint (Textual's `Lazy`) unless the screen opens on
+them: composing them first made the app's first open ~20 % slower (issue 26 item 5)."""
 
 
 class SessionScreen(Screen[None]):
@@ -135,11 +129,19 @@ class SessionScreen(Screen[None]):
         self.first_tab = tab
         self.status: SessionStatus | None = None
         self.report: dict[str, Any] = {}
-        self.checkpoints: list[dict[str, Any]] = []
         self.progress_text = ""
+        self.checkpoints_tab = CheckpointsTab()
+        self.events_tab = EventsTab(EVENTS_SHOWN)
+        self.diff_view = DiffView(id="diff-view")
+        self.terminal_view = TerminalView(id="terminal-view")
         self.samples: list[list[Any]] | None = None
         """The `spend` op's samples; None until read (or when no daemon keeps them)."""
         self._seen: tuple[object, ...] = ()
+
+    @property
+    def checkpoints(self) -> list[dict[str, Any]]:
+        """The session's checkpoints as the Checkpoints tab lists them, newest first."""
+        return self.checkpoints_tab.checkpoints or []
 
     @property
     def herd(self) -> Dashboard:
@@ -157,27 +159,25 @@ class SessionScreen(Screen[None]):
             with TabPane("Plan", id="plan"), VerticalScroll():
                 yield Static(READING["#plan-text"], id="plan-text", markup=False)
             with TabPane("Checkpoints", id="checkpoints"):
-                yield DataTable(id="checkpoint-table", cursor_type="row", zebra_stripes=True)
-                yield Static(READING["#checkpoint-detail"], id="checkpoint-detail", markup=False)
+                yield self._later("checkpoints", self.checkpoints_tab)
             with TabPane("Events", id="events"):
-                yield Static(READING["#open-warnings"], id="open-warnings", markup=False)
-                yield Log(id="event-log", max_lines=EVENTS_SHOWN)
+                yield self._later("events", self.events_tab)
             with TabPane("Spend", id="spend"), VerticalScroll():
                 yield Static(READING["#spend-chart"], id="spend-chart", markup=False)
             with TabPane("Report", id="report"), VerticalScroll():
                 yield Static(READING["#report-text"], id="report-text", markup=False)
             with TabPane("Diff", id="diff"):
-                yield DiffView(id="diff-view")
+                yield self._later("diff", self.diff_view)
             with TabPane("Terminal", id="terminal"):
-                yield TerminalView(id="terminal-view")
+                yield self._later("terminal", self.terminal_view)
         yield SessionFooter()
 
+    def _later(self, tab: str, content: Widget) -> Widget:
+        """A tab's content, composed after the first paint unless the screen opens on it."""
+        return content if tab == self.first_tab or tab not in COMPOSED_LATER else Lazy(content)
+
     def on_mount(self) -> None:
-        """Columns of the checkpoint table; then read everything."""
-        table = self.query_one("#checkpoint-table", DataTable)
-        for key, label in (("at", "AT"), ("sha", "SHA"), ("v", "✓"), ("files", "FILES")):
-            table.add_column(label, key=key)
-        table.add_column("SUBJECT", key="subject")
+        """Read everything."""
         self.show_status(self.herd.status_of(self.session))
         for footer in self.query(SessionFooter):
             footer.follow()  # its keys act on the new session: its name and state
@@ -203,21 +203,21 @@ class SessionScreen(Screen[None]):
         for group in ("read", "spend"):
             self.workers.cancel_group(self, group)
         self.query_one(OutputView).follow(None)
-        self.query_one(TerminalView).follow("")
+        self.terminal_view.follow("")
 
     def watch_session(self) -> None:
         """Another session: start over on every tab, blank until read."""
         self._seen = ()
         self.samples = None
-        self.report, self.checkpoints, self.progress_text = {}, [], ""
+        self.report, self.progress_text = {}, ""
         for selector, text in READING.items():
             self.query_one(selector, Static).update(text)
-        self.query_one("#event-log", Log).clear()
-        self.query_one("#checkpoint-table", DataTable).clear()
+        self.events_tab.show([], "")
+        self.checkpoints_tab.show(None)
         self.show_status(self.herd.status_of(self.session))
         self._load()
         if self.query_one(TabbedContent).active == "diff":
-            self.query_one(DiffView).show(self.session)
+            self.diff_view.show(self.session)
 
     def _load(self) -> None:
         """Follow the output and read the other tabs."""
@@ -226,7 +226,7 @@ class SessionScreen(Screen[None]):
 
     def _follow(self) -> None:
         self.query_one(OutputView).follow(self.session)
-        self.query_one(TerminalView).follow(self.session)
+        self.terminal_view.follow(self.session)
 
     @work(group="read", exclusive=True, exit_on_error=False)
     async def _read(self) -> None:
@@ -278,15 +278,23 @@ class SessionScreen(Screen[None]):
             "diff": "#diff-files",
             "terminal": "#terminal-view",
         }.get(str(event.pane.id), "VerticalScroll")
-        if event.pane.id == event.tabbed_content.active:  # a late event must not pull back
-            for widget in event.pane.query(target).results():
-                widget.focus()
-                break
+        self._focus_in(event.pane, target)
         if event.pane.id == "spend":
             self._show_spend()
             self._spend_if_shown()
         if event.pane.id == "diff":  # read only when looked at: git runs for it
-            self.query_one(DiffView).show(self.session)
+            self.diff_view.show(self.session)
+
+    def _focus_in(self, pane: TabPane, target: str, again: bool = True) -> None:
+        """Focus the tab's content, if the tab is still in front (a late event must not pull
+        back); a tab composed later is focused after the paint that mounts it."""
+        if pane.id != self.query_one(TabbedContent).active:
+            return
+        for widget in pane.query(target).results():
+            widget.focus()
+            return
+        if again:
+            self.call_after_refresh(self._focus_in, pane, target, False)
 
     def _spend_if_shown(self) -> None:
         """Fresh samples while the Spend tab is in front."""
@@ -327,7 +335,7 @@ class SessionScreen(Screen[None]):
         if self._seen and seen != self._seen:
             self._read()
             if self.query_one(TabbedContent).active == "diff":
-                self.query_one(DiffView).show(self.session)
+                self.diff_view.show(self.session)
         self._seen = seen
 
     # ----- what the readers found -----------------------------------------------------------
@@ -382,41 +390,10 @@ class SessionScreen(Screen[None]):
                     scroll.call_after_refresh(scroll.scroll_end, animate=False)
 
     def _show_events(self, events: list[Event]) -> None:
-        log = self.query_one("#event-log", Log)
-        log.clear()
-        log.write_lines([event_line(event) for event in events])
-        self.query_one("#open-warnings", Static).update(open_warnings(self.status))
+        self.events_tab.show([event_line(event) for event in events], open_warnings(self.status))
 
     def _show_checkpoints(self) -> None:
-        table = self.query_one("#checkpoint-table", DataTable)
-        table.clear()
-        self.checkpoints = list(reversed(self.report.get("changed", {}).get("checkpoints", [])))
-        for checkpoint in self.checkpoints:
-            mark, style = VERIFIED_MARKS[checkpoint.get("verified")]
-            table.add_row(
-                short_time(checkpoint["at"]),
-                checkpoint["sha"][:10],
-                Text(mark, style=style),
-                f"{len(checkpoint.get('files', []))}{line_counts(checkpoint)}",
-                cut(inert(checkpoint["subject"]), 80),
-                key=checkpoint["sha"],
-            )
-        self._show_checkpoint_detail()
-
-    def _selected_checkpoint(self) -> dict[str, Any] | None:
-        table = self.query_one("#checkpoint-table", DataTable)
-        if not table.row_count or table.cursor_row >= len(self.checkpoints):
-            return None
-        return self.checkpoints[table.cursor_row]
-
-    @on(DataTable.RowHighlighted, "#checkpoint-table")
-    def _show_checkpoint_detail(self) -> None:
-        checkpoint = self._selected_checkpoint()
-        detail = self.query_one("#checkpoint-detail", Static)
-        if checkpoint is None:
-            detail.update("no checkpoints yet: herd records each commit the agent makes")
-            return
-        detail.update(checkpoint_detail(checkpoint))
+        self.checkpoints_tab.show(self.report.get("changed", {}).get("checkpoints", []))
 
     # ----- actions --------------------------------------------------------------------------
 
@@ -440,7 +417,7 @@ class SessionScreen(Screen[None]):
         tab searches its own text with the same keys)."""
         tabs = self.query_one(TabbedContent)
         if tabs.active == "diff" and action in ("search", "next_match"):
-            getattr(self.query_one(DiffView), f"action_{action}")(*args)
+            getattr(self.diff_view, f"action_{action}")(*args)
             return
         if tabs.active != "output":
             tabs.active = "output"
@@ -466,8 +443,8 @@ class SessionScreen(Screen[None]):
     def action_diff(self) -> None:
         """The Diff tab; from the Checkpoints tab, on the checkpoint under the cursor."""
         tabs = self.query_one(TabbedContent)
-        checkpoint = self._selected_checkpoint() if tabs.active == "checkpoints" else None
-        view = self.query_one(DiffView)
+        checkpoint = self.checkpoints_tab.selected() if tabs.active == "checkpoints" else None
+        view = self.diff_view
         if checkpoint is not None:
             view.session, view.target = self.session, checkpoint["sha"]
         if tabs.active == "diff":
@@ -477,7 +454,7 @@ class SessionScreen(Screen[None]):
     def action_against(self) -> None:
         """The Diff tab's base: the previous checkpoint, or the last verified one."""
         if self.query_one(TabbedContent).active == "diff":
-            self.query_one(DiffView).toggle_against()
+            self.diff_view.toggle_against()
 
     def action_order(self) -> None:
         """Progress newest first, or newest last."""
@@ -485,7 +462,7 @@ class SessionScreen(Screen[None]):
 
     def action_restart_from(self) -> None:
         """Restart from the highlighted checkpoint, after a confirmation that names it."""
-        checkpoint = self._selected_checkpoint()
+        checkpoint = self.checkpoints_tab.selected()
         if checkpoint is None or self.query_one(TabbedContent).active != "checkpoints":
             self.notify("pick a checkpoint in the Checkpoints tab (4) first", markup=False)
             return
