@@ -81,6 +81,19 @@ class LiveRun:
         self.shown.text = value
 
 
+def output_written_at(live: LiveRun | None) -> float | None:
+    """When the run's agent last wrote output the follower has not read yet (wall time); None
+    when all of it is read (its time is counted already: a wall clock set back must not make
+    old output new), or without a run or a file."""
+    if live is None:
+        return None
+    try:
+        stat = (live.folder / OUTPUT_FILE).stat()
+    except OSError:
+        return None
+    return stat.st_mtime if stat.st_size > live.tailer.offset else None
+
+
 RESUME_REFUSED_PHRASES = ("No conversation found", "Error resuming session:")
 """What an agent's error result says when it cannot resume the session id it was given."""
 

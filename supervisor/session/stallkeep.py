@@ -30,12 +30,15 @@ class StallWatch:
         pen: Pen,
         warnings: WarningBook,
         close_warning: Callable[[str, str, str], None],
+        last_write: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.record = pen.record
         self.pen = pen
         self.warnings = warnings
         self.close_warning = close_warning
         """Close an open warning whose cause is gone: (kind, why, by)."""
+        self.last_write = last_write
+        """When the current run's output file was last written (wall time; None: unknown)."""
         self.clock = restored_stall_clock(self.record, warnings.get("stalled"))
 
     def restart(self) -> None:
@@ -70,8 +73,11 @@ class StallWatch:
         if self.record.state != State.RUNNING:
             return
         stall_s = self.pen.config().budget.stall
-        if self.clock.newly_stalled(time.monotonic(), stall_s):
-            idle_s = self.clock.idle_s(time.monotonic())
+        now_s = time.monotonic()
+        if stall_s is not None and not self.clock.warned and self.clock.idle_s(now_s) >= stall_s:
+            self._count_unread_output(now_s, stall_s)
+        if self.clock.newly_stalled(now_s, stall_s):
+            idle_s = self.clock.idle_s(now_s)
             self.pen.commit(
                 self.pen.event(
                     "stalled",
@@ -81,6 +87,15 @@ class StallWatch:
                     idle_s=round(idle_s, 1),
                 )
             )
+
+    def _count_unread_output(self, now_s: float, stall_s: float) -> None:
+        """Output on disk not read yet counts from when it was written: silence is judged by
+        the file, not by the reading (on a loaded machine the follower's read came after the
+        check, and a writing agent was warned of as stalled)."""
+        written_at = self.last_write()
+        if written_at is not None:
+            written_s = now_s - max(0.0, time.time() - written_at)
+            self.clock.output_written(written_s, now_s, stall_s)
 
 
 def restored_stall_clock(record: SessionRecord, stalled: WarningRecord | None) -> StallClock:

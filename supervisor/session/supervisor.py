@@ -41,7 +41,7 @@ from agentherd.supervisor.session.follower import Follower
 from agentherd.supervisor.session.hold import Holder
 from agentherd.supervisor.session.inputwait import InputWait
 from agentherd.supervisor.session.launcher import Launcher
-from agentherd.supervisor.session.liverun import LiveRun
+from agentherd.supervisor.session.liverun import LiveRun, output_written_at
 from agentherd.supervisor.session.mailbox import Mailbox
 from agentherd.supervisor.session.pen import Pen
 from agentherd.supervisor.session.queue import Queue
@@ -86,7 +86,8 @@ class SessionSupervisor:
         run = lambda: self.follower.run  # noqa: E731
         spent = lambda: task_spent(self.task_usage, self.run, self.record)  # noqa: E731
         self.drift = DriftBook(pen, self.warnings, spent, self._plan_passing)
-        self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning)
+        wrote = lambda: output_written_at(run())  # noqa: E731
+        self.stall_watch = StallWatch(pen, self.warnings, self.drift.close_warning, wrote)
         ledger = (self.spend, self.stall_watch, self.drift, lambda: self.task_usage)
         desk = self.desk = Desk(ctx, pen, run, *ledger, lambda: self.restarts.waiting())
         """What the observer, recovery and reports see of the session, and post to it."""
