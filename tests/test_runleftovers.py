@@ -53,8 +53,8 @@ def described(pid: int, identity: RunIdentity) -> str:
 
 def test_a_tagged_process_in_its_own_session_is_found_and_none_once_it_ended() -> None:
     identity = RunIdentity(999_999, 999_999, time.time(), "cafe01")
-    with sleeper({"HERD_RUN_TAG": "cafe01"}, new_session=True):
-        assert maybe_left(identity)
+    with sleeper({"HERD_RUN_TAG": "cafe01"}, new_session=True) as process:
+        assert maybe_left(identity), described(process.pid, identity)  # missed once in CI
     assert not maybe_left(identity)
 
 
