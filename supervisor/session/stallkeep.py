@@ -30,7 +30,7 @@ class StallWatch:
         pen: Pen,
         warnings: WarningBook,
         close_warning: Callable[[str, str, str], None],
-        last_write: Callable[[], float | None] = lambda: None,
+        last_write: Callable[[], float | None],
     ) -> None:
         self.record = pen.record
         self.pen = pen
@@ -38,7 +38,7 @@ class StallWatch:
         self.close_warning = close_warning
         """Close an open warning whose cause is gone: (kind, why, by)."""
         self.last_write = last_write
-        """When the current run's output file was last written (wall time; None: unknown)."""
+        """When the run's agent last wrote output not read yet (wall time; None: all read)."""
         self.clock = restored_stall_clock(self.record, warnings.get("stalled"))
 
     def restart(self) -> None:
