@@ -73,7 +73,8 @@ def test_claude_code_waits_for_input_after_an_answer_and_at_a_permission_prompt(
         assert reply["outcome"] == "typed"
         assert reply["run_outcome"] == "turn-ended" and reply["state"] == "waiting-input"
         assert time.monotonic() - began < AGENT_WAIT_S
-        assert "PONG-FROM-SCRIPT" in screen_log(herd)
+        # The Stop hook can come before the answer is drawn (fresh-clone CI, once): wait for it.
+        wait_until(lambda: "PONG-FROM-SCRIPT" in screen_log(herd), AGENT_WAIT_S, "the answer")
         assert signals_of(herd, "waiting-input") == ["Stop"]
         assert herd.status(MAIN)["task_state"] == "input_required"
 
