@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import PY, SIMAGENT, Herd, git, make_repo, script, sim_repo, wait_until
+from conftest import FAST, PY, SIMAGENT, Herd, git, make_repo, script, sim_repo, wait_until
 
 IDLE = script("import time; time.sleep(60)")
 
@@ -109,6 +110,34 @@ def test_binary_progress_and_a_repo_without_commits_warn_and_never_crash(herd: H
     assert "did a thing" in plain_status["progress"]["latest"][-1]
     wait_until(lambda: herd.events("plain", "not-a-git-repo"))
     assert len(herd.events("plain", "not-a-git-repo")) == 1
+
+
+def test_an_agent_that_makes_its_own_repository_ends_on_its_last_commit(tmp_path: Path) -> None:
+    """A session started in a folder that is no repository yet (a new project): the agent runs
+    `git init` and commits, and its end is judged on its last commit, not a reconcile later."""
+    herd = Herd(tmp_path, timings=replace(FAST, reconcile_s=600.0))  # the end's own look only
+    new = herd.root / "new"
+    new.mkdir()
+    agent = script(
+        """
+        import subprocess
+        def git(*args):
+            subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@a", *args], check=True)
+        git("init", "-q", "-b", "main")
+        for step in (1, 2, 3):
+            open("step.txt", "w").write(str(step))
+            git("add", "step.txt")
+            git("commit", "-q", "-m", f"step {step}")
+        """
+    )
+    herd.write(f'[[session]]\nname = "new"\ncwd = "{new}"\ncommand = {agent}\nrestart = "never"\n')
+    try:
+        herd.start().call("start", name="new")
+        ended = herd.wait_state("new", "completed")
+        assert ended["checkpoint"] is not None, "its end was judged without its commits"
+        assert ended["checkpoint"]["sha"] == git(new, "rev-parse", "HEAD").strip()
+    finally:
+        herd.down()
 
 
 def test_verification_runs_against_the_commit_not_the_dirty_tree(herd: Herd) -> None:

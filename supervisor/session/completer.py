@@ -58,6 +58,10 @@ class Completer:
     async def after_exit(self, live: LiveRun) -> None:
         """Apply the lifecycle's exit rules: completed, failed, or restart after a delay."""
         config = self.pen.config()
+        # The run's last commits are checkpoints before its end is judged: a repository made
+        # after the session's last look (an agent's own `git init`, a moved session's folder)
+        # is watched by no one yet, and the slow reconcile pass would see them a minute later.
+        await self.observer.refresh_git()
         record = self.record
         drift_kind = self.drift_restart_of(live.record.run)
         if drift_kind is not None:  # on_drift = restart ended it: from a verified checkpoint
@@ -163,7 +167,6 @@ class Completer:
         self, live: LiveRun, facts: ExitFacts, *before: Event
     ) -> None:
         """Enter `verifying` for the final checkpoint; its verdict decides (in a task)."""
-        await self.observer.refresh_git()
         checkpoint = self.observer.checkpoint
         sha = checkpoint.sha if checkpoint is not None else None
         shown = sha[:7] if sha else "none"
