@@ -43,8 +43,21 @@ def start_to_end_s(fleet: Fleet, runs: int) -> list[float]:
     return took
 
 
-def cpu_s(pids: list[int]) -> float:
-    return sum(sum(psutil.Process(p).cpu_times()[:2]) for p in pids)
+def cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    """Each process's CPU seconds so far; a process already gone (a short git child) is left out."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = sum(psutil.Process(pid).cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def cpu_since(before: dict[int, float], pids: list[int]) -> float:
+    """CPU seconds spent since `before` by the processes alive at both looks."""
+    after = cpu_by_pid(pids)
+    return sum(after[pid] - before[pid] for pid in before.keys() & after.keys())
 
 
 def main() -> None:
@@ -64,10 +77,10 @@ def main() -> None:
         assert host.process is not None
         daemon = [c.pid for c in psutil.Process(host.process.pid).children(recursive=True)]
         server = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
-        before = cpu_s(daemon), cpu_s(server)
+        before = cpu_by_pid(daemon), cpu_by_pid(server)
         time.sleep(IDLE_WINDOW_S)
         per_min = 60 / IDLE_WINDOW_S
-        idle = (cpu_s(daemon) - before[0]) * per_min, (cpu_s(server) - before[1]) * per_min
+        idle = cpu_since(before[0], daemon) * per_min, cpu_since(before[1], server) * per_min
         host.down()
     finally:
         pgcluster.stop(root / "pg")
