@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from agentherd.sessions.status import SessionStatus
 from agentherd.tui.dashboard.linetable import LineTable
@@ -274,12 +274,14 @@ class ConfirmScreen(ModalScreen[bool]):
         """What saying yes will do, in a sentence (plain text, shown as is)."""
 
     def compose(self) -> ComposeResult:
-        """The question, what yes does, and the two answers, in a small box."""
+        """The question, what yes does, and the two answers, in a small box; the dialog's own
+        keys in a footer over the screen's below (whose keys do nothing while it asks)."""
         with Vertical(classes="dialog"):
             yield Static(self.question, id="question", markup=False)
             if self.consequence:
                 yield Static(self.consequence, id="consequence", markup=False)
             yield Static("[b]y[/b] yes    [b]n[/b] no", classes="hint")
+        yield Footer()
 
     def action_answer(self, answer: bool) -> None:
         """Close the dialog with the answer."""
