@@ -7,6 +7,7 @@ gathers the facts, and the session's pen writes what they decide.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,8 @@ from agentherd.supervisor.session.context import Context
 from agentherd.supervisor.session.liverun import LiveRun
 from agentherd.supervisor.session.pen import Pen
 from agentherd.supervisor.session.restarts import Restarts
+
+log = logging.getLogger("herd.session")
 
 VERDICT_MARGIN_S = 60.0
 """Beyond `verify_timeout`, how long completion waits for a queued verification to start."""
@@ -61,7 +64,10 @@ class Completer:
         # The run's last commits are checkpoints before its end is judged: a repository made
         # after the session's last look (an agent's own `git init`, a moved session's folder)
         # is watched by no one yet, and the slow reconcile pass would see them a minute later.
-        await self.observer.refresh_git()
+        try:
+            await self.observer.refresh_git()
+        except Exception:  # git unread is no reason to leave the run unjudged: the end goes on
+            log.exception("%s: git not read at the end of run %d", config.name, live.record.run)
         record = self.record
         drift_kind = self.drift_restart_of(live.record.run)
         if drift_kind is not None:  # on_drift = restart ended it: from a verified checkpoint
