@@ -12,7 +12,6 @@ import json
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, astuple, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -326,12 +325,10 @@ class ScriptedServer:
         return str(max(1, round(step.retry_s))) if "header" in step.retry_as else ""
 
 
-def _ids() -> Iterator[str]:
-    while True:
-        yield uuid.uuid4().hex[:24]
-
-
-_id = _ids()
+def _new_id() -> str:
+    """A fresh id for a message, a call or a response (the server answers on many threads: a
+    shared generator raised "generator already executing" when two requests came at once)."""
+    return uuid.uuid4().hex[:24]
 
 
 _SUBAGENT_MARK = "cc_is_subagent=true"
@@ -391,7 +388,7 @@ class AnthropicServer(ScriptedServer):
             )
             return
         tokens = self.begin()
-        message_id = f"msg_{next(_id)}"
+        message_id = f"msg_{_new_id()}"
         model = body.get("model") or "claude-sonnet-4-5"
         start_usage = {
             "input_tokens": tokens.input,
@@ -400,7 +397,7 @@ class AnthropicServer(ScriptedServer):
             "cache_creation_input_tokens": tokens.cache_write,
         }
         if step.kind == "tool":
-            block = {"type": "tool_use", "id": f"toolu_{next(_id)}", "name": step.name, "input": {}}
+            block = {"type": "tool_use", "id": f"toolu_{_new_id()}", "name": step.name, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(step.args)}
             stop_reason = "tool_use"
         else:
@@ -524,7 +521,7 @@ class OpenAIResponsesServer(ScriptedServer):
             )
             return
         tokens = self.begin()
-        response_id = f"resp_{next(_id)}"
+        response_id = f"resp_{_new_id()}"
         model = body.get("model") or "gpt-5.1-codex"
         shell = {"id": response_id, "object": "response", "model": model, "status": "in_progress"}
         handler.start_events()
@@ -538,8 +535,8 @@ class OpenAIResponsesServer(ScriptedServer):
         if step.kind == "tool":
             item: dict[str, Any] = {
                 "type": "function_call",
-                "id": f"fc_{next(_id)}",
-                "call_id": f"call_{next(_id)}",
+                "id": f"fc_{_new_id()}",
+                "call_id": f"call_{_new_id()}",
                 "name": step.name,
                 "arguments": json.dumps(step.args),
                 "status": "completed",
@@ -549,7 +546,7 @@ class OpenAIResponsesServer(ScriptedServer):
         else:
             item = {
                 "type": "message",
-                "id": f"msg_{next(_id)}",
+                "id": f"msg_{_new_id()}",
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": step.text, "annotations": []}],
@@ -593,7 +590,7 @@ class OpenAIResponsesServer(ScriptedServer):
     def _failed_stream(self, handler: Any, body: dict[str, Any], step: Step) -> None:
         """A stream that fails at once on a rate limit (Codex prints the API's words)."""
         model = body.get("model") or "gpt-5.1-codex"
-        shell = {"id": f"resp_{next(_id)}", "object": "response", "model": model}
+        shell = {"id": f"resp_{_new_id()}", "object": "response", "model": model}
         handler.start_events()
         handler.event("response.created", {"type": "response.created", "response": shell})
         failed = {**shell, "status": "failed", "error": _stream_failure(step)}
@@ -663,7 +660,7 @@ class OpenAIChatServer(ScriptedServer):
             "total_tokens": tokens.input + tokens.output,
             "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
         }
-        base = {"id": f"chatcmpl-{next(_id)}", "object": "chat.completion.chunk", "created": 0}
+        base = {"id": f"chatcmpl-{_new_id()}", "object": "chat.completion.chunk", "created": 0}
         base["model"] = body.get("model") or "test-model"
         if not body.get("stream") and step.kind == "text":  # Aider's commit-message request
             message = {"role": "assistant", "content": step.text}
@@ -683,7 +680,7 @@ class OpenAIChatServer(ScriptedServer):
         if step.kind == "tool":
             call = {
                 "index": 0,
-                "id": f"call_{next(_id)}",
+                "id": f"call_{_new_id()}",
                 "type": "function",
                 "function": {"name": step.name, "arguments": json.dumps(step.args)},
             }
