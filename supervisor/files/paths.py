@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -34,6 +33,8 @@ def runtime_dir() -> Path:
 
 def socket_path_for(state_dir: Path) -> Path:
     """The control socket of the daemon owning `state_dir`, named by a hash of that folder."""
+    import hashlib  # here: a cold `herd up` (tui/cli/fastup.py) imports this module to spawn
+
     digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:16]
     return runtime_dir() / f"{digest}.sock"
 

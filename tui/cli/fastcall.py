@@ -3,7 +3,6 @@ what the fast verbs (fastpath.py, fastup.py) share."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -25,9 +24,19 @@ class DaemonBusy(LookupError):
     """The daemon is there but at its connection cap: the full command line words it."""
 
 
+_VERSION_FOUND: list[str | None] = []
+"""installed_version's answer once looked up: a cold `herd up` asks at each look for its daemon."""
+
+
 def installed_version() -> str | None:
     """This herd's version from its dist-info folder's name, as importlib.metadata finds it
     (without importing it), or None."""
+    if not _VERSION_FOUND:
+        _VERSION_FOUND.append(_version_from_path())
+    return _VERSION_FOUND[0]
+
+
+def _version_from_path() -> str | None:
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
@@ -120,6 +129,10 @@ def call(
     if version is None:
         raise LookupError("no installed version: the full command line copes")
     with fastwire.LineSocket(socket_path, socket_timeout_s) as sock:
+        # Only once connected: a cold `herd up` (no daemon to answer) spawns it ~7 ms of CPU
+        # sooner without the import (`re`, `enum`); the verbs that find a daemon need it anyway.
+        import json
+
         hello = {"op": "hello", "version": version, "protocol": PROTOCOL}
         sock.send(json.dumps(hello).encode() + b"\n")
         greeting = json.loads(sock.readline().decode())

@@ -6,7 +6,6 @@ prints its reply the same way; every other command, every error, and a herd.toml
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -91,6 +90,8 @@ def fast(argv: list[str]) -> bool:
     if printed and isinstance(result, str):
         sys.stdout.write(result + "\n")
     elif "--json" in rest:
+        import json  # imported by the call already: `call` says why it is imported there
+
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(_for_people(rest[0], target, result) + "\n")

@@ -22,7 +22,9 @@ UP_CHECKED_FLAG = "--up-checked"
 DAEMON_START_TIMEOUT_S = 15.0
 """launcher.DAEMON_START_TIMEOUT_S: a daemon silent this long has failed (its log says why)."""
 
-DAEMON_POLL_S = 0.02
+DAEMON_POLL_S = 0.005
+"""How often a cold `herd up` looks for its daemon's answer: a look that finds no socket yet is
+a failed connect (microseconds); every look waited for cost the fleet's start half of this."""
 
 ACTIVE = frozenset(
     {
