@@ -22,8 +22,6 @@ from agentherd.supervisor.git.gitops import (
     files_touched,
     git_paths,
     head_checkpoint,
-    identity,
-    identity_from_files,
     is_git_repo,
     reset_worktree,
     resolve_commit,
@@ -604,23 +602,3 @@ def test_a_reset_keeps_the_persons_edit_of_a_committed_herd_toml(repo: Path) -> 
     reset_worktree(repo, head, keep=[repo / "herd.toml"])
     assert (repo / "README.md").read_text() == "x\n"
     assert (repo / "herd.toml").read_text() == edited
-
-
-def test_a_runs_repository_read_from_the_files_is_the_one_git_names(
-    repo: Path, tmp_path: Path
-) -> None:
-    """A launch reads its repository's identity from the files on the event loop: the same
-    answer as git's for a repository, a folder in it and a linked worktree; None (ask git)
-    outside any repository."""
-    commit(repo, "first", {"a": "1"})
-    (repo / "sub").mkdir()
-    linked = tmp_path / "linked"
-    git(repo, "worktree", "add", "-q", str(linked))
-    for folder in (repo, repo / "sub", linked):
-        found = identity_from_files(folder)
-        assert found is not None and found == identity(folder)
-        assert found[0] == git(folder, "rev-parse", "--absolute-git-dir").strip()
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    assert identity_from_files(outside) is None
-    assert identity(outside) == ("", "")

@@ -16,7 +16,6 @@ from agentherd.supervisor.git.gitrepo import (
     git_paths,
     head_sha,
     identity,
-    identity_from_files,
     is_git_repo,
 )
 from agentherd.supervisor.git.gitrun import NotAGitRepo, first_line, run_git
@@ -60,7 +59,6 @@ __all__ = [
     "head_checkpoint",
     "head_sha",
     "identity",
-    "identity_from_files",
     "is_git_repo",
     "keep_head",
     "new_commits",

@@ -135,25 +135,10 @@ def identity(worktree: Path) -> tuple[str, str]:
     """(the git folder of the worktree holding `worktree`, its `device:inode`); ("", "") when
     it is in none."""
     try:
-        return _identity_of(repo_paths(worktree).git_dir)
+        git_dir = repo_paths(worktree).git_dir
+        info = os.stat(git_dir)
     except (NotAGitRepo, OSError):
         return "", ""
-
-
-def identity_from_files(worktree: Path) -> tuple[str, str] | None:
-    """`identity` where the files answer (a plain layout: a few stats and small reads, no git
-    process); None where `identity` must ask git."""
-    paths = gitfiles.find_paths(worktree)
-    if paths is None:
-        return None
-    try:
-        return _identity_of(paths.git_dir)
-    except OSError:
-        return None
-
-
-def _identity_of(git_dir: Path) -> tuple[str, str]:
-    info = os.stat(git_dir)
     return str(git_dir), f"{info.st_dev}:{info.st_ino}"
 
 

@@ -184,11 +184,6 @@ class Launcher:
             and previous.git_dir is not None
         ):
             return previous.git_dir, previous.git_dir_id or ""
-        # On the loop where the files answer: a worker hop a launch held 30 starting sessions
-        # ~15 ms more (docs/benchmarks-notes.md); git itself is asked off the loop.
-        found = gitops.identity_from_files(cwd)
-        if found is not None:
-            return found
         return await anyio.to_thread.run_sync(gitops.identity, cwd)
 
     async def refuse_start(self, own_folder: Path | None = None) -> None:
