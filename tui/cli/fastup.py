@@ -24,7 +24,8 @@ DAEMON_START_TIMEOUT_S = 15.0
 
 DAEMON_POLL_S = 0.005
 """How often a cold `herd up` looks for its daemon's answer: a look that finds no socket yet is
-a failed connect (microseconds); every look waited for cost the fleet's start half of this."""
+a failed connect (microseconds), and the answer is seen half a period after it comes, on
+average, before the fleet's start is asked for."""
 
 ACTIVE = frozenset(
     {
