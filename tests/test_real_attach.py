@@ -50,7 +50,7 @@ def spends(root: Path, cli: str, server: Any, what: str) -> None:
     """Wait until the session's spend is what the server billed for the script's answers."""
     want = served_as_read(server.bill(scripted_only=True), CACHED_IN_INPUT[cli])
     try:
-        wait_until(lambda: spent(root) == want, AGENT_WAIT_S, what)
+        wait_until(lambda: spent(root) == want, AGENT_WAIT_S, what, poll_s=0.25)  # a CLI a poll
     except AssertionError as missing:
         raise AssertionError(f"{missing}: {spent(root)} != {want}") from None
 
