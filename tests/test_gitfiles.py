@@ -59,6 +59,26 @@ def test_head_before_the_first_commit_is_none(tmp_path: Path) -> None:
     assert gitops.head_sha(repo) is None
 
 
+def test_the_logged_head_follows_commits_resets_and_checkouts(tmp_path: Path) -> None:
+    """The last entry of `logs/HEAD` names HEAD after each move; a line longer than what is
+    read, or no log, says nothing."""
+    repo = make_repo(tmp_path / "repo")
+    paths = gitfiles.find_paths(repo)
+    assert paths is not None
+    assert gitfiles.logged_head(paths) == rev(repo, "HEAD")
+    first = rev(repo, "HEAD")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "x" * (2 * gitfiles.LOG_TAIL_BYTES))
+    assert gitfiles.logged_head(paths) is None  # its message outgrew the tail read
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    assert gitfiles.logged_head(paths) == rev(repo, "HEAD")
+    git(repo, "reset", "-q", "--hard", first)
+    assert gitfiles.logged_head(paths) == first
+    git(repo, "checkout", "-q", "--detach", "HEAD")
+    assert gitfiles.logged_head(paths) == first
+    paths.head_log.unlink()
+    assert gitfiles.logged_head(paths) is None
+
+
 def test_commit_tree_from_a_loose_object_and_unknown_once_packed(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     paths = gitops.git_paths(repo)

@@ -167,6 +167,28 @@ def test_verification_runs_against_the_commit_not_the_dirty_tree(herd: Herd) -> 
     )
 
 
+def test_a_look_while_git_moves_head_misses_no_commit(herd: Herd) -> None:
+    """git appends `logs/HEAD` before it moves the ref: looks between the two (the new log, the
+    old HEAD) must not take the log as seen, or the commit goes unrecorded until the next one
+    (a CI run: a fast agent's last commit was never verified)."""
+    repo = make_repo(herd.root / "repo")
+    herd.write(watched(repo))
+    herd.start()
+    first = git(repo, "rev-parse", "HEAD").strip()
+    wait_until(lambda: (c := herd.status("api")["checkpoint"]) and c["sha"] == first)
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    new = git(repo, "commit-tree", tree, "-p", first, "-m", "mid-update").strip()
+    with (repo / ".git/logs/HEAD").open("a") as log:  # git's first half of a commit
+        log.write(f"{first} {new} t <t@t> 1700000000 +0000\tcommit: mid-update\n")
+    passes = herd.client.call("info")["reconcile_passes"]
+    wait_until(lambda: herd.client.call("info")["reconcile_passes"] >= passes + 3, what="looks")
+    assert herd.status("api")["checkpoint"]["sha"] == first
+    ref = repo / ".git/refs/heads/main"  # the second half: the ref moves, the log stays
+    ref.with_suffix(".lock").write_text(f"{new}\n")
+    ref.with_suffix(".lock").rename(ref)
+    wait_until(lambda: herd.status("api")["checkpoint"]["sha"] == new, 10, "the moved HEAD")
+
+
 def test_a_failing_checkpoint_that_claims_done_is_flagged(herd: Herd) -> None:
     repo = sim_repo(herd.root / "repo", features=2)
     verify = json.dumps([PY, "-c", "import sys; print('2 failed'); sys.exit(1)"])

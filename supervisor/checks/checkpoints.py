@@ -141,6 +141,7 @@ class CheckpointWatch:
         # process, not three; anything unusual (or no commit yet) is asked of git as before.
         head_sha = gitfiles.head_sha(paths) if paths is not None else None
         if head_sha is not None and head_sha != gitfiles.UNKNOWN:
+            self._log_seen_if_settled(paths, head_sha)
             await self._record_new_head(head_sha, None, paths)
             return
         try:
@@ -159,7 +160,18 @@ class CheckpointWatch:
         if head is None:
             self._git_problem(f"{cwd} has no commits yet: no checkpoint")
             return
+        self._log_seen_if_settled(paths, head.sha)
         await self._record_new_head(head.sha, head, paths)
+
+    def _log_seen_if_settled(self, paths: GitPaths | None, head_sha: str) -> None:
+        """Forget the stat of `logs/HEAD` just taken unless its last entry names `head_sha`.
+
+        git appends to `logs/HEAD` before it moves the ref: a look between the two read the new
+        log and the old HEAD, and taking that log as seen missed the commit until the next one
+        (an agent's last commit before it exited went unrecorded and unverified).
+        """
+        if paths is not None and gitfiles.logged_head(paths) != head_sha:
+            self._head_log_sig = None
 
     async def _record_new_head(
         self, head_sha: str, head: Checkpoint | None, paths: GitPaths | None

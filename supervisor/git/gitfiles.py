@@ -146,6 +146,33 @@ def head_sha(paths: GitPaths) -> str | None:
     return _loose_or_packed(paths, ref)
 
 
+LOG_TAIL_BYTES = 8192
+"""How much of the end of `logs/HEAD` is read for its last entry (one line, its message first)."""
+
+
+def logged_head(paths: GitPaths) -> str | None:
+    """The commit the last entry of `logs/HEAD` moved HEAD to; None: no entry, or unreadable.
+
+    git appends that entry before it moves the ref itself, so while a commit is under way the
+    log already names the new commit and HEAD still the old one.
+    """
+    try:
+        with open(paths.head_log, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = log.read()
+    except OSError:
+        return None
+    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+    if len(lines) < 2 and size > LOG_TAIL_BYTES:
+        return None  # the last line began before the bytes read
+    fields = lines[-1].split(b" ", 2)
+    if len(fields) < 3:
+        return None
+    moved_to = fields[1].decode("ascii", "replace")
+    return moved_to if _SHA_RE.fullmatch(moved_to) else None
+
+
 def no_ref_like(paths: GitPaths, ref: str) -> bool:
     """True when neither `ref` nor a numbered copy `ref.N` exists (False: maybe; ask git)."""
     if not _SIMPLE_REF_RE.fullmatch(ref) or ".." in ref:
