@@ -421,13 +421,21 @@ verify_timeout = "30s"
 
 
 def unreachable_commits(repo: Path) -> dict[str, str]:
-    """Commits no ref reaches (reflogs ignored): sha -> 'author|subject'."""
+    """Commits no ref reaches (reflogs ignored) whose work no ref holds: sha -> 'author|subject'.
+
+    A daemon killed between a rescue's `commit-tree` and its `update-ref` leaves the commit
+    unreferenced; the next daemon rescues the same tree again onto a ref. Such a commit lost
+    nothing: its tree is the tree of a commit a ref reaches.
+    """
     out = git(repo, "fsck", "--unreachable", "--no-reflogs", "--no-progress")
+    kept_trees = set(git(repo, "log", "--all", "--format=%T").split())
     found = {}
     for line in out.splitlines():
         kind, _, sha = line.partition(" commit ")
         if kind == "unreachable" and sha:
-            found[sha] = git(repo, "log", "-1", "--format=%an|%s", sha).strip()
+            tree, _, what = git(repo, "log", "-1", "--format=%T|%an|%s", sha).strip().partition("|")
+            if not (what.startswith("herd|") and tree in kept_trees):
+                found[sha] = what
     return found
 
 
