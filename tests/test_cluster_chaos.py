@@ -53,7 +53,10 @@ class Plan:
     rounds: int
 
 
-SHORT = Plan(sessions=4, steps=40, step_s=1.0, lease_s=3.0, grace_s=8.0, outage_s=6.0, rounds=1)
+SHORT = Plan(sessions=4, steps=60, step_s=1.0, lease_s=3.0, grace_s=8.0, outage_s=6.0, rounds=1)
+"""A round's chaos takes 45 s or more: 60 steps keep every session running through its last
+kill (a host killed just after its agent's last commit is back with the session taken from
+it, so the pushes it had not made yet are refused: that commit stays on its disk)."""
 LONG = Plan(sessions=6, steps=300, step_s=1.0, lease_s=3.0, grace_s=25.0, outage_s=20.0, rounds=3)
 
 
@@ -321,9 +324,15 @@ def check(plan: Plan, record: Record, marks: list[Mark], bare: Path, names: list
     assert overlaps == [], f"two live agents for one session: {overlaps}"
     for name in names:
         final = git(bare, "rev-parse", f"refs/herd/{name}/last")
+        # A late push of a host that lost the session, pushed over by its owner, is kept aside.
+        displaced = git(
+            bare, "for-each-ref", "--format=%(objectname)", f"refs/herd/{name}/hosts/*/displaced/*"
+        ).split()
         for sha in record.pushed[name]:
             kept = subprocess.run(["git", "merge-base", "--is-ancestor", sha, final], cwd=bare)
-            assert kept.returncode == 0, f"{name}: pushed {sha[:12]} lost (final {final[:12]})"
+            assert kept.returncode == 0 or sha in displaced, (
+                f"{name}: pushed {sha[:12]} lost (final {final[:12]})"
+            )
         history = git(bare, "log", "--format=%s", final).splitlines()
         steps = [line for line in reversed(history) if line.startswith("step ")]
         assert steps == [f"step {s}" for s in range(1, plan.steps + 1)], (name, steps)

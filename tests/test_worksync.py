@@ -113,3 +113,38 @@ def test_a_folder_with_files_but_no_repository_is_left_alone(
     with pytest.raises(GitError, match="not a git repository and not empty"):
         worksync.sync_worktree(folder, str(remote), "job", "last")
     assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+
+
+def test_the_owner_pushes_over_a_late_push_of_the_host_that_lost_the_session_and_keeps_it(
+    tmp_path: Path, first: Path, remote: Path
+) -> None:
+    before = commit(first, "b")
+    push(first, remote, before, "last")
+    owner = tmp_path / "h2"
+    owner.mkdir()
+    synced = worksync.sync_worktree(owner, str(remote), "job", "last")
+    assert synced is not None and synced.last == before
+    late = commit(first, "c")  # h1 was frozen in its push: it lands after h2 took the session
+    push(first, remote, late, "last", lease=before)
+    mine = commit(owner, "d")
+    last = worksync.session_ref("job", "last")
+    displaced = worksync.push_over(owner, str(remote), "h2", mine, last, before, 30)
+    assert displaced == late
+    assert git(remote, "rev-parse", "refs/herd/job/last") == mine
+    assert git(remote, "rev-parse", f"refs/herd/job/hosts/h2/displaced/{late[:12]}") == late
+    after = commit(owner, "e")  # and its next push names what it pushed: no takeover
+    assert worksync.push_over(owner, str(remote), "h2", after, last, mine, 30) is None
+    assert git(remote, "rev-parse", "refs/herd/job/last") == after
+
+
+def test_a_push_over_that_fails_for_another_reason_than_a_moved_ref_raises(
+    tmp_path: Path, first: Path, remote: Path
+) -> None:
+    sha = git(first, "rev-parse", "HEAD")
+    push(first, remote, sha, "last")
+    last = worksync.session_ref("job", "last")
+    with pytest.raises(GitError, match="push"):  # the remote holds the lease: not moved
+        worksync.push_over(first, str(remote), "h1", "1" * 40, last, sha, 30)
+    with pytest.raises(GitError, match="fetch|push"):
+        worksync.push_over(first, str(tmp_path / "gone.git"), "h1", sha, last, sha, 30)
+    assert git(remote, "rev-parse", "refs/herd/job/last") == sha

@@ -3,14 +3,15 @@
 It follows this host's daemon's event log (as `herd events -f` does), so the daemon and its
 runs never wait for the network: one thread reads events, another pushes. Pushes of the same
 ref collapse to the newest (a push of the last checkpoint carries every commit before it). A
-failed push is a warning in the host's log and changes nothing else; the next checkpoint's
-push carries the commits the failed one missed.
+failed push is a warning in the host's log and changes nothing else: it is tried again later
+(the last checkpoint of a run has no next one to carry it), unless a newer one replaced it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,12 @@ from agentherd.supervisor.git.gitproc import GitError
 
 log = logging.getLogger(__name__)
 RETRY_S = 5.0
-"""After the daemon's event stream broke (a daemon restart), look again this often."""
+"""After the daemon's event stream broke (a daemon restart), look again this often; and the
+first wait before a failed push is tried again (doubled at each failure, up to RETRY_MAX_S)."""
+RETRY_MAX_S = 300.0
+GIVE_UP_AFTER = 6
+"""Failed tries of one push (about 2.5 minutes of them) before it is left to the next
+checkpoint (a push git keeps refusing: an old checkpoint replayed after a daemon restart)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class CheckpointPusher:
         events: Callable[[int], Any],
         history: Callable[[int], list[dict[str, Any]]],
         may_push: Callable[[str], bool] | None = None,
+        retry_s: float = RETRY_S,
     ) -> None:
         self.remote = remote
         self.host = host
@@ -56,14 +63,19 @@ class CheckpointPusher:
         """`history(since)`: a page of the event log after `since` (empty at its end)."""
         self.may_push = may_push
         """`may_push(session)`: this host still holds the session's token (asked right before
-        each push; None: always)."""
+        each push; None: always). It raises when it cannot tell (the database is away)."""
+        self.retry_s = retry_s
         self.refused = 0
         """Pushes not made: the session's token had gone to another attempt."""
         self.seen: dict[str, str] = {}
         """What this host last saw at each moving remote ref (the lease of its next push)."""
         self.pushed = 0
         self.failed = 0
+        self.displaced = 0
+        """Late pushes of a host that had lost the session, pushed over (and kept)."""
         self._pending: dict[str, Push] = {}
+        self._retry: dict[str, tuple[float, int]] = {}
+        """dest -> (when its push may be tried again, monotonic; failed tries so far)."""
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._caught_up = threading.Event()
@@ -84,11 +96,6 @@ class CheckpointPusher:
         """The remote holds `sha` at `dest` (a fetch said so): the next push's lease."""
         with self._wake:
             self.seen[dest] = sha
-
-    def idle(self) -> bool:
-        """Nothing waits to be pushed."""
-        with self._wake:
-            return not self._pending
 
     # ----- events to pushes ----------------------------------------------------------------
 
@@ -116,6 +123,8 @@ class CheckpointPusher:
         if found:
             with self._wake:
                 for item in found:
+                    if self._pending.get(item.dest) != item:
+                        self._retry.pop(item.dest, None)  # a newer push is tried at once
                     self._pending[item.dest] = item
                 self._wake.notify_all()
 
@@ -141,36 +150,100 @@ class CheckpointPusher:
                 log.info("checkpoint push: event stream ended (%s); following again", exc)
             self._stop.wait(RETRY_S)
 
+    def _next_due(self) -> Push | None:
+        """The first pending push not waiting to be tried again (call with `_wake` held)."""
+        if not self._caught_up.is_set():
+            return None
+        now = time.monotonic()
+        for dest, item in self._pending.items():
+            if self._retry.get(dest, (0.0, 0))[0] <= now:
+                return item
+        return None
+
+    def _wait_s(self) -> float:
+        """How long nothing is due (at most a second; call with `_wake` held)."""
+        due = [at for dest, (at, _) in self._retry.items() if dest in self._pending]
+        return max(0.01, min([1.0, *(at - time.monotonic() for at in due)]))
+
     def _drain(self) -> None:
         while True:
             with self._wake:
-                while not (self._pending and self._caught_up.is_set()) and not self._stop.is_set():
-                    self._wake.wait(1.0)
-                if self._stop.is_set():
+                while (item := self._next_due()) is None and not self._stop.is_set():
+                    self._wake.wait(self._wait_s())
+                if self._stop.is_set() or item is None:
                     return
-                dest, item = next(iter(self._pending.items()))
-                lease = self.seen.get(dest) if item.moves else None
-            try:
-                if self.may_push is not None and not self.may_push(item.session):
-                    self.refused += 1
-                    log.warning(
-                        "checkpoint push refused: %s is no longer this host's (its token "
-                        "moved on); %s not pushed",
-                        item.session,
-                        item.dest,
-                    )
-                else:
-                    if lease != item.sha:
-                        worksync.push(
-                            item.cwd, self.remote, item.sha, dest, lease, worksync.PUSH_TIMEOUT_S
-                        )
-                    self.pushed += 1
-                    with self._wake:
-                        if item.moves:
-                            self.seen[dest] = item.sha
-            except (GitError, OSError, ValueError) as exc:
-                self.failed += 1
-                log.warning("checkpoint push failed (the run goes on): %s", exc)
+                lease = self.seen.get(item.dest) if item.moves else None
+            done = self._push(item, lease)
             with self._wake:
-                if self._pending.get(dest) == item:
-                    del self._pending[dest]
+                if self._pending.get(item.dest) == item:  # else a newer push replaced it
+                    self._settle(item, done)
+
+    def _settle(self, item: Push, done: bool) -> None:
+        """After a try of `item`: forget it, or put it off (call with `_wake` held)."""
+        if not done and self._try_again(item) < GIVE_UP_AFTER:
+            return
+        if not done:
+            log.warning("checkpoint push of %s given up: the next one carries it", item.dest)
+        del self._pending[item.dest]
+        self._retry.pop(item.dest, None)
+
+    def _try_again(self, item: Push) -> int:
+        """Put `item` off (call with `_wake` held); its failed tries so far."""
+        tries = self._retry.get(item.dest, (0.0, 0))[1] + 1
+        wait_s = min(self.retry_s * 2 ** (tries - 1), RETRY_MAX_S)
+        self._retry[item.dest] = (time.monotonic() + wait_s, tries)
+        return tries
+
+    def _push(self, item: Push, lease: str | None) -> bool:
+        """One try: True when done (pushed, or refused for good), False to try again (the push
+        failed, or nobody could say whether this host may still push)."""
+        try:
+            if self.may_push is not None and not self.may_push(item.session):
+                self.refused += 1
+                log.warning(
+                    "checkpoint push refused: %s is no longer this host's (its token moved on); "
+                    "%s not pushed",
+                    item.session,
+                    item.dest,
+                )
+                return True
+        except Exception as exc:  # the database is away: ask again later
+            log.warning(
+                "checkpoint push of %s waits: cannot ask whether %s is still this host's (%s)",
+                item.dest,
+                item.session,
+                exc,
+            )
+            return False
+        try:
+            if lease is None:
+                worksync.push(
+                    item.cwd, self.remote, item.sha, item.dest, None, worksync.PUSH_TIMEOUT_S
+                )
+            elif lease != item.sha:
+                self._push_over(item, lease)
+        except (GitError, OSError, ValueError) as exc:
+            self.failed += 1
+            log.warning("checkpoint push failed (the run goes on; tried again later): %s", exc)
+            return False
+        self.pushed += 1
+        if item.moves:
+            with self._wake:
+                self.seen[item.dest] = item.sha
+        return True
+
+    def _push_over(self, item: Push, lease: str) -> None:
+        """Push a moving ref as its owner: over a late push of the host that lost it, if any."""
+        displaced = worksync.push_over(
+            item.cwd, self.remote, self.host, item.sha, item.dest, lease, worksync.PUSH_TIMEOUT_S
+        )
+        if displaced is not None:
+            self.displaced += 1
+            log.warning(
+                "checkpoint push: %s held %s, pushed after this host took %s over (a late push "
+                "of the host that lost it); kept on this host's displaced ref, %s pushed over it",
+                item.dest,
+                displaced[:12],
+                item.session,
+                item.sha[:12],
+            )

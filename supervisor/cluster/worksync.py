@@ -9,6 +9,10 @@ Remote refs, per session:
 - `refs/herd/SESSION/hosts/HOST/rescue/RUN` and `.../before-reset/RUN`: a host's rescue refs
   (the dirty tree of a crashed run, untracked files included) and the commits a reset left
   behind. They are never moved.
+- `refs/herd/SESSION/hosts/HOST/displaced/SHA12`: what `last` held when HOST, the session's
+  owner, found it moved under its lease and pushed over it (`push_over`): a late push of a host
+  that had lost the session (frozen in the middle of its push, its lease on `last` still good
+  because the new owner had pushed nothing yet).
 
 Every function is synchronous (git over the network): run them in a worker thread.
 """
@@ -59,6 +63,40 @@ def push(cwd: Path, remote: str, sha: str, dest: str, lease: str | None, timeout
     _git(
         cwd, "push", "--quiet", "--no-verify", *force, remote, f"{sha}:{dest}", timeout_s=timeout_s
     )
+
+
+def push_over(
+    cwd: Path, remote: str, host: str, sha: str, dest: str, lease: str, timeout_s: float
+) -> str | None:
+    """`push` for the session's owner (the caller checked its token): when `dest` moved away
+    from `lease` meanwhile, what it holds is kept on a `displaced` ref of this host and `sha`
+    pushed over it. The sha displaced, or None.
+
+    Without it, one late push of the host that lost the session would refuse every push of its
+    owner from then on: each names a lease the remote no longer holds.
+    """
+    try:
+        push(cwd, remote, sha, dest, lease, timeout_s)
+        return None
+    except GitError:
+        now = _fetch_ref(cwd, remote, dest, timeout_s)
+        if now == lease:
+            raise  # it did not move: the push failed for another reason
+    if now == sha:
+        return None
+    session = dest.removeprefix("refs/herd/").partition("/")[0]
+    kept = host_ref(session, host, f"refs/herd/{session}/displaced/{now[:12]}")
+    push(cwd, remote, now, kept, None, timeout_s)
+    push(cwd, remote, sha, dest, now, timeout_s)
+    return now
+
+
+def _fetch_ref(cwd: Path, remote: str, ref: str, timeout_s: float) -> str:
+    """Fetch the herd ref `ref` of `remote` (to `.../remote/KIND`, as a sync does): its sha."""
+    session, _, kind = ref.removeprefix("refs/herd/").partition("/")
+    seen = f"refs/herd/{session}/remote/{kind}"
+    _git(cwd, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{seen}", timeout_s=timeout_s)
+    return _git(cwd, "rev-parse", "--verify", f"{seen}^{{commit}}").decode().strip()
 
 
 def remote_heads(cwd: Path, remote: str, session: str, timeout_s: float) -> dict[str, str]:
