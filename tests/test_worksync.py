@@ -43,6 +43,10 @@ def first(tmp_path: Path) -> Path:
     return repo
 
 
+def owned() -> bool:
+    return True
+
+
 def push(repo: Path, remote: Path, sha: str, kind: str, lease: str | None = None) -> None:
     worksync.push(repo, str(remote), sha, worksync.session_ref("job", kind), lease, 30)
 
@@ -128,12 +132,16 @@ def test_the_owner_pushes_over_a_late_push_of_the_host_that_lost_the_session_and
     push(first, remote, late, "last", lease=before)
     mine = commit(owner, "d")
     last = worksync.session_ref("job", "last")
-    displaced = worksync.push_over(owner, str(remote), "h2", mine, last, before, 30)
+    assert git(remote, "rev-parse", "refs/herd/job/last") == late
+    with pytest.raises(GitError, match="push"):  # no longer the owner when asked again
+        worksync.push_over(owner, str(remote), "h2", mine, last, before, lambda: False, 30)
+    assert git(remote, "rev-parse", "refs/herd/job/last") == late
+    displaced = worksync.push_over(owner, str(remote), "h2", mine, last, before, lambda: True, 30)
     assert displaced == late
     assert git(remote, "rev-parse", "refs/herd/job/last") == mine
     assert git(remote, "rev-parse", f"refs/herd/job/hosts/h2/displaced/{late[:12]}") == late
     after = commit(owner, "e")  # and its next push names what it pushed: no takeover
-    assert worksync.push_over(owner, str(remote), "h2", after, last, mine, 30) is None
+    assert worksync.push_over(owner, str(remote), "h2", after, last, mine, owned, 30) is None
     assert git(remote, "rev-parse", "refs/herd/job/last") == after
 
 
@@ -144,7 +152,7 @@ def test_a_push_over_that_fails_for_another_reason_than_a_moved_ref_raises(
     push(first, remote, sha, "last")
     last = worksync.session_ref("job", "last")
     with pytest.raises(GitError, match="push"):  # the remote holds the lease: not moved
-        worksync.push_over(first, str(remote), "h1", "1" * 40, last, sha, 30)
+        worksync.push_over(first, str(remote), "h1", "1" * 40, last, sha, owned, 30)
     with pytest.raises(GitError, match="fetch|push"):
-        worksync.push_over(first, str(tmp_path / "gone.git"), "h1", sha, last, sha, 30)
+        worksync.push_over(first, str(tmp_path / "gone.git"), "h1", sha, last, sha, owned, 30)
     assert git(remote, "rev-parse", "refs/herd/job/last") == sha

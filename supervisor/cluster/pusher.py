@@ -232,10 +232,24 @@ class CheckpointPusher:
                 self.seen[item.dest] = item.sha
         return True
 
+    def _still_owner(self, session: str) -> bool:
+        """Asked again before pushing over another host's push (False when nobody can say)."""
+        try:
+            return self.may_push is None or self.may_push(session)
+        except Exception:  # the database is away: the failed push is tried again later
+            return False
+
     def _push_over(self, item: Push, lease: str) -> None:
         """Push a moving ref as its owner: over a late push of the host that lost it, if any."""
         displaced = worksync.push_over(
-            item.cwd, self.remote, self.host, item.sha, item.dest, lease, worksync.PUSH_TIMEOUT_S
+            item.cwd,
+            self.remote,
+            self.host,
+            item.sha,
+            item.dest,
+            lease,
+            lambda: self._still_owner(item.session),
+            worksync.PUSH_TIMEOUT_S,
         )
         if displaced is not None:
             self.displaced += 1

@@ -19,7 +19,7 @@ Every function is synchronous (git over the network): run them in a worker threa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,11 +66,19 @@ def push(cwd: Path, remote: str, sha: str, dest: str, lease: str | None, timeout
 
 
 def push_over(
-    cwd: Path, remote: str, host: str, sha: str, dest: str, lease: str, timeout_s: float
+    cwd: Path,
+    remote: str,
+    host: str,
+    sha: str,
+    dest: str,
+    lease: str,
+    still_owner: Callable[[], bool],
+    timeout_s: float,
 ) -> str | None:
-    """`push` for the session's owner (the caller checked its token): when `dest` moved away
-    from `lease` meanwhile, what it holds is kept on a `displaced` ref of this host and `sha`
-    pushed over it. The sha displaced, or None.
+    """`push` for the session's owner: when `dest` moved away from `lease` meanwhile, and
+    `still_owner()` (asked again then: this host may have been frozen in the push) says so, what
+    `dest` holds is kept on a `displaced` ref of this host and `sha` pushed over it. The sha
+    displaced, or None.
 
     Without it, one late push of the host that lost the session would refuse every push of its
     owner from then on: each names a lease the remote no longer holds.
@@ -80,8 +88,8 @@ def push_over(
         return None
     except GitError:
         now = _fetch_ref(cwd, remote, dest, timeout_s)
-        if now == lease:
-            raise  # it did not move: the push failed for another reason
+        if now == lease or (now != sha and not still_owner()):
+            raise  # it did not move (the push failed for another reason), or not ours to move
     if now == sha:
         return None
     session = dest.removeprefix("refs/herd/").partition("/")[0]
