@@ -13,26 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_until
+from conftest import git, wait_until
 
 from agentherd.supervisor.cluster import worksync
 from agentherd.supervisor.cluster.pusher import GIVE_UP_AFTER, CheckpointPusher
 
-IDENTITY = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
 LAST = worksync.session_ref("job", "last")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def commit(repo: Path, name: str) -> str:
     (repo / name).write_text(name)
     git(repo, "add", name)
     git(repo, "commit", "-q", "-m", name)
-    return git(repo, "rev-parse", "HEAD")
+    return git(repo, "rev-parse", "HEAD").strip()
 
 
 def remote_sha(bare: Path, ref: str) -> str | None:
@@ -151,7 +144,9 @@ def test_a_push_git_keeps_refusing_is_given_up(
     caplog.set_level(logging.WARNING)
     pusher.start()
     try:
-        feed.checkpoint(git(owner, "rev-parse", "HEAD"))  # behind the remote, no lease known
+        feed.checkpoint(
+            git(owner, "rev-parse", "HEAD").strip()
+        )  # behind the remote, no lease known
         wait_until(lambda: "given up" in caplog.text, 30, "the push given up")
     finally:
         pusher.stop()
