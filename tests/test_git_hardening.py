@@ -89,11 +89,16 @@ def test_a_second_rescue_of_the_same_run_keeps_the_first(tmp_path: Path) -> None
     assert again == gitops.SavedRef(f"{REF}.2", second.sha, (REF,)), "the same tree: no copy"
 
 
-def test_a_reset_never_deletes_an_index_lock_a_live_process_holds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_reset_removes_a_stale_lock_never_one_a_live_process_holds(
+    tmp_path: Path, name: str
+) -> None:
+    """A git killed mid-commit (a run's SIGKILL, a fenced host's stop) leaves the index's,
+    HEAD's or the branch's lock: every reset, and every commit of the next run, fails on it."""
     repo = make_repo(tmp_path / "repo")
     base = git(repo, "rev-parse", "HEAD").strip()
     (repo / "README.md").write_text("dirty\n")
-    lock = repo / ".git" / "index.lock"
+    lock = repo / ".git" / name
     holder = subprocess.Popen(
         [PY, "-c", f"f = open({str(lock)!r}, 'w'); print('held', flush=True); input()"],
         stdin=subprocess.PIPE,
@@ -109,6 +114,9 @@ def test_a_reset_never_deletes_an_index_lock_a_live_process_holds(tmp_path: Path
         holder.communicate("\n", timeout=10)
     gitops.reset_worktree(repo, base, deadline=gitops.GitDeadline(10))  # now stale: removed
     assert not lock.exists() and (repo / "README.md").read_text() == "hello\n"
+    (repo / "next.txt").write_text("the next run's work\n")
+    git(repo, "add", "next.txt")
+    git(repo, "commit", "-q", "-m", "the next run commits")
 
 
 # --- case 12: filter drivers are bounded ------------------------------------------------------
@@ -137,6 +145,42 @@ def _crash_once_agent(marker: Path) -> str:
             pathlib.Path("work.txt").write_text("unsaved work\\n")
             sys.exit(3)
     """)
+
+
+def _killed_mid_commit_agent(marker: Path) -> str:
+    """First run: a step of work, then killed in its commit (it leaves what a SIGKILLed `git
+    commit` does: HEAD's and the branch's locks). The next run commits, or fails on a lock."""
+    return script(f"""
+        import os, pathlib, signal, subprocess
+        ident = ["-c", "user.name=agent", "-c", "user.email=agent@example.com"]
+        marker = pathlib.Path({str(marker)!r})
+        pathlib.Path("work.txt").write_text("step\\n")
+        subprocess.run(["git", "add", "work.txt"], check=True)
+        if not marker.exists():
+            marker.write_text("x")
+            pathlib.Path(".git/HEAD.lock").write_text("")
+            pathlib.Path(".git/refs/heads/main.lock").write_text("")
+            os.kill(os.getpid(), signal.SIGKILL)
+        subprocess.run(["git", *ident, "commit", "-q", "-m", "the next run"], check=True)
+    """)
+
+
+@pytest.mark.timeout(90)
+def test_a_run_killed_in_its_commit_restarts_and_commits(herd: Herd) -> None:
+    repo = make_repo(herd.root / "repo")
+    herd.write(f"""
+        [[session]]
+        name = "api"
+        cwd = "{repo}"
+        command = {_killed_mid_commit_agent(herd.root / "ran")}
+        restart_delay = 0
+    """)
+    herd.start().call("start", name="api")
+    herd.wait_state("api", "completed", "failed", timeout_s=60)
+    assert herd.status("api")["state"] == "completed", herd.events("api")
+    assert git(repo, "log", "-1", "--format=%s").strip() == "the next run"
+    assert not (repo / ".git" / "HEAD.lock").exists()
+    assert not (repo / ".git" / "refs" / "heads" / "main.lock").exists()
 
 
 @pytest.mark.timeout(90)

@@ -146,6 +146,18 @@ def head_sha(paths: GitPaths) -> str | None:
     return _loose_or_packed(paths, ref)
 
 
+def head_ref(paths: GitPaths) -> str | None:
+    """The branch HEAD names (`refs/heads/main`); None when detached, unreadable or odd."""
+    try:
+        text = (paths.git_dir / "HEAD").read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    ref = text.removeprefix("ref: ").strip()
+    if ref == text or not _SIMPLE_REF_RE.fullmatch(ref) or ".." in ref or "/." in ref:
+        return None
+    return ref
+
+
 LOG_TAIL_BYTES = 8192
 """How much of the end of `logs/HEAD` is read for its last entry (one line, its message first)."""
 

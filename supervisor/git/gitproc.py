@@ -149,14 +149,14 @@ def subcommand(argv: Sequence[str]) -> str:
     return argv[i] if i < len(argv) else "?"
 
 
-def index_users(worktree: Path, index_lock: Path) -> list[int]:
-    """Pids of live processes that may be writing this worktree's index right now.
+def lock_users(worktree: Path, locks: Sequence[Path]) -> list[int]:
+    """Pids of live processes that may be writing this worktree's index or refs right now.
 
-    Those holding `index.lock` open (a `reset`, `add` or checkout at work), and git
+    Those holding one of `locks` open (a `reset`, `add` or checkout at work), and git
     processes working in the worktree itself (a `commit` runs hooks with the lock closed).
     """
     top = worktree.resolve()
-    lock = str(index_lock)
+    held = {str(lock) for lock in locks}
     me = os.getpid()
     found = []
     for proc in psutil.process_iter(["pid", "name"]):
@@ -166,7 +166,7 @@ def index_users(worktree: Path, index_lock: Path) -> list[int]:
             name = proc.info["name"] or ""
             is_git = name == "git" or name.startswith("git-")
             if (is_git and Path(proc.cwd()) == top) or any(
-                f.path == lock for f in proc.open_files()
+                f.path in held for f in proc.open_files()
             ):
                 found.append(proc.pid)
         except (psutil.Error, OSError):
@@ -174,22 +174,24 @@ def index_users(worktree: Path, index_lock: Path) -> list[int]:
     return found
 
 
-def wait_index_free(worktree: Path, index_lock: Path, deadline: GitDeadline | None) -> None:
-    """Wait until nobody may be writing the index; then a leftover `index.lock` is stale.
+def wait_locks_free(worktree: Path, locks: Sequence[Path], deadline: GitDeadline | None) -> None:
+    """Wait until nobody may be writing the index or a ref; then each of `locks` still there
+    is stale (a git killed mid-write: a run's SIGKILL, a fenced host's stop) and removed.
 
     Raises GitTimeout naming the holders when they outlast the deadline (or at once without
-    one): removing a lock a live git holds would corrupt the index under it.
+    one): removing a lock a live git holds would corrupt what it writes.
     """
-    while index_lock.exists():
-        holders = index_users(worktree, index_lock)
+    while left := [lock for lock in locks if lock.exists()]:
+        holders = lock_users(worktree, left)
         if not holders:
-            index_lock.unlink(missing_ok=True)
+            for lock in left:
+                lock.unlink(missing_ok=True)
             return
         if deadline is None or deadline.remaining_s() <= 0 or deadline.cancelled:
             if deadline is not None and deadline.cancelled:
-                raise GitCancelled(f"waiting for {index_lock}: cancelled")
+                raise GitCancelled(f"waiting for {left[0]}: cancelled")
             pids = ", ".join(str(p) for p in holders[:5])
-            raise GitTimeout(f"{index_lock} is held by a live git process (pid {pids}); not reset")
+            raise GitTimeout(f"{left[0]} is held by a live git process (pid {pids}); not reset")
         time.sleep(min(BUSY_POLL_S, max(deadline.remaining_s(), 0.0)))
 
 

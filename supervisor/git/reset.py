@@ -8,8 +8,9 @@ import os
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from agentherd.sessions.checkpoint import GitPaths
 from agentherd.supervisor.git import gitfiles
-from agentherd.supervisor.git.gitproc import GitDeadline, GitError, wait_index_free
+from agentherd.supervisor.git.gitproc import GitDeadline, GitError, wait_locks_free
 from agentherd.supervisor.git.gitrepo import head_or_none, inside, repo_paths
 from agentherd.supervisor.git.gitrun import run_ok, run_raw
 from agentherd.supervisor.git.history import resolve_commit
@@ -37,9 +38,10 @@ def reset_worktree(
     `git clean -d` removes them); ignored files stay.
     Paths in `keep` (herd.toml when it lives in the worktree) are never cleaned, and keep
     their bytes when committed: the person's edit is not the agent's work.
-    Call only when no process of the run is alive. A leftover `index.lock` is removed only
-    when no live process may hold it (a killed daemon's `git reset` can still be running):
-    until `deadline`, we wait for it; after, GitError and nothing is reset.
+    Call only when no process of the run is alive. A leftover `index.lock` (or a ref's lock:
+    `write_locks`) is removed only when no live process may hold it (a killed daemon's `git
+    reset` can still be running): until `deadline`, we wait for it; after, GitError and nothing
+    is reset.
     """
     paths = repo_paths(worktree)
     head = gitfiles.head_sha(paths)
@@ -57,7 +59,7 @@ def reset_worktree(
             + f"); {top} was not reset"
         )
     scope = rescued.scope if rescued is not None else scope_of(paths, worktree)
-    wait_index_free(top, paths.git_dir / "index.lock", deadline)
+    wait_locks_free(top, write_locks(paths), deadline)
     kept = _read_kept(top, inside(top, keep))
     if scope:
         _reset_folder(top, scope, full, head or "", deadline)
@@ -69,6 +71,17 @@ def reset_worktree(
                 (top / path).write_bytes(data)
     removable = rescued.removable if rescued is not None else None
     remove_untracked(top, scope, removable, inside(top, keep), deadline)
+
+
+def write_locks(paths: GitPaths) -> list[Path]:
+    """The lock files a git killed mid-write leaves, each of which a reset (or the agent's next
+    commit) trips on: the index's, HEAD's and its branch's, ORIG_HEAD's and packed-refs'."""
+    found = [paths.git_dir / name for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock")]
+    found.append(paths.common_dir / "packed-refs.lock")
+    branch = gitfiles.head_ref(paths)
+    if branch is not None:
+        found.append(paths.common_dir / f"{branch}.lock")
+    return found
 
 
 def _reset_folder(
