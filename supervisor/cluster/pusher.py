@@ -162,8 +162,8 @@ class CheckpointPusher:
 
     def _wait_s(self) -> float:
         """How long nothing is due (at most a second; call with `_wake` held)."""
-        due = [at for dest, (at, _) in self._retry.items() if dest in self._pending]
-        return max(0.01, min([1.0, *(at - time.monotonic() for at in due)]))
+        due = [at - time.monotonic() for at, _ in self._retry.values()]
+        return max(0.01, min([1.0, *due]))
 
     def _drain(self) -> None:
         while True:
