@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from collections.abc import Iterable
 
 import uvicorn
 
 from agentherd.supervisor.api.client import AsyncClient, Client
+from agentherd.tui.dashboard.feeds import quiet_cancelled_wakeups
 from agentherd.tui.web.app import build
 from agentherd.tui.web.bind import Bind, listen
 from agentherd.tui.web.layout import Redactor, Writer, secret_values
@@ -18,6 +20,13 @@ GRACEFUL_SHUTDOWN_S = 2.0
 
 MAX_CONNECTIONS = 64
 """More open connections than this are answered 503: one person's phones and tabs fit."""
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
+    """The server on this loop, without the harmless error of a socket read cancelled at
+    Ctrl-C (the streams' daemon reads: anyio's race, as in the dashboard)."""
+    quiet_cancelled_wakeups(asyncio.get_running_loop())
+    await server.serve(sockets=[sock])
 
 
 def serve(bind: Bind, socket_client: Client, session_env: Iterable[dict[str, str]]) -> None:
@@ -45,7 +54,7 @@ def serve(bind: Bind, socket_client: Client, session_env: Iterable[dict[str, str
     )
     server = uvicorn.Server(config)
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        asyncio.run(_serve(server, sock))
     except KeyboardInterrupt:
         pass
     finally:
